@@ -1,0 +1,202 @@
+//! The command line: every flag defined once, with its help. Parses types (durations, lists,
+//! signals); how flags relate to each other is checked when the policy is built.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
+
+use crate::backoff::Jitter;
+use crate::codes::{self, CodeSet};
+
+/// Run a command again until it succeeds, with backoff and jitter.
+///
+/// retry runs COMMAND (directly, not through a shell) until it succeeds, fails in a way that
+/// will not get better, or a limit is reached. Between attempts it waits with exponential
+/// backoff and full jitter by default. It exits with the last attempt's status.
+#[derive(Debug, Parser)]
+#[command(
+    name = "retry",
+    version,
+    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. \
+                  Exit status: the last attempt's, 124 if it timed out, 125 if retry failed."
+)]
+pub struct Cli {
+    /// Total attempts, the first included (at least 1).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          conflicts_with_all = ["retries", "forever"], help_heading = "When to stop")]
+    pub attempts: Option<u32>,
+
+    /// Retries after the first attempt: the same as --attempts N+1.
+    #[arg(long, value_name = "N", conflicts_with = "forever", help_heading = "When to stop")]
+    pub retries: Option<u32>,
+
+    /// No limit on attempts (--max-time and fatal statuses still end the run).
+    #[arg(long, help_heading = "When to stop")]
+    pub forever: bool,
+
+    /// Deadline for the whole run, attempts and sleeps together.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = duration, help_heading = "When to stop")]
+    pub max_time: Option<Duration>,
+
+    /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable).
+    #[arg(long, value_name = "DUR", value_parser = duration, help_heading = "When to stop")]
+    pub attempt_timeout: Option<Duration>,
+
+    /// Base delay before the first retry.
+    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration, default_value = "1s",
+          help_heading = "How long to wait")]
+    pub delay: Duration,
+
+    /// How the delay grows from retry to retry.
+    #[arg(short = 'b', long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential,
+          conflicts_with = "delays", help_heading = "How long to wait")]
+    pub backoff: BackoffKind,
+
+    /// Multiplier for exponential backoff (at least 1; fractions allowed).
+    #[arg(long, value_name = "F", default_value_t = 2.0, help_heading = "How long to wait")]
+    pub factor: f64,
+
+    /// Cap on any single delay, jitter included.
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "1m",
+          help_heading = "How long to wait")]
+    pub max_delay: Duration,
+
+    /// Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration,
+          help_heading = "How long to wait")]
+    pub delays: Option<Vec<Duration>>,
+
+    /// Jitter: none, full, equal, decorrelated, or N% (±N% around the delay).
+    #[arg(short = 'j', long, value_name = "KIND", value_parser = jitter, default_value = "full",
+          help_heading = "How long to wait")]
+    pub jitter: Jitter,
+
+    /// Seed for the random source, for a reproducible schedule.
+    #[arg(long, value_name = "N", help_heading = "How long to wait")]
+    pub seed: Option<u64>,
+
+    /// Statuses that count as success, e.g. 0,3 (replaces the default 0).
+    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    pub success_on: Option<CodeSet>,
+
+    /// Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal.
+    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    pub retry_on: Option<CodeSet>,
+
+    /// Never retry these statuses (added to 126 and 127; wins over --retry-on).
+    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    pub fatal_on: Option<CodeSet>,
+
+    /// Signal sent to the attempt's process group when it times out.
+    #[arg(long, value_name = "SIG", value_parser = signal, default_value = "TERM",
+          help_heading = "The child process")]
+    pub kill_signal: i32,
+
+    /// After --kill-signal, wait this long before sending SIGKILL.
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s",
+          help_heading = "The child process")]
+    pub kill_after: Duration,
+
+    /// More log lines: the resolved policy and each attempt's start.
+    #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Logging")]
+    pub verbose: u8,
+
+    /// Fewer log lines: -q only the give-up line, -qq nothing.
+    #[arg(short = 'q', long, action = ArgAction::Count, help_heading = "Logging")]
+    pub quiet: u8,
+
+    /// Log as text lines or as JSON lines.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text,
+          help_heading = "Logging")]
+    pub log_format: LogFormat,
+
+    /// Write the log to this file (appending) instead of stderr.
+    #[arg(long, value_name = "PATH", help_heading = "Logging")]
+    pub log_file: Option<PathBuf>,
+
+    /// Print the resolved policy and the schedule it implies, run nothing, and exit.
+    #[arg(long)]
+    pub explain: bool,
+
+    /// The command to run and its arguments, passed on byte for byte.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1..,
+          value_parser = clap::value_parser!(OsString), required_unless_present = "explain")]
+    pub command: Vec<OsString>,
+}
+
+/// How the delay grows between retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackoffKind {
+    /// delay · factor^(k−1)
+    Exponential,
+    /// delay · k
+    Linear,
+    /// always delay
+    Constant,
+    /// delay · 1, 2, 3, 5, 8, …
+    Fibonacci,
+}
+
+/// The format of retry's log lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One line per event, prefixed `retry:`.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The clap definition, for completions and the man page.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`).
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("'{s}' is not a duration of zero seconds or more"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
+}
+
+fn jitter(s: &str) -> Result<Jitter, String> {
+    s.parse()
+}
+
+fn code_list(s: &str) -> Result<CodeSet, String> {
+    s.parse()
+}
+
+fn signal(s: &str) -> Result<i32, String> {
+    codes::signal(s)
+        .map(|sig| sig as i32)
+        .ok_or_else(|| format!("'{s}' is not a signal name or number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn durations_take_units_fractions_and_bare_seconds() {
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(duration("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "abc", "5 parsecs", "", "inf", "NaN"] {
+            let err = duration(bad).expect_err(bad);
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+}

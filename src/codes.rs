@@ -1,0 +1,186 @@
+//! Sets of exit statuses, as the `--success-on`, `--retry-on` and `--fatal-on` lists give them.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::str::FromStr;
+
+use nix::sys::signal::Signal;
+
+/// A set of exit statuses: codes, inclusive ranges and signal names (`1,2,5-7,75,SIGKILL`).
+/// A signal N stands for status 128+N, the number a shell reports for a child it killed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodeSet {
+    ranges: Vec<RangeInclusive<i32>>,
+}
+
+/// The largest status a process can report; 128+N for the highest signal fits below it.
+const MAX_STATUS: i32 = 255;
+
+impl CodeSet {
+    /// A set of the given single statuses.
+    pub fn of(codes: &[i32]) -> Self {
+        CodeSet {
+            ranges: codes.iter().map(|&c| c..=c).collect(),
+        }
+    }
+
+    pub fn contains(&self, status: i32) -> bool {
+        self.ranges.iter().any(|r| r.contains(&status))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// This set less the statuses `other` holds.
+    pub fn without(&self, other: &CodeSet) -> CodeSet {
+        let mut ranges = Vec::new();
+        for r in &self.ranges {
+            let mut start = *r.start();
+            for s in *r.start()..=*r.end() {
+                if other.contains(s) {
+                    if start < s {
+                        ranges.push(start..=s - 1);
+                    }
+                    start = s + 1;
+                }
+            }
+            if start <= *r.end() {
+                ranges.push(start..=*r.end());
+            }
+        }
+        CodeSet { ranges }
+    }
+}
+
+impl FromStr for CodeSet {
+    type Err = String;
+
+    fn from_str(list: &str) -> Result<Self, Self::Err> {
+        let mut ranges = Vec::new();
+        for item in list.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(format!("empty item in list '{list}'"));
+            }
+            let range = match item.split_once('-') {
+                Some((lo, hi)) => {
+                    let (lo, hi) = (status(lo)?, status(hi)?);
+                    if lo > hi {
+                        return Err(format!("range '{item}' runs backwards"));
+                    }
+                    lo..=hi
+                }
+                None => {
+                    let s = status(item)?;
+                    s..=s
+                }
+            };
+            ranges.push(range);
+        }
+        Ok(CodeSet { ranges })
+    }
+}
+
+/// One status: a number from 0 to 255, or a signal name with or without `SIG` (128+N).
+fn status(item: &str) -> Result<i32, String> {
+    let item = item.trim();
+    if item.chars().all(|c| c.is_ascii_digit()) && !item.is_empty() {
+        return match item.parse::<i32>() {
+            Ok(n) if n <= MAX_STATUS => Ok(n),
+            _ => Err(format!("status '{item}' is out of range 0-{MAX_STATUS}")),
+        };
+    }
+    signal(item)
+        .map(|sig| 128 + sig as i32)
+        .ok_or_else(|| format!("'{item}' is neither a status (0-{MAX_STATUS}) nor a signal name"))
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
+pub fn signal(name: &str) -> Option<Signal> {
+    if let Ok(n) = name.parse::<i32>() {
+        return Signal::try_from(n).ok();
+    }
+    let upper = name.to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    Signal::from_str(&full).ok()
+}
+
+impl fmt::Display for CodeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.ranges.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            if r.start() == r.end() {
+                write!(f, "{}", r.start())?;
+            } else {
+                write!(f, "{}-{}", r.start(), r.end())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(s: &str) -> CodeSet {
+        s.parse().expect("valid list")
+    }
+
+    #[test]
+    fn codes_and_ranges_are_inclusive() {
+        let s = set("1,2,5-7,75");
+        for yes in [1, 2, 5, 6, 7, 75] {
+            assert!(s.contains(yes), "{yes}");
+        }
+        for no in [0, 3, 4, 8, 74, 76] {
+            assert!(!s.contains(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn signal_names_stand_for_128_plus_n() {
+        let s = set("SIGKILL,term, INT");
+        assert!(s.contains(137));
+        assert!(s.contains(143));
+        assert!(s.contains(130));
+        assert!(!s.contains(9));
+    }
+
+    #[test]
+    fn bad_items_are_named_in_the_error() {
+        for (bad, word) in [
+            ("1,,2", "empty"),
+            ("7-5", "7-5"),
+            ("256", "256"),
+            ("SIGNOPE", "SIGNOPE"),
+            ("x-3", "x"),
+            ("-1", "''"),
+        ] {
+            let err = bad.parse::<CodeSet>().expect_err(bad);
+            assert!(err.contains(word), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn without_removes_single_statuses_from_ranges() {
+        let s = set("120-130").without(&set("126,127"));
+        assert!(s.contains(125) && s.contains(128) && s.contains(120) && s.contains(130));
+        assert!(!s.contains(126) && !s.contains(127));
+        assert_eq!(s.to_string(), "120-125,128-130");
+    }
+
+    #[test]
+    fn signal_accepts_names_and_numbers() {
+        assert_eq!(signal("TERM"), Some(Signal::SIGTERM));
+        assert_eq!(signal("sigkill"), Some(Signal::SIGKILL));
+        assert_eq!(signal("9"), Some(Signal::SIGKILL));
+        assert_eq!(signal("BOGUS"), None);
+    }
+}

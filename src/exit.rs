@@ -1,0 +1,59 @@
+//! How retry itself ends: a status, or the same signal that killed the last attempt.
+
+use std::io::Write;
+
+use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
+
+/// The end of a run, as the calling shell will see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Exit with this status.
+    Code(u8),
+    /// End by this signal, as the last attempt did, so that a shell sees what it would have
+    /// seen without retry.
+    Signal(i32),
+}
+
+impl Exit {
+    /// A usage error or a failure of retry itself: 125, like timeout(1), env(1) and nice(1),
+    /// because 1 and 2 collide with the child's own statuses.
+    pub const FAILURE: Exit = Exit::Code(125);
+    /// `--attempt-timeout` or `--max-time` stopped the last attempt.
+    pub const TIMED_OUT: Exit = Exit::Code(124);
+
+    /// The number a shell would report in `$?`.
+    pub fn status(self) -> i32 {
+        match self {
+            Exit::Code(code) => i32::from(code),
+            Exit::Signal(sig) => 128 + sig,
+        }
+    }
+
+    pub fn exit(self) -> ! {
+        let _ = std::io::stdout().flush();
+        if let Exit::Signal(sig) = self {
+            raise_default(sig);
+        }
+        std::process::exit(self.status())
+    }
+}
+
+/// Dies by `sig` with its default action, without a core dump; returns if that is impossible.
+fn raise_default(sig: i32) {
+    let Ok(signal) = Signal::try_from(sig) else {
+        return;
+    };
+    // The core would be retry's, not the child's: the child has already dumped its own.
+    let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
+    // SAFETY: restoring the default disposition installs no handler code; the process is about
+    // to end by that very signal.
+    let restored = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
+    if restored.is_err() {
+        return;
+    }
+    let mut set = SigSet::empty();
+    set.add(signal);
+    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+    let _ = nix::sys::signal::raise(signal);
+}

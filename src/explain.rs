@@ -1,0 +1,232 @@
+//! `--explain`: the resolved policy, the schedule it implies and warnings about risky settings,
+//! computed by the same backoff code that sleeps.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::backoff::Jitter;
+use crate::log::human;
+use crate::outcome::NEVER_BETTER;
+use crate::policy::Policy;
+use crate::status::signal_name;
+
+/// Rows of the schedule shown before the rest is summed up.
+const ROWS: u32 = 12;
+/// Schedules drawn to estimate the expected waiting time.
+const SAMPLES: u64 = 2000;
+/// Retries simulated per schedule; past this, the last one's mean stands for the rest.
+const SIMULATED: u32 = 200;
+
+/// The whole explanation, as printed.
+pub fn explain(p: &Policy) -> String {
+    let mut out = String::new();
+    let retries = p.attempts.map(|n| n.saturating_sub(1));
+    policy(&mut out, p);
+    schedule(&mut out, p, retries);
+    let warnings = warnings(p, retries);
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings\n");
+        for w in warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    out
+}
+
+fn policy(out: &mut String, p: &Policy) {
+    let command = if p.command.is_empty() {
+        "(none given)".to_string()
+    } else {
+        p.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    };
+    let attempts = match p.attempts {
+        Some(n) => format!("{n} ({} {})", n - 1, if n == 2 { "retry" } else { "retries" }),
+        None => "unlimited (--forever)".into(),
+    };
+    let opt = |d: Option<Duration>| d.map_or("none".into(), human);
+    let b = &p.backoff;
+    let rows = [
+        ("command", command),
+        ("attempts", attempts),
+        ("max-time", opt(p.max_time)),
+        ("attempt-timeout", opt(p.attempt_timeout)),
+        ("backoff", b.shape.to_string()),
+        ("delay", human(b.delay)),
+        ("max-delay", human(b.max_delay)),
+        ("jitter", b.jitter.to_string()),
+        ("seed", p.seed.map_or("random".into(), |s| s.to_string())),
+        ("success-on", p.rules.success.to_string()),
+        ("retry-on", p.rules.retry_on.as_ref().map_or("every other failure".into(), ToString::to_string)),
+        ("fatal-on", fatal_list(p)),
+        (
+            "on timeout",
+            format!("{}, then SIGKILL after {}", signal_name(p.kill_signal), human(p.kill_after)),
+        ),
+    ];
+    out.push_str("Policy\n");
+    for (name, value) in rows {
+        let _ = writeln!(out, "  {name:<16} {value}");
+    }
+}
+
+/// Every status that is fatal before `--retry-on` is consulted.
+pub fn fatal_list(p: &Policy) -> String {
+    match (p.rules.fatal_on.is_empty(), p.rules.never_better.is_empty()) {
+        (true, true) => "none".into(),
+        (true, false) => p.rules.never_better.to_string(),
+        (false, true) => p.rules.fatal_on.to_string(),
+        (false, false) => format!("{},{}", p.rules.never_better, p.rules.fatal_on),
+    }
+}
+
+fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
+    let b = &p.backoff;
+    out.push_str("\nSchedule (the wait before each retry)\n");
+    if retries == Some(0) {
+        out.push_str("  one attempt only: no retries, no waiting\n");
+        return;
+    }
+    let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut s = b.schedule();
+        (0..retries.unwrap_or(ROWS).min(ROWS)).map(|_| s.next_delay(&mut rng)).collect()
+    });
+    let _ = write!(out, "  {:<7}{:>10}{:>10}", "retry", "min", "max");
+    if let Some(seed) = p.seed {
+        let _ = write!(out, "   delay with --seed {seed}");
+    }
+    out.push('\n');
+    let shown = retries.unwrap_or(ROWS).min(ROWS);
+    for k in 1..=shown {
+        let (lo, hi) = b.envelope(k);
+        let _ = write!(out, "  {k:<7}{:>10}{:>10}", human(lo), human(hi));
+        if let Some(d) = exact.as_ref().and_then(|e| e.get(k as usize - 1)) {
+            let _ = write!(out, "   {}", human(*d));
+        }
+        out.push('\n');
+    }
+    match retries {
+        Some(n) if n > shown => {
+            let (lo, hi) = b.envelope(n);
+            let _ = writeln!(out, "  … {} more, the last between {} and {}", n - shown, human(lo), human(hi));
+        }
+        None => {
+            let _ = writeln!(out, "  … and so on without end, each at most {}", human(b.max_delay));
+        }
+        _ => {}
+    }
+    match retries {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "\n  waiting in all: at most {}, expected about {}",
+                human(worst_case(p, n)),
+                human(expected(p, n))
+            );
+            if let Some(max) = p.max_time {
+                let _ = writeln!(out, "  (--max-time {} ends the run sooner if it comes first)", human(max));
+            }
+        }
+        None => {
+            let _ = writeln!(out, "\n  waiting in all: unbounded{}", match p.max_time {
+                Some(max) => format!(" by attempts; --max-time {} ends the run", human(max)),
+                None => String::new(),
+            });
+        }
+    }
+    out.push_str("  the time the attempts themselves take comes on top\n");
+}
+
+/// The longest total wait over `retries` retries.
+pub fn worst_case(p: &Policy, retries: u32) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut last = None;
+    for k in 1..=retries {
+        let hi = p.backoff.envelope(k).1;
+        // Once the envelope stops growing it stays at the cap: the rest is a multiplication.
+        if last == Some(hi) && hi == p.backoff.max_delay {
+            return total.saturating_add(hi.saturating_mul(retries - k + 1));
+        }
+        total = total.saturating_add(hi);
+        last = Some(hi);
+    }
+    total
+}
+
+/// The mean total wait over `retries` retries, from schedules drawn with fixed seeds.
+pub fn expected(p: &Policy, retries: u32) -> Duration {
+    let simulated = retries.min(SIMULATED);
+    let (mut sum, mut tail) = (0f64, 0f64);
+    for seed in 0..SAMPLES {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut s = p.backoff.schedule();
+        let mut last = Duration::ZERO;
+        for _ in 0..simulated {
+            last = s.next_delay(&mut rng);
+            sum += last.as_secs_f64();
+        }
+        tail += last.as_secs_f64();
+    }
+    let rest = f64::from(retries - simulated) * tail;
+    Duration::try_from_secs_f64((sum + rest) / SAMPLES as f64).unwrap_or(Duration::MAX)
+}
+
+/// How many attempts can start before `max` when every wait is as short (or long) as it can be.
+fn attempts_fitting(p: &Policy, max: Duration, retries: u32, longest: bool) -> u32 {
+    let mut total = Duration::ZERO;
+    for k in 1..=retries.min(100_000) {
+        let (lo, hi) = p.backoff.envelope(k);
+        total = total.saturating_add(if longest { hi } else { lo });
+        if total >= max {
+            return k;
+        }
+    }
+    retries + 1
+}
+
+fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
+    let mut w = Vec::new();
+    if p.backoff.jitter == Jitter::None && retries != Some(0) {
+        w.push(
+            "--jitter none: clients that failed together will retry together, in lockstep; \
+             full jitter spreads them"
+                .into(),
+        );
+    }
+    if retries.is_none() && p.max_time.is_none() {
+        w.push("--forever without --max-time: the run may never end".into());
+    }
+    if let Some(list) = &p.rules.retry_on {
+        for status in NEVER_BETTER.iter().filter(|s| list.contains(**s) && !p.rules.fatal_on.contains(**s)) {
+            w.push(format!(
+                "--retry-on names {status}: a command that cannot be found or executed will not get better"
+            ));
+        }
+    }
+    if let (Some(max), Some(n)) = (p.max_time, retries) {
+        let shortest = attempts_fitting(p, max, n, false);
+        let longest = attempts_fitting(p, max, n, true);
+        if shortest <= n {
+            w.push(format!(
+                "the schedule cannot fit --max-time {}: even with the shortest waits, only {shortest} of {} attempts can start",
+                human(max),
+                n + 1
+            ));
+        } else if longest <= n {
+            w.push(format!(
+                "with the longest waits, only {longest} of {} attempts start before --max-time {}",
+                n + 1,
+                human(max)
+            ));
+        }
+    }
+    if let Some(timeout) = p.attempt_timeout
+        && p.max_time.is_some_and(|max| timeout >= max)
+    {
+        w.push("--attempt-timeout is not shorter than --max-time: the deadline stops the first attempt first".into());
+    }
+    w
+}

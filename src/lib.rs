@@ -1,0 +1,85 @@
+//! `retry` runs a command again and again, with backoff and jitter, until it succeeds, fails in
+//! a way that will not get better, or a limit is reached.
+//!
+//! The pipeline: [`cli`] parses, [`policy`] validates, [`attempt`] runs the loop over a
+//! [`attempt::World`] ([`process`] for real), and [`exit`] ends the process as the last attempt
+//! did.
+
+pub mod attempt;
+pub mod backoff;
+pub mod cli;
+pub mod codes;
+pub mod exit;
+pub mod explain;
+pub mod log;
+pub mod outcome;
+pub mod policy;
+pub mod process;
+pub mod signals;
+pub mod status;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::Instant;
+
+use clap::Parser;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::cli::Cli;
+use crate::exit::Exit;
+use crate::log::Log;
+use crate::policy::Policy;
+
+/// Runs retry with these arguments (the first is the program name) and returns how to exit.
+pub fn run<I, T>(args: I) -> Exit
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let start = Instant::now();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // --help and --version are not errors.
+            return if e.use_stderr() { Exit::FAILURE } else { Exit::Code(0) };
+        }
+    };
+    let explain = cli.explain;
+    let policy = match Policy::try_from(cli) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("retry: error: {e}");
+            return Exit::FAILURE;
+        }
+    };
+    if explain {
+        let mut stdout = std::io::stdout().lock();
+        return match stdout.write_all(explain::explain(&policy).as_bytes()) {
+            Ok(()) => Exit::Code(0),
+            Err(_) => Exit::FAILURE,
+        };
+    }
+    let mut log = match Log::open(&policy.log) {
+        Ok(log) => log,
+        Err(e) => {
+            let path = policy.log.file.as_deref().unwrap_or(std::path::Path::new("")).display();
+            eprintln!("retry: error: cannot open --log-file '{path}': {e}");
+            return Exit::FAILURE;
+        }
+    };
+    let signals = match signals::Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("retry: error: cannot install signal handlers: {e}");
+            return Exit::FAILURE;
+        }
+    };
+    let mut rng = match policy.seed {
+        Some(seed) => StdRng::seed_from_u64(seed),
+        None => rand::make_rng(),
+    };
+    let mut world = process::Process::new(policy.command.clone(), signals, start);
+    attempt::run(&policy, &mut world, &mut rng, &mut log)
+}

@@ -1,0 +1,263 @@
+//! retry's own log: text lines prefixed `retry:` or JSON lines, on stderr or in a file.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::cli::LogFormat;
+use crate::policy::LogSettings;
+use crate::status::Status;
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The resolved policy, before the first attempt (-v).
+    Policy,
+    /// An attempt starts (-v).
+    Start,
+    /// An attempt failed; `delay` is the wait before the next one, if any.
+    Failure,
+    /// An attempt after a failure succeeded.
+    Success,
+    /// A signal reached retry and was passed on to the command.
+    Signal,
+    /// The run ends without success.
+    GiveUp,
+}
+
+/// One log entry; fields that do not apply are `None`.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub event: Event,
+    pub attempt: u32,
+    pub max_attempts: Option<u32>,
+    pub status: Option<Status>,
+    /// The attempt was stopped by `--attempt-timeout` or `--max-time` (status 124).
+    pub timed_out: bool,
+    pub duration: Option<Duration>,
+    pub delay: Option<Duration>,
+    pub reason: Option<String>,
+    /// Time since the run began.
+    pub elapsed: Duration,
+}
+
+impl Entry {
+    pub fn new(event: Event, attempt: u32, max_attempts: Option<u32>, elapsed: Duration) -> Self {
+        Entry {
+            event,
+            attempt,
+            max_attempts,
+            status: None,
+            timed_out: false,
+            duration: None,
+            delay: None,
+            reason: None,
+            elapsed,
+        }
+    }
+
+    /// The status the outcome lists judged: 124 for a timed-out attempt.
+    fn status_number(&self) -> Option<i32> {
+        match self.status {
+            _ if self.timed_out => Some(124),
+            Some(s) => Some(s.number()),
+            None => None,
+        }
+    }
+
+    /// The least verbose level at which this entry is shown.
+    fn level(&self) -> i8 {
+        match self.event {
+            Event::Policy | Event::Start => 2,
+            Event::Failure | Event::Success | Event::Signal => 1,
+            Event::GiveUp => 0,
+        }
+    }
+}
+
+/// The log of one run.
+pub struct Log {
+    level: i8,
+    format: LogFormat,
+    sink: Box<dyn Write>,
+}
+
+impl Log {
+    /// Opens the log file, if any, for appending; stderr otherwise.
+    pub fn open(settings: &LogSettings) -> io::Result<Log> {
+        let sink: Box<dyn Write> = match &settings.file {
+            Some(path) => Box::new(open_append(path)?),
+            None => Box::new(io::stderr()),
+        };
+        Ok(Log::to(settings, sink))
+    }
+
+    /// A log that writes to `sink`.
+    pub fn to(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
+        Log {
+            level: settings.level,
+            format: settings.format,
+            sink,
+        }
+    }
+
+    /// Whether entries of this event would be written at all.
+    pub fn shows(&self, event: Event) -> bool {
+        Entry::new(event, 0, None, Duration::ZERO).level() <= self.level
+    }
+
+    pub fn write(&mut self, entry: &Entry) {
+        if entry.level() > self.level {
+            return;
+        }
+        let mut line = match self.format {
+            LogFormat::Text => text(entry),
+            LogFormat::Json => json(entry),
+        };
+        line.push('\n');
+        // One write per line, so that a line is not split by the child's own stderr output.
+        // A log that cannot be written must not change the run's outcome.
+        let _ = self.sink.write_all(line.as_bytes());
+        let _ = self.sink.flush();
+    }
+}
+
+fn open_append(path: &std::path::Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+fn text(e: &Entry) -> String {
+    let attempt = match e.max_attempts {
+        Some(max) => format!("attempt {}/{max}", e.attempt),
+        None => format!("attempt {}", e.attempt),
+    };
+    let reason = e.reason.as_deref().unwrap_or("");
+    match e.event {
+        Event::Policy => format!("retry: policy: {reason}"),
+        Event::Start => format!("retry: {attempt}: starting{}", with_reason(reason)),
+        Event::Failure => {
+            let what = match e.status {
+                _ if e.timed_out => "timed out (status 124)".to_string(),
+                Some(status) => status.to_string(),
+                None => "failed".to_string(),
+            };
+            let ran = e.duration.map(|d| format!(" after {}", human(d))).unwrap_or_default();
+            let next = e.delay.map(|d| format!("; retrying in {}", human(d))).unwrap_or_default();
+            format!("retry: {attempt} failed: {what}{ran} ({reason}){next}")
+        }
+        Event::Success => format!(
+            "retry: {attempt} succeeded after {} failed; {} in all",
+            plural(e.attempt - 1, "attempt"),
+            human(e.elapsed)
+        ),
+        Event::Signal => format!("retry: {reason}"),
+        Event::GiveUp => {
+            let last = e.status.map(|s| format!("; last {s}")).unwrap_or_default();
+            format!(
+                "retry: giving up after {} in {}: {reason}{last}",
+                plural(e.attempt, "attempt"),
+                human(e.elapsed)
+            )
+        }
+    }
+}
+
+fn with_reason(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" {reason}")
+    }
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    event: &'static str,
+    attempt: u32,
+    max_attempts: Option<u32>,
+    status: Option<i32>,
+    signal: Option<&'static str>,
+    duration_ms: Option<u128>,
+    delay_ms: Option<u128>,
+    reason: Option<&'a str>,
+    elapsed_ms: u128,
+    timestamp: String,
+}
+
+fn json(e: &Entry) -> String {
+    let record = Json {
+        event: match e.event {
+            Event::Policy => "policy",
+            Event::Start => "start",
+            Event::Failure => "failure",
+            Event::Success => "success",
+            Event::Signal => "signal",
+            Event::GiveUp => "give_up",
+        },
+        attempt: e.attempt,
+        max_attempts: e.max_attempts,
+        status: e.status_number(),
+        signal: e.status.and_then(Status::signal_name),
+        duration_ms: e.duration.map(|d| d.as_millis()),
+        delay_ms: e.delay.map(|d| d.as_millis()),
+        reason: e.reason.as_deref(),
+        elapsed_ms: e.elapsed.as_millis(),
+        timestamp: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+    };
+    // A struct of plain fields always serializes.
+    serde_json::to_string(&record).unwrap_or_default()
+}
+
+/// A duration as a person reads it: `12ms`, `1.23s`, `2m 5s`.
+pub fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        let s = format!("{:.2}", d.as_secs_f64());
+        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    }
+}
+
+fn plural(n: u32, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_read_naturally() {
+        assert_eq!(human(Duration::from_millis(12)), "12ms");
+        assert_eq!(human(Duration::from_millis(1230)), "1.23s");
+        assert_eq!(human(Duration::from_secs(2)), "2s");
+        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+    }
+
+    #[test]
+    fn a_failure_line_names_status_time_reason_and_delay() {
+        let mut e = Entry::new(Event::Failure, 2, Some(5), Duration::from_secs(3));
+        e.status = Some(Status::Signal(9));
+        e.duration = Some(Duration::from_millis(40));
+        e.delay = Some(Duration::from_millis(1500));
+        e.reason = Some("retryable".into());
+        assert_eq!(
+            text(&e),
+            "retry: attempt 2/5 failed: killed by SIGKILL (status 137) after 40ms (retryable); retrying in 1.5s"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&e)).expect("valid JSON");
+        assert_eq!(v["event"], "failure");
+        assert_eq!(v["status"], 137);
+        assert_eq!(v["signal"], "SIGKILL");
+        assert_eq!(v["delay_ms"], 1500);
+        assert_eq!(v["max_attempts"], 5);
+    }
+}

@@ -1,0 +1,157 @@
+//! Judging an attempt's status: success, retryable or fatal, with the reason.
+
+use std::fmt;
+
+use crate::codes::CodeSet;
+
+/// Statuses that will not get better by trying again: 126 (cannot execute) and 127 (not found).
+pub const NEVER_BETTER: [i32; 2] = [126, 127];
+
+/// Which statuses count as success, which are retried and which are fatal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// Statuses that count as success (`--success-on`, default 0).
+    pub success: CodeSet,
+    /// When given, only these failing statuses are retried (`--retry-on`).
+    pub retry_on: Option<CodeSet>,
+    /// Statuses never retried (`--fatal-on`).
+    pub fatal_on: CodeSet,
+    /// 126 and 127, fatal unless `--retry-on` names them.
+    pub never_better: CodeSet,
+}
+
+/// What an attempt's status means for the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Success,
+    Retry(Reason),
+    Fatal(Reason),
+}
+
+/// Why a status was judged as it was; shown in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// A failure, retried because no `--retry-on` list narrows the retryable ones.
+    AnyFailure,
+    /// Named by `--retry-on`.
+    RetryOn,
+    /// Named by `--fatal-on`.
+    FatalOn,
+    /// 126 or 127, fatal by default.
+    NeverBetter,
+    /// A failure that `--retry-on` does not name.
+    NotInRetryOn,
+}
+
+impl Rules {
+    /// The rules for the three lists as the user gave them (`None` for a list not given).
+    pub fn new(success: Option<CodeSet>, retry_on: Option<CodeSet>, fatal_on: Option<CodeSet>) -> Self {
+        let never_better = CodeSet::of(&NEVER_BETTER);
+        // 126 and 127 are retried only when --retry-on names them explicitly.
+        let default_fatal = match &retry_on {
+            Some(named) => never_better.without(named),
+            None => never_better,
+        };
+        Rules {
+            success: success.unwrap_or_else(|| CodeSet::of(&[0])),
+            retry_on,
+            fatal_on: fatal_on.unwrap_or_default(),
+            never_better: default_fatal,
+        }
+    }
+
+    /// Judge a status in the order success → fatal → retryable → fatal.
+    pub fn classify(&self, status: i32) -> Verdict {
+        if self.success.contains(status) {
+            return Verdict::Success;
+        }
+        if self.fatal_on.contains(status) {
+            return Verdict::Fatal(Reason::FatalOn);
+        }
+        if self.never_better.contains(status) {
+            return Verdict::Fatal(Reason::NeverBetter);
+        }
+        match &self.retry_on {
+            None => Verdict::Retry(Reason::AnyFailure),
+            Some(list) if list.contains(status) => Verdict::Retry(Reason::RetryOn),
+            Some(_) => Verdict::Fatal(Reason::NotInRetryOn),
+        }
+    }
+
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Reason::AnyFailure => "retryable",
+            Reason::RetryOn => "retryable: in --retry-on",
+            Reason::FatalOn => "fatal: in --fatal-on",
+            Reason::NeverBetter => "fatal: cannot execute or not found; will not get better",
+            Reason::NotInRetryOn => "fatal: not in --retry-on",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(success: Option<&str>, retry: Option<&str>, fatal: Option<&str>) -> Rules {
+        let p = |s: Option<&str>| s.map(|s| s.parse::<CodeSet>().expect("valid list"));
+        Rules::new(p(success), p(retry), p(fatal))
+    }
+
+    #[test]
+    fn defaults_retry_every_failure_but_126_and_127() {
+        let r = rules(None, None, None);
+        assert_eq!(r.classify(0), Verdict::Success);
+        assert_eq!(r.classify(1), Verdict::Retry(Reason::AnyFailure));
+        assert_eq!(r.classify(137), Verdict::Retry(Reason::AnyFailure));
+        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(127), Verdict::Fatal(Reason::NeverBetter));
+    }
+
+    #[test]
+    fn success_on_replaces_zero() {
+        let r = rules(Some("1,3"), None, None);
+        assert_eq!(r.classify(3), Verdict::Success);
+        assert_eq!(r.classify(0), Verdict::Retry(Reason::AnyFailure));
+    }
+
+    #[test]
+    fn fatal_wins_over_retry_on() {
+        let r = rules(None, Some("1-10"), Some("5"));
+        assert_eq!(r.classify(5), Verdict::Fatal(Reason::FatalOn));
+        assert_eq!(r.classify(4), Verdict::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(11), Verdict::Fatal(Reason::NotInRetryOn));
+    }
+
+    #[test]
+    fn success_is_judged_before_fatal() {
+        let r = rules(Some("0,2"), None, Some("2"));
+        assert_eq!(r.classify(2), Verdict::Success);
+    }
+
+    #[test]
+    fn fatal_on_adds_to_126_and_127() {
+        let r = rules(None, None, Some("SIGKILL"));
+        assert_eq!(r.classify(137), Verdict::Fatal(Reason::FatalOn));
+        assert_eq!(r.classify(127), Verdict::Fatal(Reason::NeverBetter));
+    }
+
+    #[test]
+    fn retry_on_naming_127_makes_it_retryable() {
+        let r = rules(None, Some("127"), None);
+        assert_eq!(r.classify(127), Verdict::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
+        // A range that merely covers them does name them.
+        let r = rules(None, Some("100-200"), None);
+        assert_eq!(r.classify(126), Verdict::Retry(Reason::RetryOn));
+    }
+
+    #[test]
+    fn fatal_on_127_wins_even_when_retry_on_names_it() {
+        let r = rules(None, Some("127"), Some("127"));
+        assert_eq!(r.classify(127), Verdict::Fatal(Reason::FatalOn));
+    }
+}

@@ -1,0 +1,211 @@
+//! The validated policy of one run, built from the command line: plain data, no I/O.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::backoff::{Backoff, Jitter, Shape};
+use crate::cli::{BackoffKind, Cli, LogFormat};
+use crate::outcome::Rules;
+
+/// Everything that decides how a run goes.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// The command and its arguments; empty only for `--explain`.
+    pub command: Vec<OsString>,
+    /// Total attempts; `None` for no limit (`--forever`).
+    pub attempts: Option<u32>,
+    /// Deadline for the whole run.
+    pub max_time: Option<Duration>,
+    /// Limit for one attempt.
+    pub attempt_timeout: Option<Duration>,
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// Seed for the random source; `None` seeds it from the operating system.
+    pub seed: Option<u64>,
+    /// Which statuses are success, retryable or fatal.
+    pub rules: Rules,
+    /// Signal sent to a timed-out attempt's process group.
+    pub kill_signal: i32,
+    /// Grace after `kill_signal` before SIGKILL.
+    pub kill_after: Duration,
+    /// Where and how much to log.
+    pub log: LogSettings,
+}
+
+/// Where the log goes and how much of it.
+#[derive(Clone, Debug)]
+pub struct LogSettings {
+    /// 2 with -v, 1 by default, 0 with -q (give-up only), below 0 with -qq (nothing).
+    pub level: i8,
+    pub format: LogFormat,
+    pub file: Option<PathBuf>,
+}
+
+/// A combination of flags that cannot work together; reported as a usage error (125).
+#[derive(Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<Cli> for Policy {
+    type Error = UsageError;
+
+    fn try_from(cli: Cli) -> Result<Self, Self::Error> {
+        let usage = |msg: String| Err(UsageError(msg));
+        let hd = |d: Duration| humantime::format_duration(d).to_string();
+
+        if !cli.factor.is_finite() || cli.factor < 1.0 {
+            return usage(format!("--factor {} must be a number of at least 1", cli.factor));
+        }
+        if cli.delay > cli.max_delay {
+            return usage(format!(
+                "--delay {} is longer than --max-delay {}; raise --max-delay or lower --delay",
+                hd(cli.delay),
+                hd(cli.max_delay)
+            ));
+        }
+        for (flag, value) in [("--max-time", cli.max_time), ("--attempt-timeout", cli.attempt_timeout)] {
+            if value == Some(Duration::ZERO) {
+                return usage(format!("{flag} 0 leaves no time to run anything"));
+            }
+        }
+        let shape = match cli.delays {
+            Some(list) => {
+                if let Some(long) = list.iter().find(|d| **d > cli.max_delay) {
+                    return usage(format!(
+                        "--delays value {} is longer than --max-delay {}",
+                        hd(*long),
+                        hd(cli.max_delay)
+                    ));
+                }
+                if cli.jitter == Jitter::Decorrelated {
+                    return usage(
+                        "--jitter decorrelated makes its own schedule and cannot follow --delays".into(),
+                    );
+                }
+                Shape::List(list)
+            }
+            None => match cli.backoff {
+                BackoffKind::Exponential => Shape::Exponential { factor: cli.factor },
+                BackoffKind::Linear => Shape::Linear,
+                BackoffKind::Constant => Shape::Constant,
+                BackoffKind::Fibonacci => Shape::Fibonacci,
+            },
+        };
+        let attempts = match (cli.forever, cli.attempts, cli.retries) {
+            (true, _, _) => None,
+            (false, Some(n), _) => Some(n),
+            (false, None, Some(r)) => match r.checked_add(1) {
+                Some(n) => Some(n),
+                None => return usage(format!("--retries {r} is too many; use --forever")),
+            },
+            (false, None, None) => Some(5),
+        };
+        let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
+        Ok(Policy {
+            command: cli.command,
+            attempts,
+            max_time: cli.max_time,
+            attempt_timeout: cli.attempt_timeout,
+            backoff: Backoff {
+                shape,
+                delay: cli.delay,
+                max_delay: cli.max_delay,
+                jitter: cli.jitter,
+            },
+            seed: cli.seed,
+            rules: Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
+            kill_signal: cli.kill_signal,
+            kill_after: cli.kill_after,
+            log: LogSettings {
+                level: level.clamp(-1, 2) as i8,
+                format: cli.log_format,
+                file: cli.log_file,
+            },
+        })
+    }
+}
+
+impl fmt::Display for Policy {
+    /// One line: the policy as the -v log shows it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let human = crate::log::human;
+        let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
+        let b = &self.backoff;
+        match self.attempts {
+            Some(n) => write!(f, "attempts={n}")?,
+            None => f.write_str("attempts=unlimited")?,
+        }
+        write!(
+            f,
+            " backoff={} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+            b.shape,
+            human(b.delay),
+            human(b.max_delay),
+            b.jitter,
+            opt(self.max_time),
+            opt(self.attempt_timeout),
+            self.rules.success,
+            self.rules.retry_on.as_ref().map_or("any".to_string(), ToString::to_string),
+            crate::explain::fatal_list(self),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn policy(args: &[&str]) -> Result<Policy, UsageError> {
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "true"]))
+            .expect("flags parse");
+        Policy::try_from(cli)
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let p = policy(&[]).expect("valid");
+        assert_eq!(p.attempts, Some(5));
+        assert_eq!(p.backoff.delay, Duration::from_secs(1));
+        assert_eq!(p.backoff.max_delay, Duration::from_secs(60));
+        assert_eq!(p.backoff.shape, Shape::Exponential { factor: 2.0 });
+        assert_eq!(p.backoff.jitter, Jitter::Full);
+        assert_eq!(p.kill_after, Duration::from_secs(10));
+        assert_eq!(p.log.level, 1);
+    }
+
+    #[test]
+    fn retries_means_one_more_attempt_and_forever_none() {
+        assert_eq!(policy(&["--retries", "3"]).expect("valid").attempts, Some(4));
+        assert_eq!(policy(&["--forever"]).expect("valid").attempts, None);
+    }
+
+    #[test]
+    fn relations_between_flags_are_checked() {
+        let cases: [(&[&str], &str); 5] = [
+            (&["--delay", "2m"], "--delay 2m"),
+            (&["--factor", "0.5"], "--factor 0.5"),
+            (&["--delays", "1s,2h"], "2h"),
+            (&["--delays", "1s", "--jitter", "decorrelated"], "decorrelated"),
+            (&["--max-time", "0"], "--max-time 0"),
+        ];
+        for (args, word) in cases {
+            let err = policy(args).expect_err(word);
+            assert!(err.0.contains(word), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn verbosity_counts_up_and_down() {
+        assert_eq!(policy(&["-v"]).expect("valid").log.level, 2);
+        assert_eq!(policy(&["-q"]).expect("valid").log.level, 0);
+        assert_eq!(policy(&["-qq"]).expect("valid").log.level, -1);
+    }
+}
