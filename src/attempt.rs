@@ -80,7 +80,11 @@ enum Stop {
 impl End {
     /// The status the outcome lists judge: 124 when retry stopped the attempt.
     fn number(&self) -> i32 {
-        if self.stopped.is_some() { 124 } else { self.status.number() }
+        if self.stopped.is_some() {
+            124
+        } else {
+            self.status.number()
+        }
     }
 
     /// retry's own exit when this attempt is the last.
@@ -95,13 +99,23 @@ impl End {
 
 /// Signals that stop the retrying when they reach retry; the others are only passed on.
 pub fn cancels(signal: i32) -> bool {
-    [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT]
-        .iter()
-        .any(|s| *s as i32 == signal)
+    [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ]
+    .iter()
+    .any(|s| *s as i32 == signal)
 }
 
 /// Runs the attempts the policy allows and returns how retry should exit.
-pub fn run<W: World, R: Rng + ?Sized>(p: &Policy, world: &mut W, rng: &mut R, log: &mut Log) -> Exit {
+pub fn run<W: World, R: Rng + ?Sized>(
+    p: &Policy,
+    world: &mut W,
+    rng: &mut R,
+    log: &mut Log,
+) -> Exit {
     let mut schedule = p.backoff.schedule();
     let mut previous = None;
     let mut attempt = 0u32;
@@ -133,7 +147,11 @@ pub fn run<W: World, R: Rng + ?Sized>(p: &Policy, world: &mut W, rng: &mut R, lo
                     status: Status::Code(e.status),
                     stopped: None,
                     cancelled: None,
-                    unstarted: Some(if e.status == 127 { "command not found" } else { "cannot execute" }),
+                    unstarted: Some(if e.status == 127 {
+                        "command not found"
+                    } else {
+                        "cannot execute"
+                    }),
                 }
             }
         };
@@ -226,7 +244,13 @@ fn sleep<W: World>(world: &mut W, until: Duration) -> Option<i32> {
 }
 
 /// Watches a running attempt until it ends: stops it when its time is up and passes signals on.
-fn supervise<W: World>(p: &Policy, world: &mut W, log: &mut Log, attempt: u32, started: Duration) -> End {
+fn supervise<W: World>(
+    p: &Policy,
+    world: &mut W,
+    log: &mut Log,
+    attempt: u32,
+    started: Duration,
+) -> End {
     let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
     let (limit, why) = match (timeout_at, p.max_time) {
         (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
@@ -260,25 +284,438 @@ fn supervise<W: World>(p: &Policy, world: &mut W, log: &mut Log, attempt: u32, s
                     Stop::AttemptTimeout => "--attempt-timeout",
                     Stop::Deadline => "--max-time",
                 };
-                note(world, log, format!("{what} reached; sending {} to the command", signal_name(p.kill_signal)));
+                note(
+                    world,
+                    log,
+                    format!(
+                        "{what} reached; sending {} to the command",
+                        signal_name(p.kill_signal)
+                    ),
+                );
             }
             Event::Timer => {
                 world.kill(Signal::SIGKILL as i32);
                 kill_at = None;
-                note(world, log, format!("the command outlived --kill-after; sending SIGKILL"));
+                note(
+                    world,
+                    log,
+                    format!("the command outlived --kill-after; sending SIGKILL"),
+                );
             }
             Event::Signal(sig) if cancels(sig) => {
-                let again = cancelled.is_some() && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
+                let again = cancelled.is_some()
+                    && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
                 if again {
                     world.kill(Signal::SIGKILL as i32);
-                    note(world, log, format!("{} again; killing the command", signal_name(sig)));
+                    note(
+                        world,
+                        log,
+                        format!("{} again; killing the command", signal_name(sig)),
+                    );
                 } else {
                     world.kill(sig);
-                    note(world, log, format!("{} received; passed on to the command, no more attempts", signal_name(sig)));
+                    note(
+                        world,
+                        log,
+                        format!(
+                            "{} received; passed on to the command, no more attempts",
+                            signal_name(sig)
+                        ),
+                    );
                 }
                 cancelled.get_or_insert(sig);
             }
             Event::Signal(sig) => world.kill(sig),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use clap::Parser;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    use super::*;
+    use crate::cli::Cli;
+
+    const TERM: i32 = Signal::SIGTERM as i32;
+    const INT: i32 = Signal::SIGINT as i32;
+    const KILL: i32 = Signal::SIGKILL as i32;
+    const USR1: i32 = Signal::SIGUSR1 as i32;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// One scripted attempt: how it ends and how long it runs unless stopped.
+    #[derive(Clone, Copy)]
+    struct Script {
+        status: Status,
+        runs: Duration,
+        /// Keeps running when sent these signals (a child that traps TERM).
+        ignores_term: bool,
+    }
+
+    fn exits(code: i32, runs_ms: u64) -> Script {
+        Script {
+            status: Status::Code(code),
+            runs: ms(runs_ms),
+            ignores_term: false,
+        }
+    }
+
+    /// A world with a fake clock: attempts follow a script, sleeps only move the clock, and
+    /// signals arrive at set times.
+    #[derive(Default)]
+    struct Fake {
+        now: Duration,
+        script: VecDeque<Script>,
+        running: Option<(Script, Duration)>,
+        signals: VecDeque<(Duration, i32)>,
+        slept: Vec<Duration>,
+        killed: Vec<(Duration, i32)>,
+        envs: Vec<AttemptEnv>,
+        spawn_error: Option<SpawnError>,
+    }
+
+    impl Fake {
+        fn new(script: impl IntoIterator<Item = Script>) -> Fake {
+            Fake {
+                script: script.into_iter().collect(),
+                ..Fake::default()
+            }
+        }
+
+        fn signal_at(mut self, at: Duration, signal: i32) -> Fake {
+            self.signals.push_back((at, signal));
+            self
+        }
+    }
+
+    impl World for Fake {
+        fn elapsed(&self) -> Duration {
+            self.now
+        }
+
+        fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError> {
+            self.envs.push(env.clone());
+            if let Some(e) = self.spawn_error.clone() {
+                return Err(e);
+            }
+            let script = self
+                .script
+                .pop_front()
+                .expect("the loop ran more attempts than scripted");
+            self.running = Some((script, self.now + script.runs));
+            Ok(())
+        }
+
+        fn wait(&mut self, until: Option<Duration>) -> Event {
+            let ends = self.running.map(|(_, at)| at);
+            let next = [ends, until].into_iter().flatten().min();
+            if let Some(&(at, sig)) = self.signals.front()
+                && next.is_none_or(|n| at <= n)
+            {
+                self.signals.pop_front();
+                self.now = self.now.max(at);
+                return Event::Signal(sig);
+            }
+            match (self.running, until) {
+                (Some((script, at)), until) if until.is_none_or(|u| at <= u) => {
+                    self.now = at;
+                    self.running = None;
+                    Event::Exited(script.status)
+                }
+                (running, Some(u)) => {
+                    if running.is_none() {
+                        self.slept.push(u.saturating_sub(self.now));
+                    }
+                    self.now = self.now.max(u);
+                    Event::Timer
+                }
+                (_, None) => panic!("waiting forever with nothing to wake the loop"),
+            }
+        }
+
+        fn kill(&mut self, signal: i32) {
+            self.killed.push((self.now, signal));
+            if let Some((script, _)) = self.running
+                && !(script.ignores_term && signal != KILL)
+            {
+                // A killed attempt ends at once, by the signal.
+                self.running = Some((
+                    Script {
+                        status: Status::Signal(signal),
+                        ..script
+                    },
+                    self.now,
+                ));
+            }
+        }
+    }
+
+    /// A sink the test can read after the log is done with it.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("sink lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Run {
+        exit: Exit,
+        world: Fake,
+        log: String,
+    }
+
+    fn run_with(args: &[&str], mut world: Fake) -> Run {
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "cmd"]))
+            .expect("flags parse");
+        let policy = Policy::try_from(cli).expect("valid policy");
+        let sink = Sink::default();
+        let mut log = Log::to(&policy.log, Box::new(sink.clone()));
+        let mut rng = StdRng::seed_from_u64(7);
+        let exit = run(&policy, &mut world, &mut rng, &mut log);
+        drop(log);
+        let log = String::from_utf8(sink.0.lock().expect("sink lock").clone()).expect("UTF-8 log");
+        Run { exit, world, log }
+    }
+
+    #[test]
+    fn retries_until_success_sleeping_the_backoff() {
+        let r = run_with(
+            &["--jitter", "none"],
+            Fake::new([exits(1, 10), exits(1, 10), exits(0, 10)]),
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert_eq!(r.world.slept, [ms(1000), ms(2000)]);
+        assert!(r.log.contains("attempt 3/5 succeeded"), "{}", r.log);
+    }
+
+    #[test]
+    fn there_is_no_sleep_after_the_last_attempt() {
+        let r = run_with(
+            &["-n", "3", "--jitter", "none"],
+            Fake::new([exits(4, 5); 3]),
+        );
+        assert_eq!(r.exit, Exit::Code(4));
+        assert_eq!(r.world.slept, [ms(1000), ms(2000)]);
+        assert_eq!(r.world.now, ms(3015));
+        assert!(r.log.contains("giving up after 3 attempts"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_fatal_status_stops_at_once() {
+        let r = run_with(&["--fatal-on", "2"], Fake::new([exits(2, 5)]));
+        assert_eq!(r.exit, Exit::Code(2));
+        assert!(r.world.slept.is_empty());
+        assert!(r.log.contains("in --fatal-on"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_command_that_cannot_run_is_not_retried() {
+        let mut world = Fake::new([]);
+        world.spawn_error = Some(SpawnError {
+            status: 127,
+            message: "cannot run 'x': No such file or directory".into(),
+        });
+        let r = run_with(&[], world);
+        assert_eq!(r.exit, Exit::Code(127));
+        assert_eq!(r.world.envs.len(), 1);
+        assert!(r.log.contains("command not found"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_child_killed_by_a_signal_is_judged_as_128_plus_n_and_reraised() {
+        let killed = Script {
+            status: Status::Signal(KILL),
+            runs: ms(5),
+            ignores_term: false,
+        };
+        let r = run_with(&["--fatal-on", "SIGKILL"], Fake::new([killed]));
+        assert_eq!(r.exit, Exit::Signal(KILL));
+        let r = run_with(&["-n", "2", "-d", "0"], Fake::new([killed, killed]));
+        assert_eq!(r.world.envs[1].previous, Some(137));
+        assert_eq!(r.exit, Exit::Signal(KILL));
+    }
+
+    #[test]
+    fn no_sleep_starts_that_would_end_past_max_time() {
+        let r = run_with(
+            &["--max-time", "2.5s", "--jitter", "none", "--forever"],
+            Fake::new([exits(1, 100); 3]),
+        );
+        // 0.1 run, 1 s sleep, 0.1 run, then a 2 s sleep would end at 3.2 s > 2.5 s.
+        assert_eq!(r.exit, Exit::Code(1));
+        assert_eq!(r.world.slept, [ms(1000)]);
+        assert_eq!(r.world.now, ms(1200));
+        assert!(r.log.contains("--max-time deadline"), "{}", r.log);
+    }
+
+    #[test]
+    fn max_time_stops_a_running_attempt_with_124() {
+        let r = run_with(&["--max-time", "1s"], Fake::new([exits(0, 5000)]));
+        assert_eq!(r.exit, Exit::TIMED_OUT);
+        assert_eq!(r.world.killed, [(ms(1000), TERM)]);
+        assert!(r.log.contains("--max-time reached"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_timed_out_attempt_counts_as_124_and_is_retried() {
+        let r = run_with(
+            &["--attempt-timeout", "1s", "-d", "0", "-n", "2"],
+            Fake::new([exits(0, 5000), exits(0, 10)]),
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert_eq!(r.world.killed, [(ms(1000), TERM)]);
+        assert_eq!(r.world.envs[1].previous, Some(124));
+        let r = run_with(
+            &["--attempt-timeout", "1s", "-n", "1"],
+            Fake::new([exits(0, 5000)]),
+        );
+        assert_eq!(r.exit, Exit::TIMED_OUT);
+    }
+
+    #[test]
+    fn a_child_that_ignores_the_kill_signal_gets_sigkill_after_kill_after() {
+        let stubborn = Script {
+            ignores_term: true,
+            ..exits(0, 60_000)
+        };
+        let r = run_with(
+            &["--attempt-timeout", "1s", "--kill-after", "3s", "-n", "1"],
+            Fake::new([stubborn]),
+        );
+        assert_eq!(r.world.killed, [(ms(1000), TERM), (ms(4000), KILL)]);
+        assert_eq!(r.exit, Exit::TIMED_OUT);
+    }
+
+    #[test]
+    fn kill_signal_is_what_a_timed_out_attempt_gets() {
+        let r = run_with(
+            &["--attempt-timeout", "1s", "--kill-signal", "INT", "-n", "1"],
+            Fake::new([exits(0, 9000)]),
+        );
+        assert_eq!(r.world.killed, [(ms(1000), INT)]);
+    }
+
+    #[test]
+    fn a_cancelling_signal_is_passed_on_and_stops_the_retrying() {
+        let world = Fake::new([exits(1, 5000), exits(0, 5)]).signal_at(ms(100), TERM);
+        let r = run_with(&[], world);
+        assert_eq!(r.world.killed, [(ms(100), TERM)]);
+        assert_eq!(
+            r.world.envs.len(),
+            1,
+            "no attempt after a cancelling signal"
+        );
+        assert_eq!(r.exit, Exit::Signal(TERM));
+    }
+
+    #[test]
+    fn a_child_that_traps_int_and_exits_130_is_not_retried() {
+        let trapping = Script {
+            ignores_term: true,
+            ..exits(130, 5000)
+        };
+        let r = run_with(&[], Fake::new([trapping]).signal_at(ms(50), INT));
+        assert_eq!(r.exit, Exit::Code(130));
+        assert_eq!(r.world.envs.len(), 1);
+        assert!(r.log.contains("cancelled by SIGINT"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_second_int_kills_the_group_at_once() {
+        let trapping = Script {
+            ignores_term: true,
+            ..exits(1, 5000)
+        };
+        let world = Fake::new([trapping])
+            .signal_at(ms(50), INT)
+            .signal_at(ms(80), INT);
+        let r = run_with(&[], world);
+        assert_eq!(r.world.killed, [(ms(50), INT), (ms(80), KILL)]);
+        assert_eq!(r.exit, Exit::Signal(KILL));
+    }
+
+    #[test]
+    fn a_signal_during_a_sleep_ends_the_run_at_once_with_128_plus_n() {
+        let world =
+            Fake::new([exits(1, 10), exits(0, 10)]).signal_at(ms(300), Signal::SIGHUP as i32);
+        let r = run_with(&["--jitter", "none"], world);
+        assert_eq!(r.exit, Exit::Code(129));
+        assert_eq!(r.world.now, ms(300));
+        assert_eq!(r.world.envs.len(), 1);
+        assert!(r.world.killed.is_empty());
+    }
+
+    #[test]
+    fn usr1_is_passed_on_without_stopping_the_run() {
+        let world = Fake::new([exits(1, 100), exits(0, 10)]).signal_at(ms(50), USR1);
+        let r = run_with(&["-d", "0"], world);
+        assert_eq!(r.world.killed, [(ms(50), USR1)]);
+        assert_eq!(r.exit, Exit::Code(0));
+        assert_eq!(r.world.envs.len(), 2);
+    }
+
+    #[test]
+    fn the_child_is_told_its_attempt_and_the_time_left() {
+        let r = run_with(
+            &[
+                "-n",
+                "3",
+                "--max-time",
+                "10s",
+                "--jitter",
+                "none",
+                "-d",
+                "1s",
+            ],
+            Fake::new([exits(3, 500), exits(3, 500), exits(0, 1)]),
+        );
+        let attempts: Vec<_> = r.world.envs.iter().map(|e| e.attempt).collect();
+        assert_eq!(attempts, [1, 2, 3]);
+        assert!(r.world.envs.iter().all(|e| e.max_attempts == Some(3)));
+        assert_eq!(r.world.envs[0].previous, None);
+        assert_eq!(r.world.envs[1].previous, Some(3));
+        assert_eq!(r.world.envs[0].remaining, Some(ms(10_000)));
+        // 0.5 s run + 1 s sleep.
+        assert_eq!(r.world.envs[1].remaining, Some(ms(8_500)));
+        let r = run_with(&["--forever", "-d", "0"], Fake::new([exits(0, 1)]));
+        assert_eq!(r.world.envs[0].max_attempts, None);
+        assert_eq!(r.world.envs[0].remaining, None);
+    }
+
+    #[test]
+    fn jittered_delays_stay_within_their_bounds_in_the_loop() {
+        let r = run_with(
+            &["-n", "6", "--max-delay", "5s"],
+            Fake::new([exits(1, 1); 6]),
+        );
+        let caps = [1000, 2000, 4000, 5000, 5000].map(ms);
+        assert_eq!(r.world.slept.len(), 5);
+        for (slept, cap) in r.world.slept.iter().zip(caps) {
+            assert!(*slept <= cap, "{slept:?} > {cap:?}");
+        }
+    }
+
+    #[test]
+    fn quiet_levels_keep_only_the_give_up_line_or_nothing() {
+        let r = run_with(&["-q", "-n", "2", "-d", "0"], Fake::new([exits(1, 1); 2]));
+        assert_eq!(r.log.lines().count(), 1, "{}", r.log);
+        assert!(r.log.starts_with("retry: giving up"), "{}", r.log);
+        let r = run_with(&["-qq", "-n", "2", "-d", "0"], Fake::new([exits(1, 1); 2]));
+        assert_eq!(r.log, "");
     }
 }

@@ -87,7 +87,10 @@ impl Backoff {
                 // Jitter goes inside the cap: a delay whose band would reach past max_delay is
                 // moved down until the band fits, so that delays at the cap stay spread
                 // instead of piling up on max_delay.
-                let d = self.base(k).as_secs_f64().min(self.max_delay.as_secs_f64() / (1.0 + p));
+                let d = self
+                    .base(k)
+                    .as_secs_f64()
+                    .min(self.max_delay.as_secs_f64() / (1.0 + p));
                 (secs(d * (1.0 - p)), secs(d * (1.0 + p)).min(self.max_delay))
             }
             Jitter::Decorrelated => {
@@ -182,7 +185,9 @@ impl FromStr for Jitter {
                     .strip_suffix('%')
                     .and_then(|n| n.trim().parse::<f64>().ok())
                     .ok_or_else(|| {
-                        format!("'{s}' is not none, full, equal, decorrelated or a percentage like 20%")
+                        format!(
+                            "'{s}' is not none, full, equal, decorrelated or a percentage like 20%"
+                        )
                     })?;
                 if !(0.0..=100.0).contains(&pct) {
                     return Err(format!("jitter '{s}' must be between 0% and 100%"));
@@ -249,9 +254,15 @@ mod tests {
     fn shapes_grow_as_documented() {
         let exp = backoff(Shape::Exponential { factor: 2.0 }, Jitter::None);
         assert_eq!(bases(&exp, 8), [1, 2, 4, 8, 16, 32, 60, 60]);
-        assert_eq!(bases(&backoff(Shape::Linear, Jitter::None), 4), [1, 2, 3, 4]);
+        assert_eq!(
+            bases(&backoff(Shape::Linear, Jitter::None), 4),
+            [1, 2, 3, 4]
+        );
         assert_eq!(bases(&backoff(Shape::Constant, Jitter::None), 3), [1, 1, 1]);
-        assert_eq!(bases(&backoff(Shape::Fibonacci, Jitter::None), 6), [1, 2, 3, 5, 8, 13]);
+        assert_eq!(
+            bases(&backoff(Shape::Fibonacci, Jitter::None), 6),
+            [1, 2, 3, 5, 8, 13]
+        );
         let list = Shape::List(vec![S, 5 * S, 30 * S]);
         assert_eq!(bases(&backoff(list, Jitter::None), 5), [1, 5, 30, 30, 30]);
     }
@@ -264,7 +275,11 @@ mod tests {
 
     #[test]
     fn huge_retry_numbers_saturate_at_the_cap() {
-        for shape in [Shape::Exponential { factor: 10.0 }, Shape::Linear, Shape::Fibonacci] {
+        for shape in [
+            Shape::Exponential { factor: 10.0 },
+            Shape::Linear,
+            Shape::Fibonacci,
+        ] {
             let b = backoff(shape, Jitter::None);
             assert_eq!(b.base(u32::MAX), b.max_delay);
             assert_eq!(b.base(1_000_000), b.max_delay);
@@ -294,12 +309,24 @@ mod tests {
         let runs = sample(&b, 8, 4000);
         for run in &runs {
             for (k, d) in run.iter().enumerate() {
-                assert!(*d <= b.base(k as u32 + 1), "{d:?} past d at retry {}", k + 1);
+                assert!(
+                    *d <= b.base(k as u32 + 1),
+                    "{d:?} past d at retry {}",
+                    k + 1
+                );
             }
         }
         // Retry 3: d = 4s, mean 2s; retry 8 sits at the 60s cap: mean 30s, still spread.
-        assert!((mean_of(&runs, 2) - 2.0).abs() < 0.1, "{}", mean_of(&runs, 2));
-        assert!((mean_of(&runs, 7) - 30.0).abs() < 1.5, "{}", mean_of(&runs, 7));
+        assert!(
+            (mean_of(&runs, 2) - 2.0).abs() < 0.1,
+            "{}",
+            mean_of(&runs, 2)
+        );
+        assert!(
+            (mean_of(&runs, 7) - 30.0).abs() < 1.5,
+            "{}",
+            mean_of(&runs, 7)
+        );
     }
 
     #[test]
@@ -309,20 +336,35 @@ mod tests {
         for run in &runs {
             assert!(run[0] >= S / 2 && run[0] <= S, "{:?}", run[0]);
         }
-        assert!((mean_of(&runs, 0) - 0.75).abs() < 0.02, "{}", mean_of(&runs, 0));
+        assert!(
+            (mean_of(&runs, 0) - 0.75).abs() < 0.02,
+            "{}",
+            mean_of(&runs, 0)
+        );
     }
 
     #[test]
     fn proportional_jitter_spreads_around_d_and_fits_inside_the_cap() {
-        let b = backoff(Shape::Exponential { factor: 2.0 }, "20%".parse().expect("valid"));
+        let b = backoff(
+            Shape::Exponential { factor: 2.0 },
+            "20%".parse().expect("valid"),
+        );
         let runs = sample(&b, 8, 4000);
         for run in &runs {
             // Retry 2: d = 2s, band [1.6s, 2.4s].
             assert!(run[1] >= Duration::from_millis(1600) && run[1] <= Duration::from_millis(2400));
             // Retry 8: d = 60s at the cap; the band moves down to [40s, 60s] and stays spread.
-            assert!(run[7] <= b.max_delay && run[7] >= Duration::from_secs(40), "{:?}", run[7]);
+            assert!(
+                run[7] <= b.max_delay && run[7] >= Duration::from_secs(40),
+                "{:?}",
+                run[7]
+            );
         }
-        assert!((mean_of(&runs, 1) - 2.0).abs() < 0.03, "{}", mean_of(&runs, 1));
+        assert!(
+            (mean_of(&runs, 1) - 2.0).abs() < 0.03,
+            "{}",
+            mean_of(&runs, 1)
+        );
         let at_cap = runs.iter().filter(|r| r[7] == b.max_delay).count();
         assert!(at_cap < 10, "{at_cap} delays piled up on the cap");
     }
@@ -343,7 +385,11 @@ mod tests {
             }
         }
         // First retry: U(1s, 3s), mean 2s.
-        assert!((mean_of(&runs, 0) - 2.0).abs() < 0.05, "{}", mean_of(&runs, 0));
+        assert!(
+            (mean_of(&runs, 0) - 2.0).abs() < 0.05,
+            "{}",
+            mean_of(&runs, 0)
+        );
         let at_cap = runs.iter().filter(|r| r[11] == b.max_delay).count();
         assert!(at_cap < 10, "{at_cap} delays piled up on the cap");
     }
@@ -381,7 +427,17 @@ mod tests {
     fn jitter_parses_kinds_and_percentages() {
         assert_eq!("full".parse::<Jitter>(), Ok(Jitter::Full));
         assert_eq!("25%".parse::<Jitter>(), Ok(Jitter::Proportional(0.25)));
-        assert!("150%".parse::<Jitter>().expect_err("too big").contains("150%"));
-        assert!("wobbly".parse::<Jitter>().expect_err("bad").contains("wobbly"));
+        assert!(
+            "150%"
+                .parse::<Jitter>()
+                .expect_err("too big")
+                .contains("150%")
+        );
+        assert!(
+            "wobbly"
+                .parse::<Jitter>()
+                .expect_err("bad")
+                .contains("wobbly")
+        );
     }
 }

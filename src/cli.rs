@@ -29,7 +29,12 @@ pub struct Cli {
     pub attempts: Option<u32>,
 
     /// Retries after the first attempt: the same as --attempts N+1.
-    #[arg(long, value_name = "N", conflicts_with = "forever", help_heading = "When to stop")]
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "forever",
+        help_heading = "When to stop"
+    )]
     pub retries: Option<u32>,
 
     /// No limit on attempts (--max-time and fatal statuses still end the run).
@@ -55,7 +60,12 @@ pub struct Cli {
     pub backoff: BackoffKind,
 
     /// Multiplier for exponential backoff (at least 1; fractions allowed).
-    #[arg(long, value_name = "F", default_value_t = 2.0, help_heading = "How long to wait")]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 2.0,
+        help_heading = "How long to wait"
+    )]
     pub factor: f64,
 
     /// Cap on any single delay, jitter included.
@@ -160,7 +170,8 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         return Duration::try_from_secs_f64(secs)
             .map_err(|_| format!("'{s}' is not a duration of zero seconds or more"));
     }
-    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
 }
 
 fn jitter(s: &str) -> Result<Jitter, String> {

@@ -40,10 +40,18 @@ fn policy(out: &mut String, p: &Policy) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
-        p.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+        p.command
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let attempts = match p.attempts {
-        Some(n) => format!("{n} ({} {})", n - 1, if n == 2 { "retry" } else { "retries" }),
+        Some(n) => format!(
+            "{n} ({} {})",
+            n - 1,
+            if n == 2 { "retry" } else { "retries" }
+        ),
         None => "unlimited (--forever)".into(),
     };
     let opt = |d: Option<Duration>| d.map_or("none".into(), human);
@@ -59,11 +67,21 @@ fn policy(out: &mut String, p: &Policy) {
         ("jitter", b.jitter.to_string()),
         ("seed", p.seed.map_or("random".into(), |s| s.to_string())),
         ("success-on", p.rules.success.to_string()),
-        ("retry-on", p.rules.retry_on.as_ref().map_or("every other failure".into(), ToString::to_string)),
+        (
+            "retry-on",
+            p.rules
+                .retry_on
+                .as_ref()
+                .map_or("every other failure".into(), ToString::to_string),
+        ),
         ("fatal-on", fatal_list(p)),
         (
             "on timeout",
-            format!("{}, then SIGKILL after {}", signal_name(p.kill_signal), human(p.kill_after)),
+            format!(
+                "{}, then SIGKILL after {}",
+                signal_name(p.kill_signal),
+                human(p.kill_after)
+            ),
         ),
     ];
     out.push_str("Policy\n");
@@ -92,7 +110,9 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
     let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut s = b.schedule();
-        (0..retries.unwrap_or(ROWS).min(ROWS)).map(|_| s.next_delay(&mut rng)).collect()
+        (0..retries.unwrap_or(ROWS).min(ROWS))
+            .map(|_| s.next_delay(&mut rng))
+            .collect()
     });
     let _ = write!(out, "  {:<7}{:>10}{:>10}", "retry", "min", "max");
     if let Some(seed) = p.seed {
@@ -111,10 +131,20 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
     match retries {
         Some(n) if n > shown => {
             let (lo, hi) = b.envelope(n);
-            let _ = writeln!(out, "  … {} more, the last between {} and {}", n - shown, human(lo), human(hi));
+            let _ = writeln!(
+                out,
+                "  … {} more, the last between {} and {}",
+                n - shown,
+                human(lo),
+                human(hi)
+            );
         }
         None => {
-            let _ = writeln!(out, "  … and so on without end, each at most {}", human(b.max_delay));
+            let _ = writeln!(
+                out,
+                "  … and so on without end, each at most {}",
+                human(b.max_delay)
+            );
         }
         _ => {}
     }
@@ -127,14 +157,22 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
                 human(expected(p, n))
             );
             if let Some(max) = p.max_time {
-                let _ = writeln!(out, "  (--max-time {} ends the run sooner if it comes first)", human(max));
+                let _ = writeln!(
+                    out,
+                    "  (--max-time {} ends the run sooner if it comes first)",
+                    human(max)
+                );
             }
         }
         None => {
-            let _ = writeln!(out, "\n  waiting in all: unbounded{}", match p.max_time {
-                Some(max) => format!(" by attempts; --max-time {} ends the run", human(max)),
-                None => String::new(),
-            });
+            let _ = writeln!(
+                out,
+                "\n  waiting in all: unbounded{}",
+                match p.max_time {
+                    Some(max) => format!(" by attempts; --max-time {} ends the run", human(max)),
+                    None => String::new(),
+                }
+            );
         }
     }
     out.push_str("  the time the attempts themselves take comes on top\n");
@@ -200,7 +238,10 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
         w.push("--forever without --max-time: the run may never end".into());
     }
     if let Some(list) = &p.rules.retry_on {
-        for status in NEVER_BETTER.iter().filter(|s| list.contains(**s) && !p.rules.fatal_on.contains(**s)) {
+        for status in NEVER_BETTER
+            .iter()
+            .filter(|s| list.contains(**s) && !p.rules.fatal_on.contains(**s))
+        {
             w.push(format!(
                 "--retry-on names {status}: a command that cannot be found or executed will not get better"
             ));

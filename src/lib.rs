@@ -43,7 +43,11 @@ where
         Err(e) => {
             let _ = e.print();
             // --help and --version are not errors.
-            return if e.use_stderr() { Exit::FAILURE } else { Exit::Code(0) };
+            return if e.use_stderr() {
+                Exit::FAILURE
+            } else {
+                Exit::Code(0)
+            };
         }
     };
     let explain = cli.explain;
@@ -64,7 +68,12 @@ where
     let mut log = match Log::open(&policy.log) {
         Ok(log) => log,
         Err(e) => {
-            let path = policy.log.file.as_deref().unwrap_or(std::path::Path::new("")).display();
+            let path = policy
+                .log
+                .file
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display();
             eprintln!("retry: error: cannot open --log-file '{path}': {e}");
             return Exit::FAILURE;
         }

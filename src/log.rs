@@ -143,8 +143,14 @@ fn text(e: &Entry) -> String {
                 Some(status) => status.to_string(),
                 None => "failed".to_string(),
             };
-            let ran = e.duration.map(|d| format!(" after {}", human(d))).unwrap_or_default();
-            let next = e.delay.map(|d| format!("; retrying in {}", human(d))).unwrap_or_default();
+            let ran = e
+                .duration
+                .map(|d| format!(" after {}", human(d)))
+                .unwrap_or_default();
+            let next = e
+                .delay
+                .map(|d| format!("; retrying in {}", human(d)))
+                .unwrap_or_default();
             format!("retry: {attempt} failed: {what}{ran} ({reason}){next}")
         }
         Event::Success => format!(

@@ -45,7 +45,11 @@ pub enum Reason {
 
 impl Rules {
     /// The rules for the three lists as the user gave them (`None` for a list not given).
-    pub fn new(success: Option<CodeSet>, retry_on: Option<CodeSet>, fatal_on: Option<CodeSet>) -> Self {
+    pub fn new(
+        success: Option<CodeSet>,
+        retry_on: Option<CodeSet>,
+        fatal_on: Option<CodeSet>,
+    ) -> Self {
         let never_better = CodeSet::of(&NEVER_BETTER);
         // 126 and 127 are retried only when --retry-on names them explicitly.
         let default_fatal = match &retry_on {
@@ -77,7 +81,6 @@ impl Rules {
             Some(_) => Verdict::Fatal(Reason::NotInRetryOn),
         }
     }
-
 }
 
 impl fmt::Display for Reason {

@@ -61,7 +61,10 @@ impl TryFrom<Cli> for Policy {
         let hd = |d: Duration| humantime::format_duration(d).to_string();
 
         if !cli.factor.is_finite() || cli.factor < 1.0 {
-            return usage(format!("--factor {} must be a number of at least 1", cli.factor));
+            return usage(format!(
+                "--factor {} must be a number of at least 1",
+                cli.factor
+            ));
         }
         if cli.delay > cli.max_delay {
             return usage(format!(
@@ -70,7 +73,10 @@ impl TryFrom<Cli> for Policy {
                 hd(cli.max_delay)
             ));
         }
-        for (flag, value) in [("--max-time", cli.max_time), ("--attempt-timeout", cli.attempt_timeout)] {
+        for (flag, value) in [
+            ("--max-time", cli.max_time),
+            ("--attempt-timeout", cli.attempt_timeout),
+        ] {
             if value == Some(Duration::ZERO) {
                 return usage(format!("{flag} 0 leaves no time to run anything"));
             }
@@ -86,7 +92,8 @@ impl TryFrom<Cli> for Policy {
                 }
                 if cli.jitter == Jitter::Decorrelated {
                     return usage(
-                        "--jitter decorrelated makes its own schedule and cannot follow --delays".into(),
+                        "--jitter decorrelated makes its own schedule and cannot follow --delays"
+                            .into(),
                     );
                 }
                 Shape::List(list)
@@ -152,7 +159,10 @@ impl fmt::Display for Policy {
             opt(self.max_time),
             opt(self.attempt_timeout),
             self.rules.success,
-            self.rules.retry_on.as_ref().map_or("any".to_string(), ToString::to_string),
+            self.rules
+                .retry_on
+                .as_ref()
+                .map_or("any".to_string(), ToString::to_string),
             crate::explain::fatal_list(self),
         )
     }
@@ -183,7 +193,10 @@ mod tests {
 
     #[test]
     fn retries_means_one_more_attempt_and_forever_none() {
-        assert_eq!(policy(&["--retries", "3"]).expect("valid").attempts, Some(4));
+        assert_eq!(
+            policy(&["--retries", "3"]).expect("valid").attempts,
+            Some(4)
+        );
         assert_eq!(policy(&["--forever"]).expect("valid").attempts, None);
     }
 
@@ -193,7 +206,10 @@ mod tests {
             (&["--delay", "2m"], "--delay 2m"),
             (&["--factor", "0.5"], "--factor 0.5"),
             (&["--delays", "1s,2h"], "2h"),
-            (&["--delays", "1s", "--jitter", "decorrelated"], "decorrelated"),
+            (
+                &["--delays", "1s", "--jitter", "decorrelated"],
+                "decorrelated",
+            ),
             (&["--max-time", "0"], "--max-time 0"),
         ];
         for (args, word) in cases {

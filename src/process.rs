@@ -30,14 +30,18 @@ impl Process {
     /// `start` is when the run began; the idempotency key and depth are the run's own.
     pub fn new(command: Vec<OsString>, signals: Signals, start: Instant) -> Process {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let key = inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let key =
+            inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let depth = inherited("RETRY_DEPTH")
             .and_then(|d| d.parse::<u32>().ok())
             .unwrap_or(0)
             .saturating_add(1);
         Process {
             command,
-            fixed_env: vec![("RETRY_IDEMPOTENCY_KEY", key), ("RETRY_DEPTH", depth.to_string())],
+            fixed_env: vec![
+                ("RETRY_IDEMPOTENCY_KEY", key),
+                ("RETRY_DEPTH", depth.to_string()),
+            ],
             start,
             signals,
             child: None,
@@ -64,9 +68,18 @@ impl World for Process {
             .process_group(0)
             .envs(self.fixed_env.iter().map(|(k, v)| (k, v)))
             .env("RETRY_ATTEMPT", env.attempt.to_string())
-            .env("RETRY_MAX_ATTEMPTS", optional(env.max_attempts.map(|n| n.to_string())))
-            .env("RETRY_PREVIOUS_EXIT", optional(env.previous.map(|n| n.to_string())))
-            .env("RETRY_REMAINING_MS", optional(env.remaining.map(|d| d.as_millis().to_string())));
+            .env(
+                "RETRY_MAX_ATTEMPTS",
+                optional(env.max_attempts.map(|n| n.to_string())),
+            )
+            .env(
+                "RETRY_PREVIOUS_EXIT",
+                optional(env.previous.map(|n| n.to_string())),
+            )
+            .env(
+                "RETRY_REMAINING_MS",
+                optional(env.remaining.map(|d| d.as_millis().to_string())),
+            );
         match command.spawn() {
             Ok(child) => {
                 self.child = Some(child);
@@ -74,7 +87,11 @@ impl World for Process {
             }
             Err(e) => {
                 let errno = e.raw_os_error().map(Errno::from_raw);
-                let status = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+                let status = if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
                 let why = errno.map_or_else(|| e.to_string(), |n| n.desc().to_string());
                 Err(SpawnError {
                     status,

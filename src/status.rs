@@ -49,7 +49,9 @@ impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Status::Code(code) => write!(f, "exit status {code}"),
-            Status::Signal(sig) => write!(f, "killed by {} (status {})", signal_name(sig), 128 + sig),
+            Status::Signal(sig) => {
+                write!(f, "killed by {} (status {})", signal_name(sig), 128 + sig)
+            }
         }
     }
 }
