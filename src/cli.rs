@@ -20,7 +20,9 @@ use crate::codes::{self, CodeSet};
     name = "retry",
     version,
     after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. \
-                  Exit status: the last attempt's, 124 if it timed out, 125 if retry failed."
+                  Exit status: the last attempt's; 124 timed out; 125 retry's own error. \
+                  See --help for more.",
+    after_long_help = AFTER_LONG_HELP
 )]
 pub struct Cli {
     /// Total attempts, the first included (at least 1).
@@ -135,6 +137,30 @@ pub struct Cli {
           value_parser = clap::value_parser!(OsString), required_unless_present = "explain")]
     pub command: Vec<OsString>,
 }
+
+/// Exit statuses, environment and examples: the end of `--help` and of the man page.
+const AFTER_LONG_HELP: &str = "\
+Exit status:
+  the last attempt's status   success, a fatal status, or attempts used up
+  124                         the last attempt was stopped by --attempt-timeout or --max-time
+  125                         usage error (nothing was run), or retry itself failed
+  126 / 127                   the command could not be executed / was not found
+  killed by signal N          the last attempt was killed by N: retry ends by N too
+  128+N                       retry was cancelled by signal N between attempts
+
+Environment given to each attempt:
+  RETRY_ATTEMPT          this attempt's number, from 1
+  RETRY_MAX_ATTEMPTS     the attempt limit; empty with --forever
+  RETRY_PREVIOUS_EXIT    the previous attempt's status (128+N for signal N); empty at first
+  RETRY_REMAINING_MS     milliseconds left before --max-time; empty without it
+  RETRY_IDEMPOTENCY_KEY  one random UUID for the whole run; an inherited value is kept
+  RETRY_DEPTH            1 under a top-level retry, 2 inside a nested one
+
+Examples:
+  retry -- curl -fsS https://example.com/health
+  retry -n 10 -d 500ms --max-time 2m -- make test
+  retry --retry-on 75 --fatal-on 2 -- ./deploy.sh
+  retry --explain -n 6 --seed 1";
 
 /// How the delay grows between retries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,0 +1,63 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'retry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'retry' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1)')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1)')
+            [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Retries after the first attempt: the same as --attempts N+1')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together')
+            [CompletionResult]::new('--attempt-timeout', '--attempt-timeout', [CompletionResultType]::ParameterName, 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable)')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Base delay before the first retry')
+            [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay before the first retry')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'How the delay grows from retry to retry')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the delay grows from retry to retry')
+            [CompletionResult]::new('--factor', '--factor', [CompletionResultType]::ParameterName, 'Multiplier for exponential backoff (at least 1; fractions allowed)')
+            [CompletionResult]::new('--max-delay', '--max-delay', [CompletionResultType]::ParameterName, 'Cap on any single delay, jitter included')
+            [CompletionResult]::new('--delays', '--delays', [CompletionResultType]::ParameterName, 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Jitter: none, full, equal, decorrelated, or N% (±N% around the delay)')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Jitter: none, full, equal, decorrelated, or N% (±N% around the delay)')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for the random source, for a reproducible schedule')
+            [CompletionResult]::new('--success-on', '--success-on', [CompletionResultType]::ParameterName, 'Statuses that count as success, e.g. 0,3 (replaces the default 0)')
+            [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal')
+            [CompletionResult]::new('--fatal-on', '--fatal-on', [CompletionResultType]::ParameterName, 'Never retry these statuses (added to 126 and 127; wins over --retry-on)')
+            [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal sent to the attempt''s process group when it times out')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After --kill-signal, wait this long before sending SIGKILL')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log as text lines or as JSON lines')
+            [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Write the log to this file (appending) instead of stderr')
+            [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No limit on attempts (--max-time and fatal statuses still end the run)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')
+            [CompletionResult]::new('--explain', '--explain', [CompletionResultType]::ParameterName, 'Print the resolved policy and the schedule it implies, run nothing, and exit')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,57 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[retry] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'retry'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'retry'= {
+            cand -n 'Total attempts, the first included (at least 1)'
+            cand --attempts 'Total attempts, the first included (at least 1)'
+            cand --retries 'Retries after the first attempt: the same as --attempts N+1'
+            cand -t 'Deadline for the whole run, attempts and sleeps together'
+            cand --max-time 'Deadline for the whole run, attempts and sleeps together'
+            cand --attempt-timeout 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable)'
+            cand -d 'Base delay before the first retry'
+            cand --delay 'Base delay before the first retry'
+            cand -b 'How the delay grows from retry to retry'
+            cand --backoff 'How the delay grows from retry to retry'
+            cand --factor 'Multiplier for exponential backoff (at least 1; fractions allowed)'
+            cand --max-delay 'Cap on any single delay, jitter included'
+            cand --delays 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff'
+            cand -j 'Jitter: none, full, equal, decorrelated, or N% (±N% around the delay)'
+            cand --jitter 'Jitter: none, full, equal, decorrelated, or N% (±N% around the delay)'
+            cand --seed 'Seed for the random source, for a reproducible schedule'
+            cand --success-on 'Statuses that count as success, e.g. 0,3 (replaces the default 0)'
+            cand --retry-on 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal'
+            cand --fatal-on 'Never retry these statuses (added to 126 and 127; wins over --retry-on)'
+            cand --kill-signal 'Signal sent to the attempt''s process group when it times out'
+            cand --kill-after 'After --kill-signal, wait this long before sending SIGKILL'
+            cand --log-format 'Log as text lines or as JSON lines'
+            cand --log-file 'Write the log to this file (appending) instead of stderr'
+            cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'
+            cand -v 'More log lines: the resolved policy and each attempt''s start'
+            cand --verbose 'More log lines: the resolved policy and each attempt''s start'
+            cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'
+            cand --quiet 'Fewer log lines: -q only the give-up line, -qq nothing'
+            cand --explain 'Print the resolved policy and the schedule it implies, run nothing, and exit'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,28 @@
+complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1)' -r
+complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
+complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together' -r
+complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable)' -r
+complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
+complete -c retry -s b -l backoff -d 'How the delay grows from retry to retry' -r -f -a "exponential\t'delay · factor^(k−1)'
+linear\t'delay · k'
+constant\t'always delay'
+fibonacci\t'delay · 1, 2, 3, 5, 8, …'"
+complete -c retry -l factor -d 'Multiplier for exponential backoff (at least 1; fractions allowed)' -r
+complete -c retry -l max-delay -d 'Cap on any single delay, jitter included' -r
+complete -c retry -l delays -d 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff' -r
+complete -c retry -s j -l jitter -d 'Jitter: none, full, equal, decorrelated, or N% (±N% around the delay)' -r
+complete -c retry -l seed -d 'Seed for the random source, for a reproducible schedule' -r
+complete -c retry -l success-on -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)' -r
+complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal' -r
+complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
+complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r
+complete -c retry -l kill-after -d 'After --kill-signal, wait this long before sending SIGKILL' -r
+complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a "text\t'One line per event, prefixed `retry:`'
+json\t'One JSON object per line'"
+complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F
+complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
+complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
+complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
+complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
+complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retry -s V -l version -d 'Print version'
