@@ -7,8 +7,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use rand::Rng;
 
+use crate::backoff::Schedule;
 use crate::exit::Exit;
-use crate::log::{Entry, Event as LogEvent, Log};
+use crate::log::{Entry, Event as LogEvent, Log, human};
 use crate::outcome::{Reason, Verdict};
 use crate::policy::Policy;
 use crate::status::{Status, signal_name};
@@ -35,6 +36,11 @@ pub trait World {
     fn wait(&mut self, until: Option<Duration>) -> Event;
     /// Sends a signal to the running attempt's process group.
     fn kill(&mut self, signal: i32);
+    /// Whether any process of the attempt's group is still there after its first one ended.
+    fn group_alive(&mut self) -> bool;
+    /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
+    /// stdout then, else to stderr).
+    fn finish(&mut self, last: bool);
 }
 
 /// What the child is told about its attempt (the `RETRY_*` environment).
@@ -157,78 +163,103 @@ pub fn run<W: World, R: Rng + ?Sized>(
         };
         previous = Some(end.number());
 
+        let (next, judged) = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
+        world.finish(!matches!(next, Next::Retry(_)));
         let mut report = entry(LogEvent::Failure, attempt, world);
         report.status = Some(end.status);
         report.timed_out = end.stopped.is_some();
         report.duration = Some(world.elapsed().saturating_sub(started));
-        let give_up = |log: &mut Log, reason: String, world: &W| {
-            let mut e = entry(LogEvent::GiveUp, attempt, world);
-            // A fatal reason names the status already.
-            e.status = Some(end.status).filter(|_| !reason.starts_with("status"));
-            e.timed_out = end.stopped.is_some();
-            e.reason = Some(reason);
-            log.write(&e);
-            end.exit()
-        };
-
-        if let Some(sig) = end.cancelled {
-            report.reason = Some(format!("not retried: cancelled by {}", signal_name(sig)));
-            log.write(&report);
-            return give_up(log, format!("cancelled by {}", signal_name(sig)), world);
-        }
-        let reason = match p.rules.classify(end.number()) {
-            Verdict::Success => {
+        report.reason = judged;
+        match next {
+            Next::Succeed => {
                 if attempt > 1 {
                     log.write(&entry(LogEvent::Success, attempt, world));
                 }
                 return end.exit();
             }
-            Verdict::Fatal(reason) => {
-                report.reason = Some(match reason {
-                    Reason::NeverBetter => "fatal: will not get better".to_string(),
-                    _ => reason.to_string(),
-                });
+            Next::GiveUp(why) => {
                 log.write(&report);
-                let why = match end.unstarted {
-                    Some(what) => format!("status {}: {what}", end.number()),
-                    None => format!("status {} is {reason}", end.number()),
-                };
-                return give_up(log, why, world);
+                let mut e = entry(LogEvent::GiveUp, attempt, world);
+                // A fatal reason names the status already.
+                e.status = Some(end.status).filter(|_| !why.starts_with("status"));
+                e.timed_out = end.stopped.is_some();
+                e.reason = Some(why);
+                log.write(&e);
+                return end.exit();
             }
-            Verdict::Retry(reason) => reason,
-        };
-        report.reason = Some(reason.to_string());
-        if p.attempts.is_some_and(|max| attempt >= max) {
-            log.write(&report);
-            return give_up(log, "attempts used up".into(), world);
-        }
-        if end.stopped == Some(Stop::Deadline) {
-            log.write(&report);
-            return give_up(log, "--max-time reached".into(), world);
-        }
-        let delay = schedule.next_delay(rng);
-        let now = world.elapsed();
-        if let Some(max) = p.max_time
-            && now.saturating_add(delay) >= max
-        {
-            log.write(&report);
-            let why = format!(
-                "the next attempt would start after the --max-time deadline (wait {}, {} left)",
-                crate::log::human(delay),
-                crate::log::human(max.saturating_sub(now))
-            );
-            return give_up(log, why, world);
-        }
-        report.delay = Some(delay);
-        log.write(&report);
-        if let Some(sig) = sleep(world, now.saturating_add(delay)) {
-            let mut e = entry(LogEvent::GiveUp, attempt, world);
-            e.status = Some(end.status);
-            e.reason = Some(format!("cancelled by {} while waiting", signal_name(sig)));
-            log.write(&e);
-            return Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
+            Next::Retry(delay) => {
+                report.delay = Some(delay);
+                log.write(&report);
+                let wake = world.elapsed().saturating_add(delay);
+                if let Some(sig) = sleep(world, wake) {
+                    let mut e = entry(LogEvent::GiveUp, attempt, world);
+                    e.status = Some(end.status);
+                    e.reason = Some(format!("cancelled by {} while waiting", signal_name(sig)));
+                    log.write(&e);
+                    return Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
+                }
+            }
         }
     }
+}
+
+/// What follows an attempt.
+enum Next {
+    Succeed,
+    /// End the run, for this reason.
+    GiveUp(String),
+    /// Try again after this delay.
+    Retry(Duration),
+}
+
+/// Judges an ended attempt: what comes next, and the verdict for the log.
+fn decide<R: Rng + ?Sized>(
+    p: &Policy,
+    end: &End,
+    attempt: u32,
+    schedule: &mut Schedule<'_>,
+    rng: &mut R,
+    now: Duration,
+) -> (Next, Option<String>) {
+    if let Some(sig) = end.cancelled {
+        let name = signal_name(sig);
+        let verdict = format!("not retried: cancelled by {name}");
+        return (Next::GiveUp(format!("cancelled by {name}")), Some(verdict));
+    }
+    let status = end.number();
+    let reason = match p.rules.classify(status) {
+        Verdict::Success => return (Next::Succeed, None),
+        Verdict::Fatal(reason) => {
+            let why = match end.unstarted {
+                Some(what) => format!("status {status}: {what}"),
+                None => format!("status {status} is {reason}"),
+            };
+            let verdict = match reason {
+                Reason::NeverBetter => "fatal: will not get better".to_string(),
+                _ => reason.to_string(),
+            };
+            return (Next::GiveUp(why), Some(verdict));
+        }
+        Verdict::Retry(reason) => Some(reason.to_string()),
+    };
+    if p.attempts.is_some_and(|max| attempt >= max) {
+        return (Next::GiveUp("attempts used up".into()), reason);
+    }
+    if end.stopped == Some(Stop::Deadline) {
+        return (Next::GiveUp("--max-time reached".into()), reason);
+    }
+    let delay = schedule.next_delay(rng);
+    if let Some(max) = p.max_time
+        && now.saturating_add(delay) >= max
+    {
+        let why = format!(
+            "the next attempt would start after the --max-time deadline (wait {}, {} left)",
+            human(delay),
+            human(max.saturating_sub(now))
+        );
+        return (Next::GiveUp(why), reason);
+    }
+    (Next::Retry(delay), reason)
 }
 
 /// Waits until `until`; returns the cancelling signal that cut the wait short, if any.
@@ -243,7 +274,13 @@ fn sleep<W: World>(world: &mut W, until: Duration) -> Option<i32> {
     }
 }
 
+/// How often to look for processes an attempt left behind once its first process ended; they
+/// are not retry's children, so nothing wakes the loop when they end.
+const STRAGGLER_POLL: Duration = Duration::from_millis(20);
+
 /// Watches a running attempt until it ends: stops it when its time is up and passes signals on.
+/// An attempt that retry stopped or cancelled is over only when its whole process group is gone:
+/// whatever is left of it when `--kill-after` has passed gets SIGKILL.
 fn supervise<W: World>(
     p: &Policy,
     world: &mut W,
@@ -258,25 +295,42 @@ fn supervise<W: World>(
         (None, d) => (d, Stop::Deadline),
     };
     let mut stopped = None;
-    let mut kill_at = None;
     let mut cancelled = None;
+    // When SIGKILL goes to the group, once it was asked to stop.
+    let mut kill_at: Option<Duration> = None;
+    // The first process's status, once it ended.
+    let mut ended: Option<Status> = None;
     let note = |world: &W, log: &mut Log, msg: String| {
         let mut e = Entry::new(LogEvent::Signal, attempt, p.attempts, world.elapsed());
         e.reason = Some(msg);
         log.write(&e);
     };
     loop {
-        let until = if stopped.is_none() { limit } else { kill_at };
+        if let Some(status) = ended
+            && (kill_at.is_none() || !world.group_alive())
+        {
+            return End {
+                status,
+                stopped,
+                cancelled,
+                unstarted: None,
+            };
+        }
+        let poll = ended.map(|_| world.elapsed().saturating_add(STRAGGLER_POLL));
+        let limit = limit.filter(|_| stopped.is_none());
+        let until = [limit, kill_at, poll].into_iter().flatten().min();
         match world.wait(until) {
-            Event::Exited(status) => {
-                return End {
-                    status,
-                    stopped,
-                    cancelled,
-                    unstarted: None,
-                };
+            Event::Exited(status) => ended = Some(status),
+            Event::Timer if kill_at.is_some_and(|at| world.elapsed() >= at) => {
+                world.kill(Signal::SIGKILL as i32);
+                kill_at = None;
+                note(
+                    world,
+                    log,
+                    "the command outlived --kill-after; sent SIGKILL".into(),
+                );
             }
-            Event::Timer if stopped.is_none() => {
+            Event::Timer if limit.is_some_and(|at| world.elapsed() >= at) => {
                 stopped = Some(why);
                 world.kill(p.kill_signal);
                 kill_at = Some(world.elapsed().saturating_add(p.kill_after));
@@ -284,43 +338,29 @@ fn supervise<W: World>(
                     Stop::AttemptTimeout => "--attempt-timeout",
                     Stop::Deadline => "--max-time",
                 };
+                let sig = signal_name(p.kill_signal);
                 note(
                     world,
                     log,
-                    format!(
-                        "{what} reached; sending {} to the command",
-                        signal_name(p.kill_signal)
-                    ),
+                    format!("{what} reached; sent {sig} to the command"),
                 );
             }
-            Event::Timer => {
-                world.kill(Signal::SIGKILL as i32);
-                kill_at = None;
-                note(
-                    world,
-                    log,
-                    format!("the command outlived --kill-after; sending SIGKILL"),
-                );
-            }
+            Event::Timer => {}
             Event::Signal(sig) if cancels(sig) => {
                 let again = cancelled.is_some()
                     && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
+                let name = signal_name(sig);
                 if again {
                     world.kill(Signal::SIGKILL as i32);
-                    note(
-                        world,
-                        log,
-                        format!("{} again; killing the command", signal_name(sig)),
-                    );
+                    kill_at = None;
+                    note(world, log, format!("{name} again; killed the command"));
                 } else {
                     world.kill(sig);
+                    kill_at.get_or_insert(world.elapsed().saturating_add(p.kill_after));
                     note(
                         world,
                         log,
-                        format!(
-                            "{} received; passed on to the command, no more attempts",
-                            signal_name(sig)
-                        ),
+                        format!("{name} received; passed on to the command; no more attempts"),
                     );
                 }
                 cancelled.get_or_insert(sig);
@@ -381,6 +421,10 @@ mod tests {
         killed: Vec<(Duration, i32)>,
         envs: Vec<AttemptEnv>,
         spawn_error: Option<SpawnError>,
+        /// Processes of the group that outlive the first one and ignore all but SIGKILL.
+        stragglers: bool,
+        /// Each attempt's `last`, as the loop finished it.
+        finished: Vec<bool>,
     }
 
     impl Fake {
@@ -442,8 +486,19 @@ mod tests {
             }
         }
 
+        fn group_alive(&mut self) -> bool {
+            self.stragglers
+        }
+
+        fn finish(&mut self, last: bool) {
+            self.finished.push(last);
+        }
+
         fn kill(&mut self, signal: i32) {
             self.killed.push((self.now, signal));
+            if signal == KILL {
+                self.stragglers = false;
+            }
             if let Some((script, _)) = self.running
                 && !(script.ignores_term && signal != KILL)
             {
@@ -599,6 +654,40 @@ mod tests {
         );
         assert_eq!(r.world.killed, [(ms(1000), TERM), (ms(4000), KILL)]);
         assert_eq!(r.exit, Exit::TIMED_OUT);
+    }
+
+    #[test]
+    fn processes_left_by_a_timed_out_attempt_get_sigkill_after_kill_after() {
+        let mut world = Fake::new([exits(0, 60_000)]);
+        world.stragglers = true;
+        let r = run_with(
+            &["--attempt-timeout", "1s", "--kill-after", "2s", "-n", "1"],
+            world,
+        );
+        assert_eq!(r.world.killed, [(ms(1000), TERM), (ms(3000), KILL)]);
+        assert!(!r.world.stragglers);
+        assert_eq!(r.exit, Exit::TIMED_OUT);
+    }
+
+    #[test]
+    fn processes_left_by_an_attempt_that_ended_by_itself_are_left_alone() {
+        let mut world = Fake::new([exits(0, 10)]);
+        world.stragglers = true;
+        let r = run_with(&[], world);
+        assert!(r.world.killed.is_empty());
+        assert_eq!(r.exit, Exit::Code(0));
+    }
+
+    #[test]
+    fn a_cancelled_attempt_that_ignores_the_signal_gets_sigkill_after_kill_after() {
+        let stubborn = Script {
+            ignores_term: true,
+            ..exits(0, 60_000)
+        };
+        let world = Fake::new([stubborn]).signal_at(ms(100), TERM);
+        let r = run_with(&["--kill-after", "1s"], world);
+        assert_eq!(r.world.killed, [(ms(100), TERM), (ms(1100), KILL)]);
+        assert_eq!(r.exit, Exit::Signal(KILL));
     }
 
     #[test]

@@ -9,6 +9,8 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
 use crate::backoff::Jitter;
 use crate::codes::{self, CodeSet};
+use crate::stdin::StdinMode;
+use crate::stdout::StdoutMode;
 
 /// Run a command again until it succeeds, with backoff and jitter.
 ///
@@ -110,6 +112,18 @@ pub struct Cli {
     #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s",
           help_heading = "The child process")]
     pub kill_after: Duration,
+
+    /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
+    /// passes a terminal through; replay, pass and null force a mode.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = StdinMode::Auto,
+          help_heading = "The child process")]
+    pub stdin: StdinMode,
+
+    /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
+    /// the run to stdout (retried attempts' output goes to stderr).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = StdoutMode::Pass,
+          help_heading = "The child process")]
+    pub stdout: StdoutMode,
 
     /// More log lines: the resolved policy and each attempt's start.
     #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Logging")]

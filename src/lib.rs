@@ -16,7 +16,10 @@ pub mod outcome;
 pub mod policy;
 pub mod process;
 pub mod signals;
+pub mod spool;
 pub mod status;
+pub mod stdin;
+pub mod stdout;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -89,6 +92,8 @@ where
         Some(seed) => StdRng::seed_from_u64(seed),
         None => rand::make_rng(),
     };
-    let mut world = process::Process::new(policy.command.clone(), signals, start);
+    let input = stdin::Input::new(policy.stdin);
+    let output = stdout::Output::new(policy.stdout);
+    let mut world = process::Process::new(policy.command.clone(), signals, input, output, start);
     attempt::run(&policy, &mut world, &mut rng, &mut log)
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::backoff::{Backoff, Jitter, Shape};
 use crate::cli::{BackoffKind, Cli, LogFormat};
 use crate::outcome::Rules;
+use crate::stdin::StdinMode;
+use crate::stdout::StdoutMode;
 
 /// Everything that decides how a run goes.
 #[derive(Clone, Debug)]
@@ -30,6 +32,10 @@ pub struct Policy {
     pub kill_signal: i32,
     /// Grace after `kill_signal` before SIGKILL.
     pub kill_after: Duration,
+    /// What each attempt reads on stdin.
+    pub stdin: StdinMode,
+    /// Where each attempt's stdout goes.
+    pub stdout: StdoutMode,
     /// Where and how much to log.
     pub log: LogSettings,
 }
@@ -130,6 +136,8 @@ impl TryFrom<Cli> for Policy {
             rules: Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
             kill_signal: cli.kill_signal,
             kill_after: cli.kill_after,
+            stdin: cli.stdin,
+            stdout: cli.stdout,
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
                 format: cli.log_format,

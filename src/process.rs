@@ -1,7 +1,9 @@
-//! The real world of the attempt loop: the child process in its own process group, the clock,
-//! and signals, all waited for in one `ppoll`.
+//! The real world of the attempt loop: the child in its own process group, its stdin and
+//! stdout, the clock and signals, all waited for in one `ppoll`.
 
 use std::ffi::OsString;
+use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ use nix::unistd::Pid;
 use crate::attempt::{AttemptEnv, Event, SpawnError, World};
 use crate::signals::Signals;
 use crate::status::Status;
+use crate::stdin::{Input, Need};
+use crate::stdout::Output;
 
 /// Runs the command for real.
 pub struct Process {
@@ -23,12 +27,22 @@ pub struct Process {
     fixed_env: Vec<(&'static str, String)>,
     start: Instant,
     signals: Signals,
+    input: Input,
+    output: Output,
     child: Option<Child>,
+    /// The attempt's process group, until it is known to be empty.
+    group: Option<Pid>,
 }
 
 impl Process {
     /// `start` is when the run began; the idempotency key and depth are the run's own.
-    pub fn new(command: Vec<OsString>, signals: Signals, start: Instant) -> Process {
+    pub fn new(
+        command: Vec<OsString>,
+        signals: Signals,
+        input: Input,
+        output: Output,
+        start: Instant,
+    ) -> Process {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let key =
             inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -44,21 +58,18 @@ impl Process {
             ],
             start,
             signals,
+            input,
+            output,
             child: None,
+            group: None,
         }
     }
-}
 
-impl World for Process {
-    fn elapsed(&self) -> Duration {
-        self.start.elapsed()
-    }
-
-    fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError> {
-        let (program, args) = self.command.split_first().ok_or_else(|| SpawnError {
-            status: 127,
-            message: "no command given".into(),
-        })?;
+    fn command(&mut self, env: &AttemptEnv) -> io::Result<Command> {
+        let (program, args) = self
+            .command
+            .split_first()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no command given"))?;
         let mut command = Command::new(program);
         let optional = |v: Option<String>| v.unwrap_or_default();
         command
@@ -66,6 +77,8 @@ impl World for Process {
             // Its own process group, so that a timeout or a forwarded signal reaches every
             // process the attempt started, not only the first.
             .process_group(0)
+            .stdin(self.input.for_attempt()?)
+            .stdout(self.output.for_attempt()?)
             .envs(self.fixed_env.iter().map(|(k, v)| (k, v)))
             .env("RETRY_ATTEMPT", env.attempt.to_string())
             .env(
@@ -80,19 +93,53 @@ impl World for Process {
                 "RETRY_REMAINING_MS",
                 optional(env.remaining.map(|d| d.as_millis().to_string())),
             );
-        match command.spawn() {
+        Ok(command)
+    }
+
+    /// Reaps the child if it has ended.
+    fn reap(&mut self) -> Option<Status> {
+        let child = self.child.as_mut()?;
+        let status = match child.try_wait() {
+            Ok(Some(status)) => status.into(),
+            Ok(None) => return None,
+            // Only a child that is not ours fails to be waited for: report it as retry's own
+            // failure rather than wait forever.
+            Err(_) => Status::Code(125),
+        };
+        self.child = None;
+        if let Some(replay) = self.input.replay() {
+            replay.stop();
+        }
+        Some(status)
+    }
+}
+
+impl World for Process {
+    fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError> {
+        let program = self.command.first().cloned().unwrap_or_default();
+        let spawned = self.command(env).and_then(|mut c| c.spawn());
+        // The pipe ends the child got are closed here, in `c`, as they must be for EOF.
+        match spawned {
             Ok(child) => {
+                self.group = Some(Pid::from_raw(child.id() as i32));
                 self.child = Some(child);
                 Ok(())
             }
             Err(e) => {
-                let errno = e.raw_os_error().map(Errno::from_raw);
-                let status = if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
+                if let Some(replay) = self.input.replay() {
+                    replay.stop();
+                }
+                let status = match e.kind() {
+                    io::ErrorKind::NotFound => 127,
+                    _ => 126,
                 };
-                let why = errno.map_or_else(|| e.to_string(), |n| n.desc().to_string());
+                let why = e
+                    .raw_os_error()
+                    .map_or_else(|| e.to_string(), |n| Errno::from_raw(n).desc().to_string());
                 Err(SpawnError {
                     status,
                     message: format!("cannot run '{}': {why}", program.to_string_lossy()),
@@ -107,19 +154,8 @@ impl World for Process {
             if let Some(signal) = self.signals.take() {
                 return Event::Signal(signal);
             }
-            if let Some(child) = self.child.as_mut() {
-                match child.try_wait() {
-                    Ok(Some(status)) => {
-                        self.child = None;
-                        return Event::Exited(status.into());
-                    }
-                    Ok(None) => {}
-                    // Only a child that is not ours fails to be waited for; treat it as gone.
-                    Err(_) => {
-                        self.child = None;
-                        return Event::Exited(Status::Code(125));
-                    }
-                }
+            if let Some(status) = self.reap() {
+                return Event::Exited(status);
             }
             let timeout = match until {
                 Some(until) => match until.checked_sub(self.elapsed()) {
@@ -128,18 +164,60 @@ impl World for Process {
                 },
                 None => None,
             };
-            let mut fds = [PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
+            let stdin = io::stdin();
+            let (need, pipe) = match self.input.replay() {
+                Some(replay) => replay.need(),
+                None => (Need::Nothing, None),
+            };
+            let mut fds = vec![PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
+            match (need, pipe) {
+                (Need::Room, Some(pipe)) => fds.push(PollFd::new(pipe, PollFlags::POLLOUT)),
+                (Need::Input, _) => fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN)),
+                _ => {}
+            }
+            let output = self.output.fd();
+            let output_at = fds.len();
+            if let Some(fd) = output {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
-            let _ = ppoll(&mut fds, timeout, None);
+            if ppoll(&mut fds, timeout, None).is_err() {
+                continue;
+            }
+            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
+            let output_ready = fds.get(output_at).is_some_and(ready);
+            drop(fds);
+            if io_ready && let Some(replay) = self.input.replay() {
+                match need {
+                    Need::Room => replay.on_room(),
+                    Need::Input => replay.on_input(),
+                    Need::Nothing => {}
+                }
+            }
+            if output_ready {
+                self.output.on_output();
+            }
         }
     }
 
     fn kill(&mut self, signal: i32) {
-        // Only while the child is not yet reaped: until then its pid, and so its process
-        // group's id, cannot be taken by another process.
-        let (Some(child), Ok(signal)) = (&self.child, Signal::try_from(signal)) else {
-            return;
-        };
-        let _ = killpg(Pid::from_raw(child.id() as i32), signal);
+        // Only while the group is known to exist: the leader's pid, and so the group's id,
+        // cannot be taken by another process until the group is empty.
+        if let (Some(group), Ok(signal)) = (self.group, Signal::try_from(signal)) {
+            let _ = killpg(group, signal);
+        }
+    }
+
+    fn group_alive(&mut self) -> bool {
+        let alive = self.group.is_some_and(|g| killpg(g, None).is_ok());
+        if !alive {
+            self.group = None;
+        }
+        alive
+    }
+
+    fn finish(&mut self, last: bool) {
+        self.output.release(last);
     }
 }

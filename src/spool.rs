@@ -1,0 +1,111 @@
+//! Bytes kept for later: in memory up to a bound, then in a private temporary file.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+
+/// Bytes kept in memory before the rest goes to a temporary file.
+pub const MEMORY_LIMIT: usize = 1 << 20;
+
+/// An append-only store of bytes that can be read back from any position.
+#[derive(Default)]
+pub struct Spool {
+    memory: Vec<u8>,
+    /// Everything past `memory`, once it outgrew the bound. The file has no name: it is
+    /// created unlinked (mode 0600), so it vanishes when retry exits, however it exits.
+    file: Option<File>,
+    len: u64,
+}
+
+impl Spool {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let room = MEMORY_LIMIT
+            .saturating_sub(self.memory.len())
+            .min(bytes.len());
+        let (now, rest) = if self.file.is_none() {
+            bytes.split_at(room)
+        } else {
+            (&bytes[..0], bytes)
+        };
+        self.memory.extend_from_slice(now);
+        if !rest.is_empty() {
+            let file = match &mut self.file {
+                Some(file) => file,
+                None => self.file.insert(tempfile::tempfile()?),
+            };
+            let at = self.len + now.len() as u64 - self.memory.len() as u64;
+            file.write_all_at(rest, at)?;
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Reads bytes from position `pos` into `buf`; returns how many (0 at the end).
+    pub fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let in_memory = self.memory.len() as u64;
+        if pos < in_memory {
+            let from = &self.memory[pos as usize..];
+            let n = from.len().min(buf.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            return Ok(n);
+        }
+        match &self.file {
+            Some(file) if pos < self.len => {
+                let n = (self.len - pos).min(buf.len() as u64) as usize;
+                file.read_exact_at(&mut buf[..n], pos - in_memory)?;
+                Ok(n)
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// Writes everything kept to `out`.
+    pub fn copy_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(&self.memory)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut pos = self.memory.len() as u64;
+        loop {
+            let n = self.read_at(pos, &mut buf)?;
+            if n == 0 {
+                return out.flush();
+            }
+            out.write_all(&buf[..n])?;
+            pos += n as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_past_the_memory_bound_come_back_intact_from_the_file() {
+        let data: Vec<u8> = (0..MEMORY_LIMIT * 2 + 12345)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let mut spool = Spool::default();
+        for chunk in data.chunks(100_000) {
+            spool.append(chunk).expect("append");
+        }
+        assert!(spool.file.is_some(), "spilled to a file");
+        assert!(spool.memory.len() <= MEMORY_LIMIT);
+        assert_eq!(spool.len(), data.len() as u64);
+        let mut back = Vec::new();
+        spool.copy_to(&mut back).expect("copy");
+        assert_eq!(back, data);
+        let mut buf = [0u8; 10];
+        let n = spool
+            .read_at(MEMORY_LIMIT as u64 - 5, &mut buf)
+            .expect("read");
+        assert_eq!(&buf[..n], &data[MEMORY_LIMIT - 5..MEMORY_LIMIT]);
+    }
+}
