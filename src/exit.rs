@@ -47,11 +47,8 @@ fn raise_default(sig: i32) {
     // The core would be retry's, not the child's: the child has already dumped its own.
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
     // SAFETY: restoring the default disposition installs no handler code; the process is about
-    // to end by that very signal.
-    let restored = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
-    if restored.is_err() {
-        return;
-    }
+    // to end by that very signal. SIGKILL cannot be handled, so resetting it fails, harmlessly.
+    let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
     let mut set = SigSet::empty();
     set.add(signal);
     let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);

@@ -1,0 +1,95 @@
+//! Helpers shared by the integration tests: the built binary, and reading a child's output line
+//! by line with a generous time limit that turns a hang into a failure.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::Duration;
+
+/// Long enough for a loaded machine; it only turns a hang into a failure.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn retry() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin!("retry"))
+}
+
+/// Lines of a stream, read on a thread of their own.
+pub struct Lines(Receiver<String>);
+
+impl Lines {
+    pub fn of(stream: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines(rx)
+    }
+
+    /// Waits for a line containing `needle`; returns the lines up to it.
+    pub fn until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.0.recv_timeout(PATIENCE) {
+                Ok(line) => {
+                    let done = line.contains(needle);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; saw {seen:?}"),
+            }
+        }
+    }
+
+    /// Every remaining line, once the stream is closed.
+    pub fn rest(&self) -> Vec<String> {
+        let mut seen = Vec::new();
+        while let Ok(line) = self.0.recv_timeout(PATIENCE) {
+            seen.push(line);
+        }
+        seen
+    }
+}
+
+/// Starts retry with piped stdout and stderr, read line by line.
+pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
+    let mut child = retry()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let out = Lines::of(child.stdout.take().expect("stdout"));
+    let err = Lines::of(child.stderr.take().expect("stderr"));
+    (child, out, err)
+}
+
+/// Waits for the child to end, failing the test if it takes longer than `PATIENCE`.
+pub fn wait(child: &mut Child) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for retry") {
+            return status;
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            panic!("retry did not end within {PATIENCE:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// retry as an assert_cmd command, for tests that hand it stdin whole.
+pub fn cmd() -> assert_cmd::Command {
+    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
+}

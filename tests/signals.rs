@@ -1,0 +1,194 @@
+//! Real signals sent to a running retry: they reach the command's whole process group, stop the
+//! retrying, and leave nothing running. Each test waits for the child's `ready` line before it
+//! signals, so no signal is sent before the trap that should catch it is set.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, start, wait};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+fn send(child: &std::process::Child, signal: Signal) {
+    kill(Pid::from_raw(child.id() as i32), signal).expect("signal retry");
+}
+
+/// Whether a process with this pid still exists (a zombie counts as gone).
+fn running(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name in parentheses.
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
+}
+
+/// Waits until none of the pids runs any more; false if some still do after `PATIENCE`.
+fn all_gone(pids: &[i32]) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        if pids.iter().all(|p| !running(*p)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn pids(lines: &[String]) -> Vec<i32> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("pid "))
+        .map(|p| p.trim().parse().expect("a pid"))
+        .collect()
+}
+
+/// A child that reports its background sleep's pid, traps TERM and INT, and says ready.
+const TRAPPING: &str = r#"trap 'echo got-signal; kill $!; exit 1' TERM INT HUP
+sleep 1000 & echo "pid $!"; echo ready; wait"#;
+
+#[test]
+fn sigterm_reaches_the_command_and_stops_the_retrying() {
+    let (mut child, out, err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", TRAPPING]);
+    let lines = out.until("ready");
+    send(&child, Signal::SIGTERM);
+    let status = wait(&mut child);
+    let rest = out.rest();
+    assert_eq!(status.code(), Some(1), "the trapped child's own status");
+    assert!(rest.contains(&"got-signal".to_string()), "{rest:?}");
+    assert!(
+        !rest.iter().any(|l| l == "ready"),
+        "no second attempt: {rest:?}"
+    );
+    assert!(all_gone(&pids(&lines)), "the background sleep is gone");
+    let log = err.rest().join("\n");
+    assert!(log.contains("cancelled by SIGTERM"), "{log}");
+}
+
+#[test]
+fn a_trapped_sigint_that_exits_130_is_not_retried() {
+    let script = "trap 'exit 130' INT; echo ready; while :; do sleep 0.05; done";
+    let (mut child, out, _err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
+    out.until("ready");
+    send(&child, Signal::SIGINT);
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(130));
+    assert!(out.rest().is_empty(), "no second attempt");
+}
+
+#[test]
+fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal() {
+    let script = r#"sleep 1000 & echo "pid $!"; echo ready; wait"#;
+    let (mut child, out, _err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
+    let lines = out.until("ready");
+    send(&child, Signal::SIGHUP);
+    let status = wait(&mut child);
+    assert_eq!(status.signal(), Some(Signal::SIGHUP as i32), "{status:?}");
+    assert!(!status.core_dumped());
+    assert!(all_gone(&pids(&lines)));
+}
+
+#[test]
+fn a_signal_during_the_wait_ends_the_run_at_once() {
+    let (mut child, _out, err) = start(&["-d", "30s", "--jitter", "none", "--", "false"]);
+    err.until("retrying in 30s");
+    let sent = Instant::now();
+    send(&child, Signal::SIGTERM);
+    let status = wait(&mut child);
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(128 + 15));
+    assert!(
+        err.rest()
+            .join("\n")
+            .contains("cancelled by SIGTERM while waiting")
+    );
+}
+
+#[test]
+fn attempt_timeout_leaves_no_process_of_the_attempt_running() {
+    let script = r#"sleep 30 & echo "pid $!"; sleep 30 & echo "pid $!"; echo ready; wait"#;
+    let (mut child, out, _err) = start(&[
+        "-n",
+        "1",
+        "--attempt-timeout",
+        "300ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    let lines = out.until("ready");
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(124));
+    let sleeps = pids(&lines);
+    assert_eq!(sleeps.len(), 2);
+    assert!(all_gone(&sleeps), "no sleep is left running");
+}
+
+#[test]
+fn a_command_that_ignores_term_is_killed_after_kill_after() {
+    // Ignored signals stay ignored across exec, so the inner sleeps ignore TERM too.
+    let script =
+        r#"trap '' TERM; sleep 30 & echo "pid $!"; echo ready; while :; do sleep 0.05; done"#;
+    let started = Instant::now();
+    let (mut child, out, err) = start(&[
+        "-n",
+        "1",
+        "--attempt-timeout",
+        "200ms",
+        "--kill-after",
+        "400ms",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    let lines = out.until("ready");
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(124));
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        all_gone(&pids(&lines)),
+        "the TERM-proof sleep got SIGKILL too"
+    );
+    assert!(err.rest().join("\n").contains("SIGKILL"));
+}
+
+#[test]
+fn a_second_sigint_kills_the_command_at_once() {
+    let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
+    let (mut child, out, _err) = start(&["-n", "5", "--", "sh", "-c", script]);
+    out.until("ready");
+    send(&child, Signal::SIGINT);
+    out.until("got-int");
+    send(&child, Signal::SIGINT);
+    let status = wait(&mut child);
+    assert_eq!(status.signal(), Some(Signal::SIGKILL as i32), "{status:?}");
+}
+
+#[test]
+fn usr1_is_passed_on_and_the_run_goes_on() {
+    let script = r#"[ "$RETRY_ATTEMPT" = 2 ] && exit 0
+trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;
+    let (mut child, out, _err) = start(&["-n", "2", "-d", "0", "--", "sh", "-c", script]);
+    out.until("ready");
+    send(&child, Signal::SIGUSR1);
+    let status = wait(&mut child);
+    assert!(out.rest().contains(&"got-usr1".to_string()));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the second attempt ran and succeeded"
+    );
+}

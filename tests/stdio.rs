@@ -1,0 +1,245 @@
+//! stdin and stdout across attempts: every attempt reads the same bytes, and `--stdout hold`
+//! gives a pipeline exactly one attempt's output.
+
+mod common;
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::process::Stdio;
+use std::thread;
+
+use common::{cmd, retry, wait};
+
+/// Bytes of every value, in an order that no shift or truncation keeps intact.
+fn binary(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_u32;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn several_mib_of_binary_stdin_reach_every_attempt_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = binary(5 << 20);
+    let mut child = retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "-q",
+            "--",
+            "sh",
+            "-c",
+            "cat > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feed = data.clone();
+    let writer = thread::spawn(move || stdin.write_all(&feed));
+    assert_eq!(wait(&mut child).code(), Some(1));
+    writer.join().expect("writer").expect("write stdin");
+    for attempt in 1..=3 {
+        let got = std::fs::read(dir.path().join(format!("in.{attempt}"))).expect("attempt's copy");
+        assert!(
+            got == data,
+            "attempt {attempt} read {} bytes, not the same",
+            got.len()
+        );
+    }
+}
+
+#[test]
+fn every_attempt_that_reads_part_of_stdin_gets_the_same_first_bytes() {
+    // Each attempt reads four bytes: the first is replayed, then reading goes on from the pipe.
+    let out = cmd()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "head -c 4; exit 1",
+        ])
+        .write_stdin("abcdefgh")
+        .output()
+        .expect("run retry");
+    assert_eq!(out.stdout, b"abcdabcdabcd");
+}
+
+#[test]
+fn a_command_that_closes_stdin_early_is_not_an_error() {
+    let out = cmd()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "head -c 10 >/dev/null; exit 1",
+        ])
+        .write_stdin(binary(3 << 20))
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_command_that_never_reads_stdin_does_not_make_retry_hang() {
+    // `yes` never ends: a retry that read all of stdin first would never start the command.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("yes | \"$0\" -n 3 -d 0 -qq -- sh -c 'exit 1'; echo \"status $?\"")
+        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .output()
+        .expect("run the pipeline");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "status 1");
+}
+
+#[test]
+fn a_regular_file_is_rewound_to_where_it_stood_for_each_attempt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("input");
+    std::fs::write(&path, "skip|the rest").expect("write input");
+    let mut file = File::open(&path).expect("open input");
+    file.seek(SeekFrom::Start(5)).expect("seek");
+    let out = retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "cat; echo; exit 1",
+        ])
+        .stdin(file)
+        .output()
+        .expect("run retry");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "the rest\nthe rest\n");
+}
+
+#[test]
+fn while_read_loops_around_retry_keep_their_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("lines");
+    std::fs::write(&path, "one\ntwo\nthree\n").expect("write lines");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("while read l; do \"$0\" -- true; echo \"got $l\"; done < \"$1\"")
+        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .arg(&path)
+        .output()
+        .expect("run the loop");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "got one\ngot two\ngot three\n"
+    );
+}
+
+#[test]
+fn stdin_null_gives_the_command_nothing_and_pass_shares_one_stream() {
+    let out = cmd()
+        .args([
+            "--stdin",
+            "null",
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "cat; exit 1",
+        ])
+        .write_stdin("data")
+        .output()
+        .expect("run retry");
+    assert!(out.stdout.is_empty());
+    let out = cmd()
+        .args([
+            "--stdin",
+            "pass",
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "head -c 2; exit 1",
+        ])
+        .write_stdin("abcd")
+        .output()
+        .expect("run retry");
+    // No replay: the second attempt reads on where the first stopped.
+    assert_eq!(out.stdout, b"abcd");
+}
+
+#[test]
+fn stdout_hold_gives_a_pipeline_exactly_one_attempts_output() {
+    let script = "echo \"output of attempt $RETRY_ATTEMPT\"; exit $((RETRY_ATTEMPT < 3))";
+    let out = retry()
+        .args([
+            "--stdout", "hold", "-n", "5", "-d", "0", "--", "sh", "-c", script,
+        ])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "output of attempt 3\n"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("output of attempt 1") && err.contains("output of attempt 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stdout_hold_keeps_megabytes_of_output_intact_for_the_last_attempt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("big");
+    let data = binary(3 << 20);
+    std::fs::write(&path, &data).expect("write data");
+    let out = retry()
+        .args([
+            "--stdout", "hold", "-n", "2", "-d", "0", "-qq", "--", "sh", "-c",
+        ])
+        .arg("cat \"$0\"; [ \"$RETRY_ATTEMPT\" = 2 ] || exit 1")
+        .arg(&path)
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout == data, "stdout has {} bytes", out.stdout.len());
+    assert_eq!(
+        out.stderr.len(),
+        data.len(),
+        "the retried attempt's output went to stderr"
+    );
+}
