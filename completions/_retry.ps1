@@ -42,6 +42,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--fatal-on', '--fatal-on', [CompletionResultType]::ParameterName, 'Never retry these statuses (added to 126 and 127; wins over --retry-on)')
             [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal sent to the attempt''s process group when it times out')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After --kill-signal, wait this long before sending SIGKILL')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode')
+            [CompletionResult]::new('--stdout', '--stdout', [CompletionResultType]::ParameterName, 'pass streams each attempt''s stdout; hold keeps it and writes only the attempt that ends the run to stdout (retried attempts'' output goes to stderr)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log as text lines or as JSON lines')
             [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Write the log to this file (appending) instead of stderr')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No limit on attempts (--max-time and fatal statuses still end the run)')

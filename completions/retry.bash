@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --kill-signal --kill-after --verbose --quiet --log-format --log-file --explain --help --version"
+            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --explain --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -111,6 +111,14 @@ _retry() {
                     ;;
                 --kill-after)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin)
+                    COMPREPLY=($(compgen -W "auto replay pass null" -- "${cur}"))
+                    return 0
+                    ;;
+                --stdout)
+                    COMPREPLY=($(compgen -W "pass hold" -- "${cur}"))
                     return 0
                     ;;
                 --log-format)

@@ -39,6 +39,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --fatal-on 'Never retry these statuses (added to 126 and 127; wins over --retry-on)'
             cand --kill-signal 'Signal sent to the attempt''s process group when it times out'
             cand --kill-after 'After --kill-signal, wait this long before sending SIGKILL'
+            cand --stdin 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode'
+            cand --stdout 'pass streams each attempt''s stdout; hold keeps it and writes only the attempt that ends the run to stdout (retried attempts'' output goes to stderr)'
             cand --log-format 'Log as text lines or as JSON lines'
             cand --log-file 'Write the log to this file (appending) instead of stderr'
             cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'

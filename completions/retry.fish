@@ -17,6 +17,12 @@ complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,
 complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
 complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r
 complete -c retry -l kill-after -d 'After --kill-signal, wait this long before sending SIGKILL' -r
+complete -c retry -l stdin -d 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode' -r -f -a "auto\t'Rewind a regular file, replay a pipe or socket, pass a terminal or device through'
+replay\t'Record what the attempts read and feed it again to the next one'
+pass\t'Every attempt reads retry\'s own stdin directly; what one read, the next does not see'
+null\t'Attempts read from /dev/null'"
+complete -c retry -l stdout -d 'pass streams each attempt\'s stdout; hold keeps it and writes only the attempt that ends the run to stdout (retried attempts\' output goes to stderr)' -r -f -a "pass\t'The command writes straight to retry\'s stdout'
+hold\t'Hold each attempt\'s stdout; only the attempt that ends the run writes to stdout, the held output of retried attempts goes to stderr'"
 complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a "text\t'One line per event, prefixed `retry:`'
 json\t'One JSON object per line'"
 complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F

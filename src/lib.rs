@@ -20,6 +20,7 @@ pub mod spool;
 pub mod status;
 pub mod stdin;
 pub mod stdout;
+pub mod terminal;
 
 use std::ffi::OsString;
 use std::io::Write;

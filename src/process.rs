@@ -5,10 +5,12 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
+use nix::libc::{WNOHANG, WUNTRACED};
 use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
@@ -19,6 +21,7 @@ use crate::signals::Signals;
 use crate::status::Status;
 use crate::stdin::{Input, Need};
 use crate::stdout::Output;
+use crate::terminal::Terminal;
 
 /// Runs the command for real.
 pub struct Process {
@@ -29,9 +32,14 @@ pub struct Process {
     signals: Signals,
     input: Input,
     output: Output,
-    child: Option<Child>,
+    child: Option<Pid>,
     /// The attempt's process group, until it is known to be empty.
     group: Option<Pid>,
+    terminal: Option<Terminal>,
+    /// The running attempt was given the terminal.
+    holds_terminal: bool,
+    /// An exit held back while the Ctrl-C that caused it is reported first.
+    exited: Option<Status>,
 }
 
 impl Process {
@@ -62,6 +70,9 @@ impl Process {
             output,
             child: None,
             group: None,
+            terminal: Terminal::detect(),
+            holds_terminal: false,
+            exited: None,
         }
     }
 
@@ -96,21 +107,61 @@ impl Process {
         Ok(command)
     }
 
-    /// Reaps the child if it has ended.
+    /// Reaps the child if it has ended; if it was stopped (Ctrl-Z), stops retry too, as a shell
+    /// expects of its job, and lets it go on when retry is continued.
     fn reap(&mut self) -> Option<Status> {
-        let child = self.child.as_mut()?;
-        let status = match child.try_wait() {
-            Ok(Some(status)) => status.into(),
-            Ok(None) => return None,
-            // Only a child that is not ours fails to be waited for: report it as retry's own
-            // failure rather than wait forever.
-            Err(_) => Status::Code(125),
-        };
+        let pid = self.child?;
+        let mut raw = 0;
+        // SAFETY: waitpid on our own child with a valid pointer to an int.
+        let got = unsafe { nix::libc::waitpid(pid.as_raw(), &mut raw, WNOHANG | WUNTRACED) };
+        if got == 0 || (got < 0 && Errno::last() == Errno::EINTR) {
+            return None;
+        }
+        let status = ExitStatus::from_raw(raw);
+        if got > 0 && status.stopped_signal().is_some() {
+            self.stop_with_the_child(pid);
+            return None;
+        }
         self.child = None;
         if let Some(replay) = self.input.replay() {
             replay.stop();
         }
-        Some(status)
+        if self.holds_terminal
+            && let Some(terminal) = &self.terminal
+        {
+            terminal.take_back();
+        }
+        // Only a child that is not ours fails to be waited for: report it as retry's own
+        // failure rather than wait forever.
+        Some(if got < 0 {
+            Status::Code(125)
+        } else {
+            status.into()
+        })
+    }
+
+    fn stop_with_the_child(&mut self, group: Pid) {
+        let Some(terminal) = &self.terminal else {
+            // No terminal to hand back: the child waits for a SIGCONT from whoever stopped it.
+            return;
+        };
+        terminal.take_back();
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+        // Continued: by `fg` (the terminal is retry's again) or by `bg`.
+        self.holds_terminal = terminal.give(group);
+    }
+
+    /// A Ctrl-C or Ctrl-\ typed at the terminal reaches only the attempt that holds it, not
+    /// retry; an attempt that died of it (or exited 130 or 131 from a trap) is a cancellation.
+    fn terminal_cancel(&self, status: Status) -> Option<i32> {
+        if !self.holds_terminal {
+            return None;
+        }
+        let (int, quit) = (Signal::SIGINT as i32, Signal::SIGQUIT as i32);
+        match status.number() - 128 {
+            n if n == int || n == quit => Some(n),
+            _ => None,
+        }
     }
 }
 
@@ -125,8 +176,10 @@ impl World for Process {
         // The pipe ends the child got are closed here, in `c`, as they must be for EOF.
         match spawned {
             Ok(child) => {
-                self.group = Some(Pid::from_raw(child.id() as i32));
-                self.child = Some(child);
+                let pid = Pid::from_raw(child.id() as i32);
+                self.group = Some(pid);
+                self.child = Some(pid);
+                self.holds_terminal = self.terminal.as_ref().is_some_and(|t| t.give(pid));
                 Ok(())
             }
             Err(e) => {
@@ -154,7 +207,14 @@ impl World for Process {
             if let Some(signal) = self.signals.take() {
                 return Event::Signal(signal);
             }
+            if let Some(status) = self.exited.take() {
+                return Event::Exited(status);
+            }
             if let Some(status) = self.reap() {
+                if let Some(signal) = self.terminal_cancel(status) {
+                    self.exited = Some(status);
+                    return Event::Signal(signal);
+                }
                 return Event::Exited(status);
             }
             let timeout = match until {
