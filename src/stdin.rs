@@ -2,12 +2,13 @@
 //! where it stood when retry started; a pipe or socket is recorded as the attempts read it and
 //! replayed to the next; a terminal or device is passed through.
 
-use std::io::{self, Read};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::process::Stdio;
 
 use clap::ValueEnum;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2};
 
@@ -26,9 +27,10 @@ pub enum StdinMode {
     Null,
 }
 
-/// The first chunk is small, so that a command that never reads stdin takes little of it from
-/// whatever else shares the pipe; once the command has read it, the pipe grows for speed.
-const FIRST_CHUNK: usize = 4096;
+/// One page: the attempt's pipe holds this much, so that "the pipe has room" means "the
+/// attempt has read everything it was given", and nothing is taken from stdin ahead of it.
+const PAGE: usize = 4096;
+/// Reading in this size when replaying the record, or when stdin cannot be peeked at.
 const CHUNK: usize = 64 * 1024;
 const GROWN_PIPE: i32 = 256 * 1024;
 
@@ -91,22 +93,34 @@ impl Input {
 }
 
 /// A pipe or socket on stdin, recorded as the attempts read it.
+///
+/// From a pipe, nothing is taken that no attempt read: each page is first copied to the
+/// attempt with tee(2), which leaves it in retry's stdin, and taken from stdin into the record
+/// only once the attempt has read it. So `cmd | while read l; do retry -- true; done` keeps its
+/// lines. A socket cannot be peeked at that way; from one, retry reads at most a page ahead of
+/// an attempt that has not shown it reads stdin.
 #[derive(Default)]
 pub struct Replay {
     record: Spool,
     /// retry's stdin has ended (or failed: what was read is kept and replayed).
     eof: bool,
+    /// stdin cannot be peeked at with tee(2): read it instead.
+    no_tee: bool,
     feed: Option<Feed>,
 }
 
 /// The current attempt's stdin pipe.
 struct Feed {
     pipe: OwnedFd,
+    /// The read end, kept to ask how much the attempt left unread when it ends.
+    reader: OwnedFd,
     /// How much of the record this attempt was given.
     sent: u64,
-    /// The pipe had room when last polled.
+    /// The pipe had room (was empty) when last polled.
     room: bool,
-    /// The attempt has read at least one chunk, so the pipe was made larger.
+    /// Bytes peeked into the pipe from stdin and not yet taken from it.
+    peeked: usize,
+    /// The pipe was made larger, for speed, when peeking is not possible.
     grown: bool,
 }
 
@@ -121,25 +135,58 @@ pub enum Need {
     Input,
 }
 
+/// Reads retry's stdin with one read(2), unbuffered: std's buffered stdin would take more
+/// from the pipe than asked for, and what it took would be lost to whoever reads stdin next.
+fn read_stdin(buf: &mut [u8]) -> nix::Result<usize> {
+    loop {
+        match nix::unistd::read(io::stdin().as_fd(), buf) {
+            Err(Errno::EINTR) => {}
+            done => return done,
+        }
+    }
+}
+
+nix::ioctl_read_bad!(fionread, nix::libc::FIONREAD, nix::libc::c_int);
+
+/// How many bytes wait unread in a pipe.
+fn unread(pipe: &OwnedFd) -> usize {
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer.
+    match unsafe { fionread(pipe.as_raw_fd(), &mut n) } {
+        Ok(_) => usize::try_from(n).unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
 impl Replay {
     fn start(&mut self) -> io::Result<Stdio> {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
         fcntl(&write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-        // Best effort: a pipe that cannot shrink only reads ahead more.
-        let _ = fcntl(&write, FcntlArg::F_SETPIPE_SZ(FIRST_CHUNK as i32));
+        if fcntl(&write, FcntlArg::F_SETPIPE_SZ(PAGE as i32)).is_err() {
+            // Without a one-page pipe, "room" no longer means "all read": do not peek.
+            self.no_tee = true;
+        }
         self.feed = Some(Feed {
+            reader: read.try_clone()?,
             pipe: write,
             sent: 0,
             room: false,
+            peeked: 0,
             grown: false,
         });
         self.settle();
         Ok(Stdio::from(read))
     }
 
-    /// The attempt ended: its pipe is closed; what it did not read stays recorded.
+    /// The attempt ended: its pipe is closed. What it read of the peeked bytes is taken from
+    /// stdin into the record; what it did not read stays in stdin.
     pub fn stop(&mut self) {
-        self.feed = None;
+        if let Some(feed) = self.feed.take()
+            && feed.peeked > 0
+        {
+            let read = feed.peeked.saturating_sub(unread(&feed.reader));
+            self.take(read);
+        }
     }
 
     /// What to poll for: the attempt's pipe (writable) or retry's stdin (readable).
@@ -154,40 +201,85 @@ impl Replay {
         }
     }
 
-    /// The attempt's pipe has room: send what is recorded and not yet sent.
+    /// The attempt's pipe has room: what was peeked is read, so take it from stdin; then send
+    /// what is recorded and not yet sent.
     pub fn on_room(&mut self) {
-        if let Some(feed) = &mut self.feed {
-            if feed.sent > 0 && !feed.grown {
-                // It read the first chunk: it reads stdin, so speed matters more now.
-                let _ = fcntl(&feed.pipe, FcntlArg::F_SETPIPE_SZ(GROWN_PIPE));
-                feed.grown = true;
-            }
-            feed.room = true;
+        let Some(feed) = &mut self.feed else { return };
+        feed.room = true;
+        let peeked = std::mem::take(&mut feed.peeked);
+        if peeked > 0 {
+            self.take(peeked);
+        } else if self.no_tee && feed.sent > 0 && !feed.grown {
+            // It read the first page: it reads stdin, so speed matters more now.
+            let _ = fcntl(&feed.pipe, FcntlArg::F_SETPIPE_SZ(GROWN_PIPE));
+            feed.grown = true;
         }
         self.send();
     }
 
-    /// retry's stdin is readable: take one chunk, no more than the attempt's pipe can hold.
+    /// retry's stdin is readable: give the attempt one page of it.
     pub fn on_input(&mut self) {
-        let size = match &self.feed {
-            Some(feed) if feed.grown => CHUNK,
-            Some(_) => FIRST_CHUNK,
-            None => return,
-        };
+        let Some(feed) = &mut self.feed else { return };
+        if !self.no_tee {
+            match tee(
+                io::stdin(),
+                &feed.pipe,
+                PAGE,
+                SpliceFFlags::SPLICE_F_NONBLOCK,
+            ) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    feed.peeked = n;
+                    feed.room = false;
+                }
+                Err(Errno::EAGAIN | Errno::EINTR) => {}
+                // The attempt closed its stdin: it wants no more.
+                Err(Errno::EPIPE) => self.feed = None,
+                // Not a pipe (a socket): read it instead.
+                Err(_) => self.no_tee = true,
+            }
+            self.settle();
+            return;
+        }
+        let size = if feed.grown { CHUNK } else { PAGE };
         let mut buf = vec![0u8; size];
-        match io::stdin().lock().read(&mut buf) {
+        match read_stdin(&mut buf) {
             Ok(0) | Err(_) => self.eof = true,
-            Ok(n) => {
-                if self.record.append(&buf[..n]).is_err() {
-                    // Nowhere to keep it: this attempt still gets it, later ones cannot.
+            Ok(n) => self.keep(&buf[..n]),
+        }
+        self.send();
+    }
+
+    /// Takes `n` bytes that an attempt has read from stdin into the record.
+    fn take(&mut self, mut n: usize) {
+        let mut buf = vec![0u8; n.min(CHUNK)];
+        while n > 0 {
+            let want = n.min(buf.len());
+            match read_stdin(&mut buf[..want]) {
+                Ok(0) | Err(_) => {
                     self.eof = true;
+                    break;
+                }
+                Ok(got) => {
+                    self.keep(&buf[..got]);
+                    if let Some(feed) = &mut self.feed {
+                        feed.sent += got as u64;
+                    }
+                    n -= got;
                 }
             }
         }
-        self.send();
+        self.settle();
     }
 
-    /// Sends recorded bytes until the pipe is full or all are sent; closes the pipe at the end.
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.record.append(bytes).is_err() {
+            // Nowhere to keep it: this attempt still gets it, later ones cannot.
+            self.eof = true;
+        }
+    }
+
+    /// Sends recorded bytes until the pipe is full or all are sent.
     fn send(&mut self) {
         let Some(feed) = &mut self.feed else { return };
         let mut buf = vec![0u8; CHUNK];
@@ -199,12 +291,11 @@ impl Replay {
             match nix::unistd::write(&feed.pipe, &buf[..n]) {
                 Ok(written) => {
                     feed.sent += written as u64;
-                    // Ask the kernel again before the next write: a pipe that is full is
-                    // polled until the attempt reads, so nothing is taken from stdin ahead of
-                    // the attempt by more than what the pipe holds.
+                    // Ask the kernel again before the next write: a full pipe is polled until
+                    // the attempt reads it.
                     feed.room = false;
                 }
-                Err(nix::errno::Errno::EAGAIN) => feed.room = false,
+                Err(Errno::EAGAIN) => feed.room = false,
                 // EPIPE: the attempt closed its stdin; it wants no more.
                 Err(_) => {
                     self.feed = None;
@@ -221,7 +312,7 @@ impl Replay {
             && self
                 .feed
                 .as_ref()
-                .is_some_and(|f| f.sent == self.record.len())
+                .is_some_and(|f| f.sent == self.record.len() && f.peeked == 0)
         {
             self.feed = None;
         }

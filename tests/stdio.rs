@@ -160,6 +160,34 @@ fn while_read_loops_around_retry_keep_their_lines() {
 }
 
 #[test]
+fn what_the_attempts_leave_unread_in_a_pipe_stays_for_the_next_reader() {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("printf 'a\\nb\\nc\\n' | { \"$0\" -n 2 -d 0 -qq -- sh -c 'read x; echo \"child $x\"; exit 1'; cat; }")
+        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .output()
+        .expect("run the pipeline");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "child a\nchild a\nb\nc\n"
+    );
+}
+
+#[test]
+fn while_read_loops_fed_by_a_pipe_keep_their_lines() {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("printf 'one\\ntwo\\nthree\\n' | while read l; do \"$0\" -- true; echo \"got $l\"; done")
+        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .output()
+        .expect("run the loop");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "got one\ngot two\ngot three\n"
+    );
+}
+
+#[test]
 fn stdin_null_gives_the_command_nothing_and_pass_shares_one_stream() {
     let out = cmd()
         .args([
