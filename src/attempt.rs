@@ -180,8 +180,7 @@ pub fn run<W: World, R: Rng + ?Sized>(
             Next::GiveUp(why) => {
                 log.write(&report);
                 let mut e = entry(LogEvent::GiveUp, attempt, world);
-                // A fatal reason names the status already.
-                e.status = Some(end.status).filter(|_| !why.starts_with("status"));
+                e.status = Some(end.status);
                 e.timed_out = end.stopped.is_some();
                 e.reason = Some(why);
                 log.write(&e);

@@ -28,28 +28,15 @@ impl CodeSet {
         self.ranges.iter().any(|r| r.contains(&status))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+    /// Whether `status` is in the list as an item of its own, not only inside a range.
+    pub fn names(&self, status: i32) -> bool {
+        self.ranges
+            .iter()
+            .any(|r| *r.start() == status && *r.end() == status)
     }
 
-    /// This set less the statuses `other` holds.
-    pub fn without(&self, other: &CodeSet) -> CodeSet {
-        let mut ranges = Vec::new();
-        for r in &self.ranges {
-            let mut start = *r.start();
-            for s in *r.start()..=*r.end() {
-                if other.contains(s) {
-                    if start < s {
-                        ranges.push(start..=s - 1);
-                    }
-                    start = s + 1;
-                }
-            }
-            if start <= *r.end() {
-                ranges.push(start..=*r.end());
-            }
-        }
-        CodeSet { ranges }
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
     }
 }
 
@@ -169,11 +156,10 @@ mod tests {
     }
 
     #[test]
-    fn without_removes_single_statuses_from_ranges() {
-        let s = set("120-130").without(&set("126,127"));
-        assert!(s.contains(125) && s.contains(128) && s.contains(120) && s.contains(130));
-        assert!(!s.contains(126) && !s.contains(127));
-        assert_eq!(s.to_string(), "120-125,128-130");
+    fn names_means_an_item_of_its_own_not_a_range() {
+        let s = set("1,126,100-200");
+        assert!(s.names(126) && s.names(1));
+        assert!(!s.names(127) && s.contains(127));
     }
 
     #[test]

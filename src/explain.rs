@@ -227,7 +227,8 @@ fn attempts_fitting(p: &Policy, max: Duration, retries: u32, longest: bool) -> u
 
 fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
     let mut w = Vec::new();
-    if p.backoff.jitter == Jitter::None && retries != Some(0) {
+    let no_jitter = matches!(p.backoff.jitter, Jitter::None | Jitter::Proportional(0.0));
+    if no_jitter && retries != Some(0) {
         w.push(
             "--jitter none: clients that failed together will retry together, in lockstep; \
              full jitter spreads them"
@@ -240,7 +241,7 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
     if let Some(list) = &p.rules.retry_on {
         for status in NEVER_BETTER
             .iter()
-            .filter(|s| list.contains(**s) && !p.rules.fatal_on.contains(**s))
+            .filter(|s| list.names(**s) && !p.rules.fatal_on.contains(**s))
         {
             w.push(format!(
                 "--retry-on names {status}: a command that cannot be found or executed will not get better"

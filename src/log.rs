@@ -67,6 +67,15 @@ impl Entry {
         }
     }
 
+    /// How the attempt ended, in words: `exit status 1`, `timed out (status 124)`.
+    fn what(&self) -> Option<String> {
+        match self.status {
+            _ if self.timed_out => Some("timed out (status 124)".to_string()),
+            Some(status) => Some(status.to_string()),
+            None => None,
+        }
+    }
+
     /// The least verbose level at which this entry is shown.
     fn level(&self) -> i8 {
         match self.event {
@@ -138,11 +147,7 @@ fn text(e: &Entry) -> String {
         Event::Policy => format!("retry: policy: {reason}"),
         Event::Start => format!("retry: {attempt}: starting{}", with_reason(reason)),
         Event::Failure => {
-            let what = match e.status {
-                _ if e.timed_out => "timed out (status 124)".to_string(),
-                Some(status) => status.to_string(),
-                None => "failed".to_string(),
-            };
+            let what = e.what().unwrap_or_else(|| "failed".to_string());
             let ran = e
                 .duration
                 .map(|d| format!(" after {}", human(d)))
@@ -160,7 +165,11 @@ fn text(e: &Entry) -> String {
         ),
         Event::Signal => format!("retry: {reason}"),
         Event::GiveUp => {
-            let last = e.status.map(|s| format!("; last {s}")).unwrap_or_default();
+            // A fatal reason names the status already.
+            let last = match e.what() {
+                Some(what) if !reason.starts_with("status") => format!("; last {what}"),
+                _ => String::new(),
+            };
             format!(
                 "retry: giving up after {} in {}: {reason}{last}",
                 plural(e.attempt, "attempt"),

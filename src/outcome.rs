@@ -51,9 +51,15 @@ impl Rules {
         fatal_on: Option<CodeSet>,
     ) -> Self {
         let never_better = CodeSet::of(&NEVER_BETTER);
-        // 126 and 127 are retried only when --retry-on names them explicitly.
+        // 126 and 127 are retried only when --retry-on names them one by one: a range such as
+        // 1-255 means "every failure", and a missing command is not a failure that passes.
         let default_fatal = match &retry_on {
-            Some(named) => never_better.without(named),
+            Some(list) => CodeSet::of(
+                &NEVER_BETTER
+                    .into_iter()
+                    .filter(|s| !list.names(*s))
+                    .collect::<Vec<_>>(),
+            ),
             None => never_better,
         };
         Rules {
@@ -147,9 +153,10 @@ mod tests {
         let r = rules(None, Some("127"), None);
         assert_eq!(r.classify(127), Verdict::Retry(Reason::RetryOn));
         assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
-        // A range that merely covers them does name them.
+        // A range that merely covers them does not name them.
         let r = rules(None, Some("100-200"), None);
-        assert_eq!(r.classify(126), Verdict::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(125), Verdict::Retry(Reason::RetryOn));
     }
 
     #[test]
