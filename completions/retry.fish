@@ -15,6 +15,14 @@ complete -c retry -l seed -d 'Seed for the random source, for a reproducible sch
 complete -c retry -l success-on -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)' -r
 complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal' -r
 complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
+complete -c retry -l retry-if-output -d 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)' -r
+complete -c retry -l fatal-if-output -d 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)' -r
+complete -c retry -l match-stream -d 'The output streams the output rules read' -r -f -a "both\t''
+stdout\t''
+stderr\t''"
+complete -c retry -l retry-on-http -d 'HTTP statuses, from a header dump in the hint file, that are retried' -r
+complete -c retry -l fatal-on-http -d 'HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx]' -r
+complete -c retry -l retry-after-max -d 'Longest wait a Retry-After header (or a retry-after= hint) can ask for' -r
 complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r
 complete -c retry -l kill-after -d 'After --kill-signal, wait this long before sending SIGKILL' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode' -r -f -a "auto\t'Rewind a regular file, replay a pipe or socket, pass a terminal or device through'
@@ -27,6 +35,7 @@ complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a
 json\t'One JSON object per line'"
 complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
+complete -c retry -l hints -d 'Replace `{hints}` in the command\'s arguments with the attempt\'s hint file, e.g. `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE)'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'

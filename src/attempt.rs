@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 use crate::backoff::Schedule;
 use crate::exit::Exit;
 use crate::log::{Entry, Event as LogEvent, Log, human};
 use crate::outcome::{Reason, Verdict};
-use crate::policy::Policy;
+use crate::policy::{HttpVerdict, Policy};
 use crate::status::{Status, signal_name};
+use crate::watch::Found;
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub trait World {
     fn kill(&mut self, signal: i32);
     /// Whether any process of the attempt's group is still there after its first one ended.
     fn group_alive(&mut self) -> bool;
+    /// What the attempt that just ended said besides its status.
+    fn findings(&mut self) -> Findings;
     /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
     /// stdout then, else to stderr).
     fn finish(&mut self, last: bool);
@@ -56,6 +59,19 @@ pub struct AttemptEnv {
     pub remaining: Option<Duration>,
 }
 
+/// What the attempt said besides its exit status: its output, and its hint file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// What the output rules found.
+    pub output: Option<Found>,
+    /// The status of the last HTTP response in a header dump.
+    pub http_status: Option<u16>,
+    /// The wait asked for by `Retry-After` or a `retry-after=` hint.
+    pub retry_after: Option<Duration>,
+    /// The command asked not to be retried.
+    pub stop: bool,
+}
+
 /// An attempt that could not be started.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpawnError {
@@ -65,7 +81,7 @@ pub struct SpawnError {
 }
 
 /// How one attempt ended.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct End {
     status: Status,
     /// Set when retry stopped the attempt for running out of time.
@@ -74,6 +90,7 @@ struct End {
     cancelled: Option<i32>,
     /// Why the attempt could not be started, if it could not.
     unstarted: Option<&'static str>,
+    findings: Findings,
 }
 
 /// Why retry stopped a running attempt.
@@ -158,19 +175,20 @@ pub fn run<W: World, R: Rng + ?Sized>(
                     } else {
                         "cannot execute"
                     }),
+                    findings: Findings::default(),
                 }
             }
         };
         previous = Some(end.number());
 
-        let (next, judged) = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
-        world.finish(!matches!(next, Next::Retry(_)));
+        let decision = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
+        world.finish(!matches!(decision.next, Next::Retry(_)));
         let mut report = entry(LogEvent::Failure, attempt, world);
         report.status = Some(end.status);
         report.timed_out = end.stopped.is_some();
         report.duration = Some(world.elapsed().saturating_sub(started));
-        report.reason = judged;
-        match next {
+        report.reason = decision.verdict;
+        match decision.next {
             Next::Succeed => {
                 if attempt > 1 {
                     log.write(&entry(LogEvent::Success, attempt, world));
@@ -184,7 +202,7 @@ pub fn run<W: World, R: Rng + ?Sized>(
                 e.timed_out = end.stopped.is_some();
                 e.reason = Some(why);
                 log.write(&e);
-                return end.exit();
+                return decision.failed_anyway.map_or(end.exit(), Exit::Code);
             }
             Next::Retry(delay) => {
                 report.delay = Some(delay);
@@ -211,7 +229,20 @@ enum Next {
     Retry(Duration),
 }
 
-/// Judges an ended attempt: what comes next, and the verdict for the log.
+/// The judgement of an ended attempt.
+struct Decision {
+    next: Next,
+    /// The verdict, for the attempt's log line.
+    verdict: Option<String>,
+    /// retry's exit when the run ends here on an attempt whose status counts as success but
+    /// whose HTTP status (22, as `curl --fail` exits) or output (1) said it failed.
+    failed_anyway: Option<u8>,
+}
+
+/// Judges an ended attempt: what comes next, and why. Whatever says "fatal" (a `stop` hint,
+/// a fatal output rule, a fatal HTTP status, a fatal exit status) wins; then whatever says
+/// "retry" (an HTTP status, an output rule), which retries even a status-0 attempt; then the
+/// exit status alone.
 fn decide<R: Rng + ?Sized>(
     p: &Policy,
     end: &End,
@@ -219,16 +250,54 @@ fn decide<R: Rng + ?Sized>(
     schedule: &mut Schedule<'_>,
     rng: &mut R,
     now: Duration,
-) -> (Next, Option<String>) {
+) -> Decision {
+    let decision = |next, verdict: Option<String>| Decision {
+        next,
+        verdict,
+        failed_anyway: None,
+    };
     if let Some(sig) = end.cancelled {
         let name = signal_name(sig);
         let verdict = format!("not retried: cancelled by {name}");
-        return (Next::GiveUp(format!("cancelled by {name}")), Some(verdict));
+        return decision(Next::GiveUp(format!("cancelled by {name}")), Some(verdict));
     }
     let status = end.number();
-    let reason = match p.rules.classify(status) {
-        Verdict::Success => return (Next::Succeed, None),
-        Verdict::Fatal(reason) => {
+    let f = &end.findings;
+    let http = f
+        .http_status
+        .and_then(|code| Some((code, p.http.classify(code)?)));
+    let by_status = p.rules.classify(status);
+    let fatal = if f.stop {
+        Some("the command asked not to be retried (stop)".to_string())
+    } else if let Some(Found::Fatal(pattern)) = &f.output {
+        Some(format!("output matched --fatal-if-output '{pattern}'"))
+    } else if let Some((code, HttpVerdict::Fatal)) = http {
+        Some(format!("HTTP status {code} is fatal"))
+    } else {
+        None
+    };
+    let retry = match (&f.output, http) {
+        (_, Some((code, HttpVerdict::Retry))) => Some(format!("retryable: HTTP status {code}")),
+        (Some(Found::Retry(pattern)), _) => Some(format!(
+            "retryable: output matched --retry-if-output '{pattern}'"
+        )),
+        _ => None,
+    };
+    let failed_anyway = (by_status == Verdict::Success && (fatal.is_some() || retry.is_some()))
+        .then_some(if http.is_some() { 22 } else { 1 })
+        .filter(|_| !f.stop);
+    let give_up = |why: String, verdict: Option<String>| Decision {
+        next: Next::GiveUp(why),
+        verdict,
+        failed_anyway,
+    };
+    if let Some(why) = fatal {
+        return give_up(why.clone(), Some(format!("fatal: {why}")));
+    }
+    let reason = match (retry, by_status) {
+        (Some(why), Verdict::Success | Verdict::Retry(_)) => Some(why),
+        (_, Verdict::Success) => return decision(Next::Succeed, None),
+        (_, Verdict::Fatal(reason)) => {
             let why = match end.unstarted {
                 Some(what) => format!("status {status}: {what}"),
                 None => format!("status {status} is {reason}"),
@@ -237,17 +306,42 @@ fn decide<R: Rng + ?Sized>(
                 Reason::NeverBetter => "fatal: will not get better".to_string(),
                 _ => reason.to_string(),
             };
-            return (Next::GiveUp(why), Some(verdict));
+            return give_up(why, Some(verdict));
         }
-        Verdict::Retry(reason) => Some(reason.to_string()),
+        (None, Verdict::Retry(reason)) => Some(reason.to_string()),
     };
     if p.attempts.is_some_and(|max| attempt >= max) {
-        return (Next::GiveUp("attempts used up".into()), reason);
+        return give_up("attempts used up".into(), reason);
     }
     if end.stopped == Some(Stop::Deadline) {
-        return (Next::GiveUp("--max-time reached".into()), reason);
+        return give_up("--max-time reached".into(), reason);
     }
-    let delay = schedule.next_delay(rng);
+    let mut delay = schedule.next_delay(rng);
+    let mut reason = reason;
+    if let Some(asked) = f.retry_after {
+        if let Some(max) = p.max_time
+            && now.saturating_add(asked) >= max
+        {
+            let why = format!(
+                "the command was told to come back in {}, after the --max-time deadline ({} left)",
+                human(asked),
+                human(max.saturating_sub(now))
+            );
+            return give_up(why, reason);
+        }
+        let wait = follow(asked, p.retry_after_max, rng);
+        delay = delay.max(wait);
+        let capped = if asked > p.retry_after_max {
+            ", capped by --retry-after-max"
+        } else {
+            ""
+        };
+        reason = Some(format!(
+            "{}; following Retry-After {}{capped}",
+            reason.unwrap_or_default(),
+            human(asked)
+        ));
+    }
     if let Some(max) = p.max_time
         && now.saturating_add(delay) >= max
     {
@@ -256,9 +350,24 @@ fn decide<R: Rng + ?Sized>(
             human(delay),
             human(max.saturating_sub(now))
         );
-        return (Next::GiveUp(why), reason);
+        return give_up(why, reason);
     }
-    (Next::Retry(delay), reason)
+    decision(Next::Retry(delay), reason)
+}
+
+/// The wait for a `Retry-After` of `asked`: never sooner than asked (up to `cap`), never past
+/// `cap`, and spread by up to a tenth so that clients told the same value do not come back in
+/// lockstep.
+fn follow<R: Rng + ?Sized>(asked: Duration, cap: Duration, rng: &mut R) -> Duration {
+    let mut spread = |d: Duration| {
+        let nanos = u64::try_from(d.as_nanos() / 10).unwrap_or(u64::MAX);
+        Duration::from_nanos(rng.random_range(0..=nanos))
+    };
+    if asked >= cap {
+        cap.saturating_sub(spread(cap))
+    } else {
+        asked.saturating_add(spread(asked)).min(cap)
+    }
 }
 
 /// Waits until `until`; returns the cancelling signal that cut the wait short, if any.
@@ -313,6 +422,7 @@ fn supervise<W: World>(
                 stopped,
                 cancelled,
                 unstarted: None,
+                findings: world.findings(),
             };
         }
         let poll = ended.map(|_| world.elapsed().saturating_add(STRAGGLER_POLL));
@@ -424,6 +534,8 @@ mod tests {
         stragglers: bool,
         /// Each attempt's `last`, as the loop finished it.
         finished: Vec<bool>,
+        /// What each attempt said besides its status, in order.
+        findings: VecDeque<Findings>,
     }
 
     impl Fake {
@@ -491,6 +603,10 @@ mod tests {
 
         fn finish(&mut self, last: bool) {
             self.finished.push(last);
+        }
+
+        fn findings(&mut self) -> Findings {
+            self.findings.pop_front().unwrap_or_default()
         }
 
         fn kill(&mut self, signal: i32) {

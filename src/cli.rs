@@ -9,8 +9,9 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
 use crate::backoff::Jitter;
 use crate::codes::{self, CodeSet};
+use crate::output::StdoutMode;
 use crate::stdin::StdinMode;
-use crate::stdout::StdoutMode;
+use crate::watch::MatchStream;
 
 /// Run a command again until it succeeds, with backoff and jitter.
 ///
@@ -102,6 +103,40 @@ pub struct Cli {
     /// Never retry these statuses (added to 126 and 127; wins over --retry-on).
     #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub fatal_on: Option<CodeSet>,
+
+    /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).
+    #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
+          help_heading = "Which results are retried")]
+    pub retry_if_output: Vec<regex::bytes::Regex>,
+
+    /// Never retry when a line of output matches REGEX; wins over every retry rule (repeatable).
+    #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
+          help_heading = "Which results are retried")]
+    pub fatal_if_output: Vec<regex::bytes::Regex>,
+
+    /// The output streams the output rules read.
+    #[arg(long, value_name = "STREAM", value_enum, default_value_t = MatchStream::Both,
+          help_heading = "Which results are retried")]
+    pub match_stream: MatchStream,
+
+    /// HTTP statuses, from a header dump in the hint file, that are retried.
+    #[arg(long, value_name = "LIST", value_parser = CodeSet::http,
+          default_value = "408,425,429,500,502,503,504", help_heading = "HTTP and hints")]
+    pub retry_on_http: CodeSet,
+
+    /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
+    #[arg(long, value_name = "LIST", value_parser = CodeSet::http, help_heading = "HTTP and hints")]
+    pub fatal_on_http: Option<CodeSet>,
+
+    /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "5m",
+          help_heading = "HTTP and hints")]
+    pub retry_after_max: Duration,
+
+    /// Replace `{hints}` in the command's arguments with the attempt's hint file, e.g.
+    /// `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE).
+    #[arg(long, help_heading = "HTTP and hints")]
+    pub hints: bool,
 
     /// Signal sent to the attempt's process group when it times out.
     #[arg(long, value_name = "SIG", value_parser = signal, default_value = "TERM",
@@ -212,6 +247,10 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(s)
         .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
+}
+
+fn regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::Regex::new(s).map_err(|e| format!("'{s}' is not a regular expression: {e}"))
 }
 
 fn jitter(s: &str) -> Result<Jitter, String> {

@@ -43,7 +43,24 @@ impl CodeSet {
 impl FromStr for CodeSet {
     type Err = String;
 
+    /// Exit statuses, 0 to 255, and signal names.
     fn from_str(list: &str) -> Result<Self, Self::Err> {
+        CodeSet::parse(list, status)
+    }
+}
+
+impl CodeSet {
+    /// HTTP status codes, 100 to 599.
+    pub fn http(list: &str) -> Result<CodeSet, String> {
+        CodeSet::parse(list, |item| match item.trim().parse::<i32>() {
+            Ok(n) if (100..=599).contains(&n) => Ok(n),
+            _ => Err(format!("'{}' is not an HTTP status (100-599)", item.trim())),
+        })
+    }
+
+    /// A comma-separated list of items and inclusive ranges of them.
+    fn parse(list: &str, item: impl Fn(&str) -> Result<i32, String>) -> Result<CodeSet, String> {
+        let status = item;
         let mut ranges = Vec::new();
         for item in list.split(',').map(str::trim) {
             if item.is_empty() {

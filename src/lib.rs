@@ -11,16 +11,18 @@ pub mod cli;
 pub mod codes;
 pub mod exit;
 pub mod explain;
+pub mod hints;
 pub mod log;
 pub mod outcome;
+pub mod output;
 pub mod policy;
 pub mod process;
 pub mod signals;
 pub mod spool;
 pub mod status;
 pub mod stdin;
-pub mod stdout;
 pub mod terminal;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -93,8 +95,12 @@ where
         Some(seed) => StdRng::seed_from_u64(seed),
         None => rand::make_rng(),
     };
-    let input = stdin::Input::new(policy.stdin);
-    let output = stdout::Output::new(policy.stdout);
-    let mut world = process::Process::new(policy.command.clone(), signals, input, output, start);
+    let mut world = match process::Process::new(&policy, signals, start) {
+        Ok(world) => world,
+        Err(e) => {
+            eprintln!("retry: error: cannot make a private folder for hint files: {e}");
+            return Exit::FAILURE;
+        }
+    };
     attempt::run(&policy, &mut world, &mut rng, &mut log)
 }

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use crate::backoff::{Backoff, Jitter, Shape};
 use crate::cli::{BackoffKind, Cli, LogFormat};
+use crate::codes::CodeSet;
 use crate::outcome::Rules;
+use crate::output::StdoutMode;
 use crate::stdin::StdinMode;
-use crate::stdout::StdoutMode;
+use crate::watch;
 
 /// Everything that decides how a run goes.
 #[derive(Clone, Debug)]
@@ -36,8 +38,47 @@ pub struct Policy {
     pub stdin: StdinMode,
     /// Where each attempt's stdout goes.
     pub stdout: StdoutMode,
+    /// Rules on the command's output.
+    pub output_rules: watch::Rules,
+    /// How HTTP statuses from a header dump are judged.
+    pub http: HttpRules,
+    /// Longest wait a Retry-After can ask for.
+    pub retry_after_max: Duration,
+    /// Replace `{hints}` in the arguments with the hint file.
+    pub hint_arg: bool,
     /// Where and how much to log.
     pub log: LogSettings,
+}
+
+/// Which HTTP statuses are retried and which are fatal.
+#[derive(Clone, Debug)]
+pub struct HttpRules {
+    pub retry: CodeSet,
+    /// The user's fatal list; without one, every 4xx not in `retry` is fatal.
+    pub fatal: Option<CodeSet>,
+}
+
+/// What an HTTP status says of an attempt, when it says anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpVerdict {
+    Retry,
+    Fatal,
+}
+
+impl HttpRules {
+    /// Fatal list → retry list → other 4xx fatal; anything else leaves it to the exit status.
+    pub fn classify(&self, code: u16) -> Option<HttpVerdict> {
+        let code = i32::from(code);
+        if self.fatal.as_ref().is_some_and(|f| f.contains(code)) {
+            Some(HttpVerdict::Fatal)
+        } else if self.retry.contains(code) {
+            Some(HttpVerdict::Retry)
+        } else if self.fatal.is_none() && (400..500).contains(&code) {
+            Some(HttpVerdict::Fatal)
+        } else {
+            None
+        }
+    }
 }
 
 /// Where the log goes and how much of it.
@@ -138,6 +179,17 @@ impl TryFrom<Cli> for Policy {
             kill_after: cli.kill_after,
             stdin: cli.stdin,
             stdout: cli.stdout,
+            output_rules: watch::Rules {
+                retry: cli.retry_if_output,
+                fatal: cli.fatal_if_output,
+                stream: cli.match_stream,
+            },
+            http: HttpRules {
+                retry: cli.retry_on_http,
+                fatal: cli.fatal_on_http,
+            },
+            retry_after_max: cli.retry_after_max,
+            hint_arg: cli.hints,
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
                 format: cli.log_format,

@@ -4,10 +4,12 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::AsFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::errno::Errno;
 use nix::libc::{WNOHANG, WUNTRACED};
@@ -16,12 +18,15 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use crate::attempt::{AttemptEnv, Event, SpawnError, World};
+use crate::attempt::{AttemptEnv, Event, Findings, SpawnError, World};
+use crate::hints::HintDir;
+use crate::output::{StdoutMode, Stream};
+use crate::policy::Policy;
 use crate::signals::Signals;
 use crate::status::Status;
 use crate::stdin::{Input, Need};
-use crate::stdout::Output;
 use crate::terminal::Terminal;
+use crate::watch::Rules;
 
 /// Runs the command for real.
 pub struct Process {
@@ -31,7 +36,13 @@ pub struct Process {
     start: Instant,
     signals: Signals,
     input: Input,
-    output: Output,
+    stdout: Stream,
+    stderr: Stream,
+    rules: Rules,
+    hints: HintDir,
+    /// Replace `{hints}` in the arguments with the attempt's hint file (`--hints`).
+    hint_arg: bool,
+    attempt: u32,
     child: Option<Pid>,
     /// The attempt's process group, until it is known to be empty.
     group: Option<Pid>,
@@ -43,14 +54,8 @@ pub struct Process {
 }
 
 impl Process {
-    /// `start` is when the run began; the idempotency key and depth are the run's own.
-    pub fn new(
-        command: Vec<OsString>,
-        signals: Signals,
-        input: Input,
-        output: Output,
-        start: Instant,
-    ) -> Process {
+    /// The world of a run of `p`; `start` is when the run began.
+    pub fn new(p: &Policy, signals: Signals, start: Instant) -> io::Result<Process> {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let key =
             inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -58,22 +63,28 @@ impl Process {
             .and_then(|d| d.parse::<u32>().ok())
             .unwrap_or(0)
             .saturating_add(1);
-        Process {
-            command,
+        let hold = p.stdout == StdoutMode::Hold;
+        Ok(Process {
+            command: p.command.clone(),
             fixed_env: vec![
                 ("RETRY_IDEMPOTENCY_KEY", key),
                 ("RETRY_DEPTH", depth.to_string()),
             ],
             start,
             signals,
-            input,
-            output,
+            input: Input::new(p.stdin),
+            stdout: Stream::new(true, hold, p.output_rules.reads(true)),
+            stderr: Stream::new(false, false, p.output_rules.reads(false)),
+            rules: p.output_rules.clone(),
+            hints: HintDir::new()?,
+            hint_arg: p.hint_arg,
+            attempt: 0,
             child: None,
             group: None,
             terminal: Terminal::detect(),
             holds_terminal: false,
             exited: None,
-        }
+        })
     }
 
     fn command(&mut self, env: &AttemptEnv) -> io::Result<Command> {
@@ -81,15 +92,23 @@ impl Process {
             .command
             .split_first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no command given"))?;
+        let hint_file = self.hints.path(env.attempt);
         let mut command = Command::new(program);
         let optional = |v: Option<String>| v.unwrap_or_default();
+        if self.hint_arg {
+            command.args(args.iter().map(|a| with_hint_file(a, &hint_file)));
+        } else {
+            command.args(args);
+        }
+        self.attempt = env.attempt;
         command
-            .args(args)
             // Its own process group, so that a timeout or a forwarded signal reaches every
             // process the attempt started, not only the first.
             .process_group(0)
             .stdin(self.input.for_attempt()?)
-            .stdout(self.output.for_attempt()?)
+            .stdout(self.stdout.for_attempt()?)
+            .stderr(self.stderr.for_attempt()?)
+            .env("RETRY_HINT_FILE", &hint_file)
             .envs(self.fixed_env.iter().map(|(k, v)| (k, v)))
             .env("RETRY_ATTEMPT", env.attempt.to_string())
             .env(
@@ -165,6 +184,24 @@ impl Process {
     }
 }
 
+/// An argument with `{hints}` replaced by the attempt's hint file.
+fn with_hint_file(arg: &OsString, path: &Path) -> OsString {
+    const PLACEHOLDER: &[u8] = b"{hints}";
+    let bytes = arg.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest
+        .windows(PLACEHOLDER.len())
+        .position(|w| w == PLACEHOLDER)
+    {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(path.as_os_str().as_bytes());
+        rest = &rest[at + PLACEHOLDER.len()..];
+    }
+    out.extend_from_slice(rest);
+    OsString::from_vec(out)
+}
+
 impl World for Process {
     fn elapsed(&self) -> Duration {
         self.start.elapsed()
@@ -235,10 +272,10 @@ impl World for Process {
                 (Need::Input, _) => fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN)),
                 _ => {}
             }
-            let output = self.output.fd();
             let output_at = fds.len();
-            if let Some(fd) = output {
-                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            let outputs = [self.stdout.fd(), self.stderr.fd()];
+            for fd in outputs.iter().flatten() {
+                fds.push(PollFd::new(*fd, PollFlags::POLLIN));
             }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
             if ppoll(&mut fds, timeout, None).is_err() {
@@ -246,7 +283,7 @@ impl World for Process {
             }
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
-            let output_ready = fds.get(output_at).is_some_and(ready);
+            let output_ready = fds[output_at..].iter().any(ready);
             drop(fds);
             if io_ready && let Some(replay) = self.input.replay() {
                 match need {
@@ -256,7 +293,9 @@ impl World for Process {
                 }
             }
             if output_ready {
-                self.output.on_output();
+                // Each stream is read until its pipe is empty, so reading both costs nothing.
+                self.stdout.on_output(&self.rules);
+                self.stderr.on_output(&self.rules);
             }
         }
     }
@@ -277,7 +316,27 @@ impl World for Process {
         alive
     }
 
+    fn findings(&mut self) -> Findings {
+        let stdout = self.stdout.finish(&self.rules);
+        let stderr = self.stderr.finish(&self.rules);
+        let output = match (stdout, stderr) {
+            (Some(a), b) => Some(a.or(b)),
+            (None, b) => b,
+        };
+        let hint = self.hints.take(self.attempt);
+        Findings {
+            output,
+            http_status: hint.as_ref().and_then(|h| h.http_status),
+            retry_after: hint
+                .as_ref()
+                .and_then(|h| h.retry_after)
+                .map(|ra| ra.wait(SystemTime::now())),
+            stop: hint.is_some_and(|h| h.stop),
+        }
+    }
+
     fn finish(&mut self, last: bool) {
-        self.output.release(last);
+        self.stdout.release(last);
+        self.stderr.release(last);
     }
 }

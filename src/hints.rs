@@ -1,0 +1,175 @@
+//! Hints from the command about what should come next, in a private file per attempt whose
+//! path it gets in `RETRY_HINT_FILE` (or in place of a `{hints}` argument): an HTTP response
+//! header dump as `curl -D FILE` writes it, or simple lines, `retry-after=30s` and `stop`.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+/// The most of a hint file that is read; a header dump is far smaller.
+const MAX_HINT: u64 = 1 << 20;
+
+/// What an attempt's hint file said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hint {
+    /// The status code of the last HTTP response in a header dump.
+    pub http_status: Option<u16>,
+    /// When to come back, from `Retry-After` or a `retry-after=` line.
+    pub retry_after: Option<RetryAfter>,
+    /// The command said not to retry (`stop`).
+    pub stop: bool,
+}
+
+/// A `Retry-After` value (RFC 9110, 10.2.3): a delay, or a date to wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryAfter {
+    Delay(Duration),
+    At(SystemTime),
+}
+
+impl RetryAfter {
+    /// The wait it asks for, seen at `now`; a date in the past asks for none.
+    pub fn wait(self, now: SystemTime) -> Duration {
+        match self {
+            RetryAfter::Delay(d) => d,
+            RetryAfter::At(at) => at.duration_since(now).unwrap_or(Duration::ZERO),
+        }
+    }
+
+    fn parse(value: &str) -> Option<RetryAfter> {
+        let value = value.trim();
+        if let Ok(secs) = value.parse::<u64>() {
+            return Some(RetryAfter::Delay(Duration::from_secs(secs)));
+        }
+        if let Ok(at) = httpdate::parse_http_date(value) {
+            return Some(RetryAfter::At(at));
+        }
+        crate::cli::duration(value).ok().map(RetryAfter::Delay)
+    }
+}
+
+impl Hint {
+    /// Reads a hint from text: a header dump if it holds an HTTP status line, else lines.
+    pub fn parse(text: &str) -> Hint {
+        let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+        match lines.iter().rposition(|l| l.starts_with("HTTP/")) {
+            Some(start) => Hint::response(&lines[start..]),
+            None => Hint::simple(&lines),
+        }
+    }
+
+    /// The last response of a header dump: its status line and the headers after it. With
+    /// redirects or `100 Continue`, curl writes every response; only the last one counts.
+    fn response(lines: &[&str]) -> Hint {
+        let http_status = lines
+            .first()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|code| code.parse().ok());
+        let retry_after = lines
+            .iter()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.split_once(':'))
+            .find(|(name, _)| name.trim().eq_ignore_ascii_case("retry-after"))
+            .and_then(|(_, value)| RetryAfter::parse(value));
+        Hint {
+            http_status,
+            retry_after,
+            stop: false,
+        }
+    }
+
+    fn simple(lines: &[&str]) -> Hint {
+        let mut hint = Hint::default();
+        for line in lines.iter().map(|l| l.trim()) {
+            if line.eq_ignore_ascii_case("stop") {
+                hint.stop = true;
+            } else if let Some((key, value)) = line.split_once('=')
+                && key.trim().eq_ignore_ascii_case("retry-after")
+            {
+                hint.retry_after = RetryAfter::parse(value).or(hint.retry_after);
+            }
+        }
+        hint
+    }
+}
+
+/// The private folder that holds the attempts' hint files; removed with it.
+pub struct HintDir {
+    dir: tempfile::TempDir,
+}
+
+impl HintDir {
+    pub fn new() -> io::Result<HintDir> {
+        // tempfile makes the folder mode 0700: no other user can read or plant a hint.
+        let dir = tempfile::Builder::new().prefix("retry-").tempdir()?;
+        Ok(HintDir { dir })
+    }
+
+    /// The hint file of an attempt; the command creates it, if it has anything to say.
+    pub fn path(&self, attempt: u32) -> PathBuf {
+        self.dir.path().join(format!("hints.{attempt}"))
+    }
+
+    /// What the attempt wrote, if anything; the file is removed.
+    pub fn take(&self, attempt: u32) -> Option<Hint> {
+        let path = self.path(attempt);
+        let mut text = Vec::new();
+        File::open(&path)
+            .ok()?
+            .take(MAX_HINT)
+            .read_to_end(&mut text)
+            .ok()?;
+        let _ = std::fs::remove_file(&path);
+        Some(Hint::parse(&String::from_utf8_lossy(&text)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_response_of_a_redirect_chain_counts() {
+        let dump = "HTTP/1.1 302 Found\r\nLocation: /b\r\nRetry-After: 9\r\n\r\n\
+                    HTTP/1.1 503 Service Unavailable\r\nretry-after: 2\r\nContent-Length: 0\r\n\r\n";
+        let hint = Hint::parse(dump);
+        assert_eq!(hint.http_status, Some(503));
+        assert_eq!(
+            hint.retry_after,
+            Some(RetryAfter::Delay(Duration::from_secs(2)))
+        );
+    }
+
+    #[test]
+    fn a_100_continue_before_the_response_is_passed_over() {
+        let dump = "HTTP/1.1 100 Continue\r\n\r\nHTTP/2 404\r\ncontent-type: text/plain\r\n\r\n";
+        assert_eq!(Hint::parse(dump).http_status, Some(404));
+        assert_eq!(Hint::parse(dump).retry_after, None);
+    }
+
+    #[test]
+    fn retry_after_takes_an_http_date() {
+        let dump =
+            "HTTP/1.1 429 Too Many Requests\r\nRetry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n\r\n";
+        let Some(RetryAfter::At(at)) = Hint::parse(dump).retry_after else {
+            panic!("a date");
+        };
+        assert_eq!(RetryAfter::At(at).wait(SystemTime::now()), Duration::ZERO);
+        let before = at - Duration::from_secs(30);
+        assert_eq!(RetryAfter::At(at).wait(before), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn simple_lines_say_stop_or_when_to_come_back() {
+        let hint = Hint::parse("retry-after=1m 30s\n");
+        assert_eq!(
+            hint.retry_after,
+            Some(RetryAfter::Delay(Duration::from_secs(90)))
+        );
+        assert!(!hint.stop);
+        assert!(Hint::parse("something\nstop\n").stop);
+        assert_eq!(Hint::parse("retry-after=soon"), Hint::default());
+    }
+}
