@@ -922,4 +922,118 @@ mod tests {
         let r = run_with(&["-qq", "-n", "2", "-d", "0"], Fake::new([exits(1, 1); 2]));
         assert_eq!(r.log, "");
     }
+
+    fn with_findings(mut world: Fake, findings: impl IntoIterator<Item = Findings>) -> Fake {
+        world.findings = findings.into_iter().collect();
+        world
+    }
+
+    fn http(code: u16) -> Findings {
+        Findings {
+            http_status: Some(code),
+            ..Findings::default()
+        }
+    }
+
+    #[test]
+    fn an_http_503_is_retried_even_after_status_0_and_gives_up_with_22() {
+        let world = with_findings(Fake::new([exits(0, 5); 2]), [http(503), http(503)]);
+        let r = run_with(&["-n", "2", "-d", "0"], world);
+        assert_eq!(r.world.envs.len(), 2);
+        assert_eq!(r.exit, Exit::Code(22));
+        assert!(r.log.contains("HTTP status 503"), "{}", r.log);
+    }
+
+    #[test]
+    fn an_http_404_is_fatal_and_a_redirect_or_success_is_left_to_the_status() {
+        let world = with_findings(Fake::new([exits(22, 5)]), [http(404)]);
+        let r = run_with(&[], world);
+        assert_eq!(r.world.envs.len(), 1);
+        assert_eq!(r.exit, Exit::Code(22));
+        let world = with_findings(Fake::new([exits(0, 5)]), [http(200)]);
+        assert_eq!(run_with(&[], world).exit, Exit::Code(0));
+    }
+
+    #[test]
+    fn fatal_on_http_and_retry_on_http_change_the_lists() {
+        let world = with_findings(Fake::new([exits(0, 5); 2]), [http(404), http(200)]);
+        let r = run_with(&["--retry-on-http", "404", "-d", "0"], world);
+        assert_eq!(r.world.envs.len(), 2);
+        let world = with_findings(Fake::new([exits(22, 5)]), [http(503)]);
+        let r = run_with(&["--fatal-on-http", "503"], world);
+        assert_eq!(r.world.envs.len(), 1);
+    }
+
+    #[test]
+    fn retry_after_sets_a_wait_no_shorter_than_asked_and_spread_a_little() {
+        let asked = Findings {
+            retry_after: Some(ms(30_000)),
+            ..http(503)
+        };
+        let world = with_findings(Fake::new([exits(22, 5), exits(0, 5)]), [asked]);
+        let r = run_with(&["-d", "0"], world);
+        let slept = r.world.slept[0];
+        assert!(slept >= ms(30_000) && slept <= ms(33_000), "{slept:?}");
+        assert!(r.log.contains("following Retry-After 30s"), "{}", r.log);
+    }
+
+    #[test]
+    fn retry_after_is_capped_by_retry_after_max() {
+        let asked = Findings {
+            retry_after: Some(ms(86_400_000)),
+            ..http(503)
+        };
+        let world = with_findings(Fake::new([exits(22, 5), exits(0, 5)]), [asked]);
+        let r = run_with(&["--retry-after-max", "10s"], world);
+        let slept = r.world.slept[0];
+        assert!(slept <= ms(10_000) && slept >= ms(9_000), "{slept:?}");
+        assert!(r.log.contains("capped by --retry-after-max"), "{}", r.log);
+    }
+
+    #[test]
+    fn retry_after_past_the_deadline_stops_the_run_at_once() {
+        let asked = Findings {
+            retry_after: Some(ms(120_000)),
+            ..http(503)
+        };
+        let world = with_findings(Fake::new([exits(22, 5); 2]), [asked]);
+        let r = run_with(&["--max-time", "1m"], world);
+        assert!(r.world.slept.is_empty());
+        assert_eq!(r.world.envs.len(), 1);
+        assert_eq!(r.exit, Exit::Code(22));
+        assert!(r.log.contains("after the --max-time deadline"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_fatal_output_match_wins_over_a_retryable_http_status() {
+        let found = Findings {
+            output: Some(Found::Fatal("denied".into())),
+            ..http(503)
+        };
+        let world = with_findings(Fake::new([exits(1, 5)]), [found]);
+        let r = run_with(&[], world);
+        assert_eq!(r.world.envs.len(), 1);
+        assert_eq!(r.exit, Exit::Code(1));
+    }
+
+    #[test]
+    fn a_stop_hint_ends_the_run_with_the_attempts_status() {
+        let stop = Findings {
+            stop: true,
+            ..Findings::default()
+        };
+        let world = with_findings(Fake::new([exits(75, 5)]), [stop]);
+        let r = run_with(&[], world);
+        assert_eq!(r.exit, Exit::Code(75));
+        assert!(r.log.contains("asked not to be retried"), "{}", r.log);
+    }
+
+    #[test]
+    fn held_output_is_released_as_last_only_for_the_attempt_that_ends_the_run() {
+        let r = run_with(
+            &["-n", "3", "-d", "0"],
+            Fake::new([exits(1, 5), exits(1, 5), exits(0, 5)]),
+        );
+        assert_eq!(r.world.finished, [false, false, true]);
+    }
 }
