@@ -271,3 +271,26 @@ fn stdout_hold_keeps_megabytes_of_output_intact_for_the_last_attempt() {
         "the retried attempt's output went to stderr"
     );
 }
+
+#[test]
+fn output_read_by_the_rules_is_passed_on_without_waiting_for_the_attempt_to_end() {
+    let (mut child, out, err) = common::start(&[
+        "--retry-if-output",
+        "nothing like this",
+        "--",
+        "sh",
+        "-c",
+        "echo first; echo 'on stderr' >&2; sleep 30",
+    ]);
+    out.until("first");
+    err.until("on stderr");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal retry");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&wait(&mut child)),
+        Some(15)
+    );
+}

@@ -93,3 +93,4 @@ pub fn wait(child: &mut Child) -> std::process::ExitStatus {
 pub fn cmd() -> assert_cmd::Command {
     assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
 }
+pub mod http;

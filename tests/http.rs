@@ -1,0 +1,226 @@
+//! retry around real `curl` against a real HTTP server on 127.0.0.1: statuses from the header
+//! dump in the hint file, `Retry-After`, redirect chains, and output rules on streamed output.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cmd;
+use common::http::{Reply, Server};
+
+/// `retry ARGS -- curl -sS -D {hints} URL` with the given extra curl flags; returns the output.
+fn curl(args: &[&str], curl_flags: &[&str], url: &str) -> std::process::Output {
+    let mut c = cmd();
+    c.args(args)
+        .args(["--hints", "--", "curl", "-sS", "-D", "{hints}"]);
+    c.args(curl_flags).arg(url);
+    c.output().expect("run retry")
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn gap(server: &Server, between: usize) -> Duration {
+    let times = server.request_times();
+    times[between] - times[between - 1]
+}
+
+#[test]
+fn a_503_then_a_200_succeeds_on_the_second_attempt() {
+    let server = Server::start(vec![Reply::new(503), Reply::new(200).body("ok\n")]);
+    let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests(), 2);
+    assert_eq!(out.stdout, b"ok\n");
+}
+
+#[test]
+fn a_404_stops_after_one_attempt() {
+    let server = Server::start(vec![Reply::new(404)]);
+    let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
+    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(server.requests(), 1);
+    assert!(
+        stderr(&out).contains("HTTP status 404 is fatal"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn without_fail_a_503_that_never_recovers_does_not_exit_0() {
+    let server = Server::start(vec![Reply::new(503)]);
+    let out = curl(&["-n", "2", "-d", "0"], &[], &server.url("/"));
+    assert_eq!(server.requests(), 2);
+    assert_eq!(out.status.code(), Some(22), "{}", stderr(&out));
+}
+
+#[test]
+fn retry_after_2_makes_the_next_attempt_wait_at_least_2_seconds() {
+    let server = Server::start(vec![
+        Reply::new(503).header("Retry-After", "2"),
+        Reply::new(200),
+    ]);
+    let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        gap(&server, 1) >= Duration::from_secs(2),
+        "{:?}",
+        gap(&server, 1)
+    );
+    assert!(
+        stderr(&out).contains("following Retry-After 2s"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_retry_after_date_in_the_past_means_no_wait() {
+    let server = Server::start(vec![
+        Reply::new(429).header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        Reply::new(200),
+    ]);
+    let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        gap(&server, 1) < Duration::from_secs(1),
+        "{:?}",
+        gap(&server, 1)
+    );
+}
+
+#[test]
+fn a_retry_after_of_a_day_is_capped_by_retry_after_max() {
+    let server = Server::start(vec![
+        Reply::new(503).header("Retry-After", "86400"),
+        Reply::new(200),
+    ]);
+    let out = curl(
+        &["-d", "0", "--retry-after-max", "1s"],
+        &["-f"],
+        &server.url("/"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let waited = gap(&server, 1);
+    assert!(
+        waited >= Duration::from_millis(800) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
+    assert!(
+        stderr(&out).contains("capped by --retry-after-max"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_retry_after_past_max_time_stops_the_run_at_once() {
+    let server = Server::start(vec![Reply::new(503).header("Retry-After", "120")]);
+    let started = Instant::now();
+    let out = curl(&["--max-time", "30s"], &["-f"], &server.url("/"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.requests(), 1);
+    assert_eq!(out.status.code(), Some(22));
+    let log = stderr(&out);
+    assert!(
+        log.contains("come back in 2m, after the --max-time deadline"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_redirect_chain_is_judged_by_its_last_response() {
+    let server = Server::routes(vec![
+        ("/start", vec![Reply::new(302).header("Location", "/end")]),
+        ("/end", vec![Reply::new(503), Reply::new(200).body("done")]),
+    ]);
+    let out = curl(&["-d", "0"], &["-f", "-L"], &server.url("/start"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"done");
+    assert_eq!(server.request_paths(), ["/start", "/end", "/start", "/end"]);
+    // A redirect to a 404 is fatal, though the first response was a 302.
+    let server = Server::routes(vec![
+        ("/start", vec![Reply::new(301).header("Location", "/gone")]),
+        ("/gone", vec![Reply::new(404)]),
+    ]);
+    let out = curl(&["-d", "0"], &["-f", "-L"], &server.url("/start"));
+    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(server.requests(), 2);
+}
+
+#[test]
+fn output_rules_match_a_line_written_slowly_in_pieces() {
+    let body = "<html>\nTemporarily Unavailable, try later\n</html>\n";
+    let server = Server::start(vec![
+        Reply::new(200)
+            .body(body)
+            .in_pieces(5, Duration::from_millis(20)),
+        Reply::new(200).body("fine\n"),
+    ]);
+    let out = cmd()
+        .args([
+            "-d",
+            "0",
+            "--retry-if-output",
+            "^Temporarily Unavailable",
+            "--",
+        ])
+        .args(["curl", "-sS"])
+        .arg(server.url("/"))
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests(), 2);
+    // The output still reached stdout, unchanged, from both attempts.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{body}fine\n")
+    );
+}
+
+#[test]
+fn the_commands_output_arrives_byte_exact_through_output_rules() {
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 256) as u8).collect();
+    let server = Server::start(vec![Reply::new(200).body(body.clone())]);
+    let out = cmd()
+        .args([
+            "--fatal-if-output",
+            "never matches this",
+            "--",
+            "curl",
+            "-sS",
+        ])
+        .arg(server.url("/"))
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout == body, "stdout has {} bytes", out.stdout.len());
+}
+
+#[test]
+fn a_fatal_output_rule_stops_a_retryable_http_status() {
+    let server = Server::start(vec![Reply::new(503).body("account suspended\n")]);
+    let out = cmd()
+        .args(["-d", "0", "--fatal-if-output", "suspended", "--hints", "--"])
+        .args(["curl", "-sS", "-D", "{hints}"])
+        .arg(server.url("/"))
+        .output()
+        .expect("run retry");
+    assert_eq!(server.requests(), 1);
+    assert_eq!(out.status.code(), Some(22), "{}", stderr(&out));
+}
+
+#[test]
+fn without_hints_the_placeholder_reaches_the_command_unchanged() {
+    let out = cmd()
+        .args(["--", "printf", "%s", "{hints}"])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.stdout, b"{hints}");
+}
