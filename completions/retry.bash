@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --explain --help --version"
+            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --explain --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -102,6 +102,10 @@ _retry() {
                     return 0
                     ;;
                 --fatal-on)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --preset)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

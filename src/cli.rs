@@ -10,6 +10,7 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 use crate::backoff::Jitter;
 use crate::codes::{self, CodeSet};
 use crate::output::StdoutMode;
+use crate::presets::{self, Preset};
 use crate::stdin::StdinMode;
 use crate::watch::MatchStream;
 
@@ -103,6 +104,11 @@ pub struct Cli {
     /// Never retry these statuses (added to 126 and 127; wins over --retry-on).
     #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub fatal_on: Option<CodeSet>,
+
+    /// Built-in lists of retryable and fatal statuses for a well-known command: curl.
+    /// --retry-on replaces the preset's retryable list; --fatal-on adds to its fatal one.
+    #[arg(long, value_name = "NAME", value_parser = preset, help_heading = "Which results are retried")]
+    pub preset: Option<&'static Preset>,
 
     /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).
     #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
@@ -247,6 +253,13 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(s)
         .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
+}
+
+fn preset(s: &str) -> Result<&'static Preset, String> {
+    presets::find(s).ok_or_else(|| {
+        let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
+        format!("'{s}' is not a preset; there are: {}", names.join(", "))
+    })
 }
 
 fn regex(s: &str) -> Result<regex::bytes::Regex, String> {

@@ -28,6 +28,13 @@ impl CodeSet {
         self.ranges.iter().any(|r| r.contains(&status))
     }
 
+    /// This set and `other` together.
+    pub fn union(&self, other: &CodeSet) -> CodeSet {
+        let mut ranges = self.ranges.clone();
+        ranges.extend(other.ranges.iter().cloned());
+        CodeSet { ranges }
+    }
+
     /// Whether `status` is in the list as an item of its own, not only inside a range.
     pub fn names(&self, status: i32) -> bool {
         self.ranges
@@ -114,15 +121,22 @@ pub fn signal(name: &str) -> Option<Signal> {
 }
 
 impl fmt::Display for CodeSet {
+    /// Sorted, with neighbours joined into ranges: `1-4,9,126,127`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.ranges.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
+        let hi = self.ranges.iter().map(|r| *r.end()).max().unwrap_or(0);
+        let mut runs: Vec<(i32, i32)> = Vec::new();
+        for s in (0..=hi).filter(|s| self.contains(*s)) {
+            match runs.last_mut() {
+                Some((_, end)) if *end + 1 == s => *end = s,
+                _ => runs.push((s, s)),
             }
-            if r.start() == r.end() {
-                write!(f, "{}", r.start())?;
-            } else {
-                write!(f, "{}-{}", r.start(), r.end())?;
+        }
+        for (i, (lo, hi)) in runs.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            match hi - lo {
+                0 => write!(f, "{sep}{lo}")?,
+                1 => write!(f, "{sep}{lo},{hi}")?,
+                _ => write!(f, "{sep}{lo}-{hi}")?,
             }
         }
         Ok(())

@@ -92,11 +92,11 @@ fn policy(out: &mut String, p: &Policy) {
 
 /// Every status that is fatal before `--retry-on` is consulted.
 pub fn fatal_list(p: &Policy) -> String {
-    match (p.rules.fatal_on.is_empty(), p.rules.never_better.is_empty()) {
-        (true, true) => "none".into(),
-        (true, false) => p.rules.never_better.to_string(),
-        (false, true) => p.rules.fatal_on.to_string(),
-        (false, false) => format!("{},{}", p.rules.never_better, p.rules.fatal_on),
+    let all = p.rules.never_better.union(&p.rules.fatal_on);
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.to_string()
     }
 }
 

@@ -16,6 +16,7 @@ pub mod log;
 pub mod outcome;
 pub mod output;
 pub mod policy;
+pub mod presets;
 pub mod process;
 pub mod signals;
 pub mod spool;

@@ -174,7 +174,17 @@ impl TryFrom<Cli> for Policy {
                 jitter: cli.jitter,
             },
             seed: cli.seed,
-            rules: Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
+            rules: match cli.preset {
+                Some(preset) => Rules::new(
+                    cli.success_on,
+                    cli.retry_on.or_else(|| Some(preset.retry_on())),
+                    Some(
+                        cli.fatal_on
+                            .map_or_else(|| preset.fatal_on(), |f| f.union(&preset.fatal_on())),
+                    ),
+                ),
+                None => Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
+            },
             kill_signal: cli.kill_signal,
             kill_after: cli.kill_after,
             stdin: cli.stdin,

@@ -224,3 +224,44 @@ fn without_hints_the_placeholder_reaches_the_command_unchanged() {
         .expect("run retry");
     assert_eq!(out.stdout, b"{hints}");
 }
+
+#[test]
+fn the_curl_preset_retries_a_refused_connection_and_not_a_malformed_url() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = cmd()
+        .args([
+            "--preset", "curl", "-n", "2", "-d", "0", "--", "curl", "-sS",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("attempt 2/2 failed: exit status 7"),
+        "{}",
+        stderr(&out)
+    );
+    let out = cmd()
+        .args([
+            "--preset",
+            "curl",
+            "-d",
+            "0",
+            "--",
+            "curl",
+            "-sS",
+            "http://[bad",
+        ])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        stderr(&out).contains("giving up after 1 attempt"),
+        "{}",
+        stderr(&out)
+    );
+}

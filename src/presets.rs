@@ -1,0 +1,622 @@
+//! Built-in presets: named sets of retryable and fatal statuses for well-known commands.
+//!
+//! The `curl` preset sorts every exit status that curl's own manual documents, from 1 to 100,
+//! into transient (worth another attempt) and fatal (the same command will fail the same way).
+//! Sources, both in the curl/curl repository:
+//!
+//! - the EXIT CODES section of the curl man page, `docs/cmdline-opts/_EXITCODES.md`, for which
+//!   statuses the tool documents and what each means;
+//! - `docs/libcurl/libcurl-errors.md` (the libcurl-errors(3) man page), for the `CURLE_*` name
+//!   of each status, since the tool exits with libcurl's `CURLcode` as its status.
+//!
+//! curl's own `--retry` (`src/tool_operate.c`, and `docs/cmdline-opts/retry.md`) always retries
+//! 5, 6, 12 and 28, retries 7 with `--retry-connrefused`, and retries 22 only for the HTTP
+//! statuses 408, 429, 500, 502, 503 and 504; this preset is broader, as a retry wrapper sees
+//! only the exit status. Statuses the man page does not list (20, 24, 29, 32, 40, 44, 46, 50,
+//! 51, 57, 62, 75, 76, 81: obsolete or library-only) are in neither list and so fall back to
+//! the default rules.
+
+use crate::codes::CodeSet;
+
+/// One exit status of a preset, with where it comes from.
+#[derive(Debug)]
+pub struct Code {
+    /// The exit status.
+    pub status: i32,
+    /// The command's own name for it (for curl, the `CURLE_*` constant).
+    pub name: &'static str,
+    /// Whether another attempt may succeed (`true`) or will fail the same way (`false`).
+    pub transient: bool,
+    /// What the status means and why it is sorted as it is, in a few words.
+    pub why: &'static str,
+}
+
+/// A preset's statuses.
+#[derive(Debug)]
+pub struct Preset {
+    /// The preset's name, as a user gives it.
+    pub name: &'static str,
+    /// Where the list of statuses comes from.
+    pub source: &'static str,
+    /// Every status the preset sorts, each once.
+    pub codes: &'static [Code],
+}
+
+/// A transient status of a preset.
+const fn transient(status: i32, name: &'static str, why: &'static str) -> Code {
+    Code {
+        status,
+        name,
+        transient: true,
+        why,
+    }
+}
+
+/// A fatal status of a preset.
+const fn fatal(status: i32, name: &'static str, why: &'static str) -> Code {
+    Code {
+        status,
+        name,
+        transient: false,
+        why,
+    }
+}
+
+/// curl's exit statuses, from the EXIT CODES section of its man page.
+pub const CURL: Preset = Preset {
+    name: "curl",
+    source: "curl man page, EXIT CODES (curl/curl docs/cmdline-opts/_EXITCODES.md); \
+             names from libcurl-errors(3) (curl/curl docs/libcurl/libcurl-errors.md)",
+    codes: &[
+        fatal(
+            1,
+            "CURLE_UNSUPPORTED_PROTOCOL",
+            "unsupported protocol: this curl build cannot speak the URL's scheme",
+        ),
+        fatal(
+            2,
+            "CURLE_FAILED_INIT",
+            "failed to initialize; the curl tool also exits 2 for an unknown or bad option",
+        ),
+        fatal(
+            3,
+            "CURLE_URL_MALFORMAT",
+            "URL malformed: the syntax was not correct",
+        ),
+        fatal(
+            4,
+            "CURLE_NOT_BUILT_IN",
+            "a needed feature or option was disabled when curl was built",
+        ),
+        transient(
+            5,
+            "CURLE_COULDNT_RESOLVE_PROXY",
+            "could not resolve the proxy host; DNS may recover (curl --retry retries it)",
+        ),
+        transient(
+            6,
+            "CURLE_COULDNT_RESOLVE_HOST",
+            "could not resolve the host; DNS may recover (curl --retry retries it)",
+        ),
+        transient(
+            7,
+            "CURLE_COULDNT_CONNECT",
+            "failed to connect to the host or proxy; it may be starting or unreachable for now",
+        ),
+        transient(
+            8,
+            "CURLE_WEIRD_SERVER_REPLY",
+            "the server sent data curl could not parse, as an overloaded server's greeting",
+        ),
+        fatal(
+            9,
+            "CURLE_REMOTE_ACCESS_DENIED",
+            "the server denied access to the resource or directory",
+        ),
+        transient(
+            10,
+            "CURLE_FTP_ACCEPT_FAILED",
+            "FTP accept failed: the server reported an error while connecting back",
+        ),
+        fatal(
+            11,
+            "CURLE_FTP_WEIRD_PASS_REPLY",
+            "FTP weird PASS reply: the login did not get a usable answer",
+        ),
+        transient(
+            12,
+            "CURLE_FTP_ACCEPT_TIMEOUT",
+            "FTP accept timeout: the server did not connect back in time (curl --retry retries it)",
+        ),
+        fatal(
+            13,
+            "CURLE_FTP_WEIRD_PASV_REPLY",
+            "FTP weird PASV reply: the server's answer to PASV/EPSV cannot be parsed",
+        ),
+        fatal(
+            14,
+            "CURLE_FTP_WEIRD_227_FORMAT",
+            "FTP weird 227 format: the server's 227 line cannot be parsed",
+        ),
+        transient(
+            15,
+            "CURLE_FTP_CANT_GET_HOST",
+            "FTP cannot use host: could not resolve the host from the 227 line",
+        ),
+        transient(
+            16,
+            "CURLE_HTTP2",
+            "HTTP/2 framing layer error, often a connection problem",
+        ),
+        fatal(
+            17,
+            "CURLE_FTP_COULDNT_SET_TYPE",
+            "FTP could not set binary: the server refused the transfer mode",
+        ),
+        transient(
+            18,
+            "CURLE_PARTIAL_FILE",
+            "partial file: the transfer ended early",
+        ),
+        transient(
+            19,
+            "CURLE_FTP_COULDNT_RETR_FILE",
+            "FTP RETR (or similar) failed; a missing file is 78, so this is mostly a busy server",
+        ),
+        fatal(
+            21,
+            "CURLE_QUOTE_ERROR",
+            "FTP quote error: a custom quote command returned an error",
+        ),
+        transient(
+            22,
+            "CURLE_HTTP_RETURNED_ERROR",
+            "HTTP status 400 or above with --fail; the HTTP status itself decides elsewhere",
+        ),
+        fatal(
+            23,
+            "CURLE_WRITE_ERROR",
+            "write error: curl could not write data locally",
+        ),
+        fatal(
+            25,
+            "CURLE_UPLOAD_FAILED",
+            "failed starting the upload; for FTP the server denied STOR",
+        ),
+        fatal(
+            26,
+            "CURLE_READ_ERROR",
+            "read error: curl could not read local data",
+        ),
+        fatal(
+            27,
+            "CURLE_OUT_OF_MEMORY",
+            "out of memory: a memory allocation failed",
+        ),
+        transient(
+            28,
+            "CURLE_OPERATION_TIMEDOUT",
+            "operation timeout (curl --retry retries it)",
+        ),
+        fatal(
+            30,
+            "CURLE_FTP_PORT_FAILED",
+            "FTP PORT failed: the server does not take PORT; use passive mode",
+        ),
+        fatal(
+            31,
+            "CURLE_FTP_COULDNT_USE_REST",
+            "FTP could not use REST: the server cannot resume",
+        ),
+        fatal(
+            33,
+            "CURLE_RANGE_ERROR",
+            "HTTP range error: the server does not support or accept ranges",
+        ),
+        fatal(
+            34,
+            "CURLE_HTTP_POST_ERROR",
+            "HTTP post error: internal error building the request (now CURLE_OBSOLETE34)",
+        ),
+        transient(
+            35,
+            "CURLE_SSL_CONNECT_ERROR",
+            "SSL connect error: the TLS handshake failed, often a reset connection",
+        ),
+        fatal(
+            36,
+            "CURLE_BAD_DOWNLOAD_RESUME",
+            "bad download resume: the resume offset is outside the file",
+        ),
+        fatal(
+            37,
+            "CURLE_FILE_COULDNT_READ_FILE",
+            "FILE could not read file: missing file or permissions",
+        ),
+        fatal(
+            38,
+            "CURLE_LDAP_CANNOT_BIND",
+            "LDAP cannot bind: the bind (authentication) was refused",
+        ),
+        fatal(39, "CURLE_LDAP_SEARCH_FAILED", "LDAP search failed"),
+        fatal(
+            41,
+            "CURLE_FUNCTION_NOT_FOUND",
+            "a required LDAP function was not found (now CURLE_OBSOLETE41)",
+        ),
+        fatal(
+            42,
+            "CURLE_ABORTED_BY_CALLBACK",
+            "aborted by callback: the application told curl to stop",
+        ),
+        fatal(
+            43,
+            "CURLE_BAD_FUNCTION_ARGUMENT",
+            "internal error: a function was called with a bad parameter",
+        ),
+        transient(
+            45,
+            "CURLE_INTERFACE_FAILED",
+            "the outgoing interface could not be used, as one that is down or has no address yet",
+        ),
+        fatal(
+            47,
+            "CURLE_TOO_MANY_REDIRECTS",
+            "too many redirects: the redirect limit was hit",
+        ),
+        fatal(
+            48,
+            "CURLE_UNKNOWN_OPTION",
+            "an option passed on to libcurl was unknown and rejected",
+        ),
+        fatal(
+            49,
+            "CURLE_SETOPT_OPTION_SYNTAX",
+            "malformed option (formerly the malformed telnet option)",
+        ),
+        transient(
+            52,
+            "CURLE_GOT_NOTHING",
+            "the server replied nothing: an empty reply",
+        ),
+        fatal(
+            53,
+            "CURLE_SSL_ENGINE_NOTFOUND",
+            "SSL crypto engine not found",
+        ),
+        fatal(
+            54,
+            "CURLE_SSL_ENGINE_SETFAILED",
+            "cannot set the SSL crypto engine as default",
+        ),
+        transient(55, "CURLE_SEND_ERROR", "failed sending network data"),
+        transient(56, "CURLE_RECV_ERROR", "failure in receiving network data"),
+        fatal(
+            58,
+            "CURLE_SSL_CERTPROBLEM",
+            "problem with the local client certificate",
+        ),
+        fatal(
+            59,
+            "CURLE_SSL_CIPHER",
+            "could not use the specified SSL cipher",
+        ),
+        fatal(
+            60,
+            "CURLE_PEER_FAILED_VERIFICATION",
+            "the peer certificate cannot be authenticated with known CA certificates",
+        ),
+        fatal(
+            61,
+            "CURLE_BAD_CONTENT_ENCODING",
+            "unrecognized transfer encoding",
+        ),
+        fatal(63, "CURLE_FILESIZE_EXCEEDED", "maximum file size exceeded"),
+        fatal(
+            64,
+            "CURLE_USE_SSL_FAILED",
+            "the requested FTP SSL level failed",
+        ),
+        fatal(
+            65,
+            "CURLE_SEND_FAIL_REWIND",
+            "sending the data again needs a rewind that failed, as for piped input",
+        ),
+        fatal(
+            66,
+            "CURLE_SSL_ENGINE_INITFAILED",
+            "failed to initialize the SSL engine",
+        ),
+        fatal(
+            67,
+            "CURLE_LOGIN_DENIED",
+            "the user name, password or similar was not accepted",
+        ),
+        fatal(
+            68,
+            "CURLE_TFTP_NOTFOUND",
+            "file not found on the TFTP server",
+        ),
+        fatal(
+            69,
+            "CURLE_TFTP_PERM",
+            "permission problem on the TFTP server",
+        ),
+        fatal(
+            70,
+            "CURLE_REMOTE_DISK_FULL",
+            "out of disk space on the server",
+        ),
+        fatal(71, "CURLE_TFTP_ILLEGAL", "illegal TFTP operation"),
+        transient(
+            72,
+            "CURLE_TFTP_UNKNOWNID",
+            "unknown TFTP transfer ID: the server lost track of this transfer",
+        ),
+        fatal(
+            73,
+            "CURLE_REMOTE_FILE_EXISTS",
+            "the file already exists and is not overwritten",
+        ),
+        fatal(74, "CURLE_TFTP_NOSUCHUSER", "no such user (TFTP)"),
+        fatal(
+            77,
+            "CURLE_SSL_CACERT_BADFILE",
+            "problem reading the SSL CA certificate (path? access rights?)",
+        ),
+        fatal(
+            78,
+            "CURLE_REMOTE_FILE_NOT_FOUND",
+            "the resource referenced in the URL does not exist",
+        ),
+        transient(
+            79,
+            "CURLE_SSH",
+            "unspecified error in the SSH session; bad logins and host keys have their own codes",
+        ),
+        transient(
+            80,
+            "CURLE_SSL_SHUTDOWN_FAILED",
+            "failed to shut down the SSL connection",
+        ),
+        fatal(
+            82,
+            "CURLE_SSL_CRL_BADFILE",
+            "could not load the CRL file, missing or in the wrong format",
+        ),
+        fatal(83, "CURLE_SSL_ISSUER_ERROR", "issuer check failed"),
+        fatal(
+            84,
+            "CURLE_FTP_PRET_FAILED",
+            "the server does not understand FTP PRET",
+        ),
+        fatal(85, "CURLE_RTSP_CSEQ_ERROR", "mismatch of RTSP CSeq numbers"),
+        fatal(
+            86,
+            "CURLE_RTSP_SESSION_ERROR",
+            "mismatch of RTSP session identifiers",
+        ),
+        fatal(
+            87,
+            "CURLE_FTP_BAD_FILE_LIST",
+            "unable to parse the FTP file list",
+        ),
+        fatal(
+            88,
+            "CURLE_CHUNK_FAILED",
+            "the FTP chunk callback reported an error",
+        ),
+        transient(
+            89,
+            "CURLE_NO_CONNECTION_AVAILABLE",
+            "no connection available, the session is queued",
+        ),
+        fatal(
+            90,
+            "CURLE_SSL_PINNEDPUBKEYNOTMATCH",
+            "the SSL public key does not match the pinned public key",
+        ),
+        fatal(
+            91,
+            "CURLE_SSL_INVALIDCERTSTATUS",
+            "invalid SSL certificate status (--cert-status)",
+        ),
+        transient(
+            92,
+            "CURLE_HTTP2_STREAM",
+            "stream error in the HTTP/2 framing layer",
+        ),
+        fatal(
+            93,
+            "CURLE_RECURSIVE_API_CALL",
+            "an API function was called from inside a callback",
+        ),
+        fatal(
+            94,
+            "CURLE_AUTH_ERROR",
+            "an authentication function returned an error",
+        ),
+        transient(
+            95,
+            "CURLE_HTTP3",
+            "a problem in the HTTP/3 layer, often a connection problem",
+        ),
+        transient(96, "CURLE_QUIC_CONNECT_ERROR", "QUIC connection error"),
+        transient(
+            97,
+            "CURLE_PROXY",
+            "proxy handshake error, mostly the proxy failing to reach the host",
+        ),
+        fatal(
+            98,
+            "CURLE_SSL_CLIENTCERT",
+            "a client certificate is required to complete the TLS handshake",
+        ),
+        fatal(
+            99,
+            "CURLE_UNRECOVERABLE_POLL",
+            "poll or select returned a fatal error",
+        ),
+        fatal(
+            100,
+            "CURLE_TOO_LARGE",
+            "a value or data field grew larger than allowed",
+        ),
+    ],
+};
+
+/// Every built-in preset.
+pub const ALL: &[&Preset] = &[&CURL];
+
+/// The built-in preset of this name, if there is one.
+pub fn find(name: &str) -> Option<&'static Preset> {
+    ALL.iter().copied().find(|p| p.name == name)
+}
+
+impl Preset {
+    /// The statuses retried (for `--retry-on`).
+    pub fn retry_on(&self) -> CodeSet {
+        self.statuses(true)
+    }
+
+    /// The statuses never retried (for `--fatal-on`).
+    pub fn fatal_on(&self) -> CodeSet {
+        self.statuses(false)
+    }
+
+    /// The preset's statuses that are transient, or that are fatal.
+    fn statuses(&self, transient: bool) -> CodeSet {
+        let codes: Vec<i32> = self
+            .codes
+            .iter()
+            .filter(|c| c.transient == transient)
+            .map(|c| c.status)
+            .collect();
+        CodeSet::of(&codes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn no_status_is_both_retried_and_fatal() {
+        for preset in ALL {
+            let (retry, fatal) = (preset.retry_on(), preset.fatal_on());
+            for code in preset.codes {
+                assert!(
+                    !(retry.contains(code.status) && fatal.contains(code.status)),
+                    "{} {} is in both lists",
+                    preset.name,
+                    code.status
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_status_and_name_appears_once() {
+        for preset in ALL {
+            let mut statuses = HashSet::new();
+            let mut names = HashSet::new();
+            for code in preset.codes {
+                assert!(statuses.insert(code.status), "status {} twice", code.status);
+                assert!(names.insert(code.name), "name {} twice", code.name);
+            }
+        }
+    }
+
+    #[test]
+    fn statuses_are_real_exit_statuses_and_never_126_or_127() {
+        for preset in ALL {
+            for code in preset.codes {
+                assert!((1..=125).contains(&code.status), "{}", code.status);
+            }
+        }
+    }
+
+    #[test]
+    fn every_code_has_a_curl_name_and_a_reason() {
+        for code in CURL.codes {
+            assert!(code.name.starts_with("CURLE_"), "{}", code.name);
+            assert!(!code.why.is_empty(), "{}", code.name);
+        }
+    }
+
+    #[test]
+    fn statuses_are_listed_in_order() {
+        for preset in ALL {
+            assert!(preset.codes.windows(2).all(|w| w[0].status < w[1].status));
+        }
+    }
+
+    #[test]
+    fn curl_network_failures_are_transient() {
+        let retry = CURL.retry_on();
+        let fatal = CURL.fatal_on();
+        for status in [5, 6, 7, 12, 16, 18, 22, 28, 35, 52, 55, 56, 92, 95, 96] {
+            assert!(retry.contains(status), "{status} should be retried");
+            assert!(!fatal.contains(status), "{status} should not be fatal");
+        }
+    }
+
+    #[test]
+    fn curl_usage_and_build_failures_are_fatal() {
+        let retry = CURL.retry_on();
+        let fatal = CURL.fatal_on();
+        for status in [1, 2, 3, 4, 27, 47, 48, 60, 61, 67] {
+            assert!(fatal.contains(status), "{status} should be fatal");
+            assert!(!retry.contains(status), "{status} should not be retried");
+        }
+    }
+
+    #[test]
+    fn undocumented_curl_statuses_are_in_neither_list() {
+        let (retry, fatal) = (CURL.retry_on(), CURL.fatal_on());
+        for status in [
+            0, 20, 24, 29, 32, 40, 44, 46, 50, 51, 57, 62, 75, 76, 81, 101, 126, 127,
+        ] {
+            assert!(!retry.contains(status), "{status}");
+            assert!(!fatal.contains(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn the_two_lists_together_hold_every_code_of_the_preset() {
+        let (retry, fatal) = (CURL.retry_on(), CURL.fatal_on());
+        for code in CURL.codes {
+            if code.transient {
+                assert!(retry.contains(code.status), "{}", code.status);
+            } else {
+                assert!(fatal.contains(code.status), "{}", code.status);
+            }
+        }
+    }
+
+    #[test]
+    fn each_list_names_its_statuses_one_by_one() {
+        let retry = CURL.retry_on();
+        assert!(retry.names(6));
+        assert!(!retry.names(1));
+        assert!(CURL.fatal_on().names(67));
+    }
+
+    #[test]
+    fn curl_is_found_by_name_and_unknown_names_are_not() {
+        let found = find("curl").map(|p| p.name);
+        assert_eq!(found, Some("curl"));
+        assert!(find("nope").is_none());
+        assert!(find("CURL").is_none());
+        assert!(find("").is_none());
+    }
+
+    #[test]
+    fn every_preset_is_found_by_its_own_name() {
+        for preset in ALL {
+            let found = find(preset.name).map(|p| (p.name, p.codes.len()));
+            assert_eq!(found, Some((preset.name, preset.codes.len())));
+        }
+    }
+}
