@@ -1,0 +1,372 @@
+//! What retry itself costs, beside what it runs. Three figures:
+//!
+//! 1. Per-attempt overhead at zero delay: `retry -n N -d 0 -qq -- /bin/false` (N failing
+//!    attempts) against a loop in this process that spawns and waits for `/bin/false` N times
+//!    with `std::process::Command`, the least any retry loop can do. Target: retry/loop ≤ 1.05.
+//! 2. Start-up, one successful attempt: `retry -- /bin/true` against `timeout 60 /bin/true`,
+//!    the GNU coreutils wrapper that likewise forks, execs and waits. Target: ≤ 1.1.
+//! 3. retry's own peak RSS, read with wait4 on its pid (RUSAGE_CHILDREN would mix in the
+//!    attempts it ran), beside GNU timeout's. Target: < 3 MiB.
+//!
+//! The cost of one bare spawn and wait of `/bin/true` is printed too, as the unit everything
+//! else is made of.
+//!
+//! A busy machine makes every spawn slower for a while, so the two sides of a comparison are
+//! run pair by pair, in turns (which one goes first alternates too), and the figure reported is
+//! the median of the per-pair ratios: a burst of noise then slows both sides of the pairs it
+//! falls on, rather than one side of the whole comparison. A miss is printed, not fatal; a
+//! measured command that cannot be run or ends with an unexpected status ends the bench with
+//! an error, so that it never reports figures for something that did not happen.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::libc;
+
+const RETRY: &str = env!("CARGO_BIN_EXE_retry");
+
+/// Failing attempts per run in the per-attempt comparison.
+const ATTEMPTS: u32 = 250;
+/// Pairs of runs in the per-attempt comparison.
+const ATTEMPT_PAIRS: usize = 21;
+/// Pairs of runs in the start-up comparison.
+const STARTUP_PAIRS: usize = 201;
+/// Bare spawns timed for the reference figure.
+const SPAWN_SAMPLES: usize = 301;
+/// Runs whose largest peak RSS is reported.
+const RSS_RUNS: usize = 5;
+
+const ATTEMPT_TARGET: f64 = 1.05;
+const STARTUP_TARGET: f64 = 1.1;
+const RSS_TARGET_MIB: f64 = 3.0;
+
+/// A measured command could not be run, or ended other than expected.
+type Outcome<T> = Result<T, String>;
+
+/// One run of a child: how long it took and its own peak RSS.
+struct Run {
+    wall: Duration,
+    max_rss_mib: f64,
+}
+
+/// The smallest and the middle of a set of samples.
+struct Spread {
+    min: f64,
+    median: f64,
+}
+
+/// Two commands timed pair by pair.
+struct Compared {
+    a: Vec<f64>,
+    b: Vec<f64>,
+}
+
+impl Compared {
+    /// The median of the per-pair ratios a/b.
+    fn ratio(&self) -> f64 {
+        median(self.a.iter().zip(&self.b).map(|(a, b)| a / b).collect())
+    }
+
+    /// The median of the per-pair differences a − b.
+    fn difference(&self) -> f64 {
+        median(self.a.iter().zip(&self.b).map(|(a, b)| a - b).collect())
+    }
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let mid = samples.len() / 2;
+    if samples.len() % 2 == 1 {
+        samples[mid]
+    } else {
+        (samples[mid - 1] + samples[mid]) / 2.0
+    }
+}
+
+fn spread(samples: &[f64]) -> Spread {
+    Spread {
+        min: samples.iter().copied().fold(f64::INFINITY, f64::min),
+        median: median(samples.to_vec()),
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// retry with these arguments, its stdin /dev/null: `--stdin auto` passes that through,
+/// whatever the bench's own stdin is (a pipe there would be recorded and replayed).
+fn retry(args: &[&str]) -> Command {
+    let mut command = Command::new(RETRY);
+    command.args(args).stdin(Stdio::null());
+    command
+}
+
+/// GNU `timeout 60 /bin/true`, set up as `retry` is.
+fn timeout_true() -> Command {
+    let mut command = Command::new("timeout");
+    command.args(["60", "/bin/true"]).stdin(Stdio::null());
+    command
+}
+
+fn check(command: &Command, status: ExitStatus, expected: i32) -> Outcome<()> {
+    if status.code() == Some(expected) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{command:?} ended with {status}, not exit status {expected}"
+        ))
+    }
+}
+
+/// Waits for the child `pid` and returns its status and its own resource usage.
+fn wait4(pid: u32) -> Outcome<(ExitStatus, libc::rusage)> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
+    let mut raw = 0;
+    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 on our own child, with valid pointers to an int and a rusage.
+        let got = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
+        if got == pid {
+            return Ok((ExitStatus::from_raw(raw), usage));
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(format!("wait4 on pid {pid}: {error}"));
+        }
+    }
+}
+
+/// Runs `command` to its end, which must be exit status `expected`.
+fn run(command: &mut Command, expected: i32) -> Outcome<Run> {
+    let started = Instant::now();
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    let (status, usage) = wait4(child.id())?;
+    let wall = started.elapsed();
+    check(command, status, expected)?;
+    Ok(Run {
+        wall,
+        // ru_maxrss is in KiB on Linux.
+        max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+    })
+}
+
+/// The baseline: spawns `program` `times` times, waiting for each, as a bare retry loop would.
+fn spawn_loop(program: &str, times: u32, expected: i32) -> Outcome<Duration> {
+    let started = Instant::now();
+    for _ in 0..times {
+        let mut command = Command::new(program);
+        let status = command
+            .status()
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
+        check(&command, status, expected)?;
+    }
+    Ok(started.elapsed())
+}
+
+/// Times `a` and `b` in `count` pairs, the one that goes first alternating from pair to pair.
+fn pairs(
+    count: usize,
+    mut a: impl FnMut() -> Outcome<f64>,
+    mut b: impl FnMut() -> Outcome<f64>,
+) -> Outcome<Compared> {
+    // Once each first, for the page cache and the dynamic loader.
+    a()?;
+    b()?;
+    let mut compared = Compared {
+        a: Vec::with_capacity(count),
+        b: Vec::with_capacity(count),
+    };
+    for i in 0..count {
+        let (x, y) = if i % 2 == 0 {
+            let x = a()?;
+            (x, b()?)
+        } else {
+            let y = b()?;
+            (a()?, y)
+        };
+        compared.a.push(x);
+        compared.b.push(y);
+    }
+    Ok(compared)
+}
+
+/// One bare spawn and wait of /bin/true, in µs.
+fn bare_spawn() -> Outcome<Spread> {
+    spawn_loop("/bin/true", 1, 0)?;
+    let samples = (0..SPAWN_SAMPLES)
+        .map(|_| spawn_loop("/bin/true", 1, 0).map(micros))
+        .collect::<Outcome<Vec<_>>>()?;
+    Ok(spread(&samples))
+}
+
+/// Time per attempt, in µs: retry's N attempts against the bare loop's N spawns.
+fn per_attempt() -> Outcome<Compared> {
+    let n = ATTEMPTS.to_string();
+    let per = |d: Duration| micros(d) / f64::from(ATTEMPTS);
+    pairs(
+        ATTEMPT_PAIRS,
+        || {
+            let mut command = retry(&["-n", &n, "-d", "0", "-qq", "--", "/bin/false"]);
+            run(&mut command, 1).map(|r| per(r.wall))
+        },
+        || spawn_loop("/bin/false", ATTEMPTS, 1).map(per),
+    )
+}
+
+/// Time for one successful run, in µs: retry against GNU timeout.
+fn startup() -> Outcome<Compared> {
+    pairs(
+        STARTUP_PAIRS,
+        || run(&mut retry(&["--", "/bin/true"]), 0).map(|r| micros(r.wall)),
+        || run(&mut timeout_true(), 0).map(|r| micros(r.wall)),
+    )
+}
+
+/// The largest peak RSS, in MiB, over a few runs of `command`.
+fn peak_rss(mut command: Command, expected: i32) -> Outcome<f64> {
+    (0..RSS_RUNS).try_fold(0.0, |peak: f64, _| {
+        Ok(peak.max(run(&mut command, expected)?.max_rss_mib))
+    })
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
+
+/// A table row: a label and the figures that go with it.
+fn row(label: &str, figures: &str) {
+    println!("  {label:<38}{figures}");
+}
+
+fn print_compared(labels: [&str; 2], compared: &Compared) {
+    row("", &format!("{:>10} {:>10}", "min µs", "median µs"));
+    for (label, samples) in labels.iter().zip([&compared.a, &compared.b]) {
+        let s = spread(samples);
+        row(label, &format!("{:>10.1} {:>10.1}", s.min, s.median));
+    }
+    let difference = compared.difference();
+    row(
+        "median of per-pair differences",
+        &format!("{difference:>21.1}"),
+    );
+    let ratio = compared.ratio();
+    row("median of per-pair ratios", &format!("{ratio:>21.3}"));
+}
+
+/// The three figures, each against its target.
+struct Figures {
+    attempt_ratio: f64,
+    startup_ratio: f64,
+    rss_mib: f64,
+}
+
+fn print_summary(f: &Figures) {
+    println!("summary");
+    row("", &format!("{:>10}   {:<12}", "measured", "target"));
+    let line = |label: &str, measured: String, target: String, met: bool| {
+        row(
+            label,
+            &format!("{measured:>10}   {target:<12} {}", verdict(met)),
+        );
+    };
+    line(
+        "per attempt, retry / loop",
+        format!("{:.3}", f.attempt_ratio),
+        format!("≤ {ATTEMPT_TARGET:.2}"),
+        f.attempt_ratio <= ATTEMPT_TARGET,
+    );
+    line(
+        "one run, retry / timeout",
+        format!("{:.3}", f.startup_ratio),
+        format!("≤ {STARTUP_TARGET:.2}"),
+        f.startup_ratio <= STARTUP_TARGET,
+    );
+    line(
+        "retry's peak RSS",
+        format!("{:.2} MiB", f.rss_mib),
+        format!("< {RSS_TARGET_MIB:.2} MiB"),
+        f.rss_mib < RSS_TARGET_MIB,
+    );
+}
+
+fn reference_section() -> Outcome<()> {
+    let spawn = bare_spawn()?;
+    println!("reference: one spawn+wait of /bin/true, {SPAWN_SAMPLES} samples");
+    row("", &format!("{:>10} {:>10}", "min µs", "median µs"));
+    row(
+        "spawn+wait /bin/true",
+        &format!("{:>10.1} {:>10.1}", spawn.min, spawn.median),
+    );
+    Ok(())
+}
+
+fn attempt_section() -> Outcome<f64> {
+    let attempts = per_attempt()?;
+    println!(
+        "1. time per attempt at zero delay: {ATTEMPTS} failing attempts, {ATTEMPT_PAIRS} pairs"
+    );
+    let retry_label = format!("retry -n {ATTEMPTS} -d 0 -qq -- /bin/false");
+    let loop_label = format!("loop of {ATTEMPTS} spawns of /bin/false");
+    print_compared([&retry_label, &loop_label], &attempts);
+    Ok(attempts.ratio())
+}
+
+fn startup_section() -> Outcome<f64> {
+    let start = startup()?;
+    println!("2. time for one successful run, {STARTUP_PAIRS} pairs");
+    print_compared(["retry -- /bin/true", "timeout 60 /bin/true"], &start);
+    Ok(start.ratio())
+}
+
+/// Prints the peak RSS of both retry commands and of GNU timeout; returns retry's larger one.
+fn rss_section() -> Outcome<f64> {
+    println!("3. peak RSS of the process itself (wait4 ru_maxrss, largest of {RSS_RUNS} runs)");
+    let failing = ["-n", "3", "-d", "0", "-qq", "--", "/bin/false"];
+    let attempts = rss_row("retry -n 3 -d 0 -qq -- /bin/false", retry(&failing), 1)?;
+    let success = rss_row("retry -- /bin/true", retry(&["--", "/bin/true"]), 0)?;
+    rss_row("timeout 60 /bin/true", timeout_true(), 0)?;
+    Ok(attempts.max(success))
+}
+
+fn rss_row(label: &str, command: Command, expected: i32) -> Outcome<f64> {
+    let mib = peak_rss(command, expected)?;
+    row(label, &format!("{mib:>10.2} MiB"));
+    Ok(mib)
+}
+
+fn measure() -> Outcome<Figures> {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("retry overhead, {cpus} CPUs, {RETRY}\n");
+    reference_section()?;
+    println!();
+    let attempt_ratio = attempt_section()?;
+    println!();
+    let startup_ratio = startup_section()?;
+    println!();
+    let rss_mib = rss_section()?;
+    println!();
+    Ok(Figures {
+        attempt_ratio,
+        startup_ratio,
+        rss_mib,
+    })
+}
+
+fn main() -> ExitCode {
+    match measure() {
+        Ok(figures) => {
+            print_summary(&figures);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("overhead: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
