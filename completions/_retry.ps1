@@ -54,7 +54,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log as text lines or as JSON lines')
             [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Write the log to this file (appending) instead of stderr')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No limit on attempts (--max-time and fatal statuses still end the run)')
-            [CompletionResult]::new('--hints', '--hints', [CompletionResultType]::ParameterName, 'Replace `{hints}` in the command''s arguments with the attempt''s hint file, e.g. `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE)')
+            [CompletionResult]::new('--hints', '--hints', [CompletionResultType]::ParameterName, 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')

@@ -51,7 +51,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --log-format 'Log as text lines or as JSON lines'
             cand --log-file 'Write the log to this file (appending) instead of stderr'
             cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'
-            cand --hints 'Replace `{hints}` in the command''s arguments with the attempt''s hint file, e.g. `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE)'
+            cand --hints 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
             cand -v 'More log lines: the resolved policy and each attempt''s start'
             cand --verbose 'More log lines: the resolved policy and each attempt''s start'
             cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'

@@ -36,7 +36,7 @@ complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a
 json\t'One JSON object per line'"
 complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
-complete -c retry -l hints -d 'Replace `{hints}` in the command\'s arguments with the attempt\'s hint file, e.g. `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE)'
+complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'

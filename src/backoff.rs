@@ -54,6 +54,8 @@ impl Backoff {
     pub fn base(&self, k: u32) -> Duration {
         let k = k.max(1);
         let raw = match &self.shape {
+            // A zero delay stays zero: 0 · ∞ would be NaN once the power overflows.
+            Shape::Exponential { .. } if self.delay.is_zero() => Duration::ZERO,
             Shape::Exponential { factor } => {
                 let secs = self.delay.as_secs_f64() * factor.powf(f64::from(k - 1));
                 Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
@@ -410,6 +412,16 @@ mod tests {
         let two = sample(&b, 6, 3);
         assert_eq!(one, two);
         assert_ne!(one[0], one[1]);
+    }
+
+    #[test]
+    fn zero_delay_stays_zero_however_many_retries() {
+        let b = Backoff {
+            delay: Duration::ZERO,
+            ..backoff(Shape::Exponential { factor: 10.0 }, Jitter::Full)
+        };
+        assert_eq!(b.base(5000), Duration::ZERO);
+        assert_eq!(b.base(u32::MAX), Duration::ZERO);
     }
 
     #[test]

@@ -139,8 +139,8 @@ pub struct Cli {
           help_heading = "HTTP and hints")]
     pub retry_after_max: Duration,
 
-    /// Replace `{hints}` in the command's arguments with the attempt's hint file, e.g.
-    /// `retry --hints -- curl -fsS -D {hints} URL` (the path is also in RETRY_HINT_FILE).
+    /// Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any
+    /// `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`.
     #[arg(long, help_heading = "HTTP and hints")]
     pub hints: bool,
 

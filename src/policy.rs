@@ -44,8 +44,8 @@ pub struct Policy {
     pub http: HttpRules,
     /// Longest wait a Retry-After can ask for.
     pub retry_after_max: Duration,
-    /// Replace `{hints}` in the arguments with the hint file.
-    pub hint_arg: bool,
+    /// Give each attempt a hint file, and replace `{hints}` in the arguments with it.
+    pub hints: bool,
     /// Where and how much to log.
     pub log: LogSettings,
 }
@@ -199,7 +199,7 @@ impl TryFrom<Cli> for Policy {
                 fatal: cli.fatal_on_http,
             },
             retry_after_max: cli.retry_after_max,
-            hint_arg: cli.hints,
+            hints: cli.hints,
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
                 format: cli.log_format,

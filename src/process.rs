@@ -39,9 +39,8 @@ pub struct Process {
     stdout: Stream,
     stderr: Stream,
     rules: Rules,
-    hints: HintDir,
-    /// Replace `{hints}` in the arguments with the attempt's hint file (`--hints`).
-    hint_arg: bool,
+    /// The attempts' hint files, with `--hints`.
+    hints: Option<HintDir>,
     attempt: u32,
     child: Option<Pid>,
     /// The attempt's process group, until it is known to be empty.
@@ -76,8 +75,7 @@ impl Process {
             stdout: Stream::new(true, hold, p.output_rules.reads(true)),
             stderr: Stream::new(false, false, p.output_rules.reads(false)),
             rules: p.output_rules.clone(),
-            hints: HintDir::new()?,
-            hint_arg: p.hint_arg,
+            hints: if p.hints { Some(HintDir::new()?) } else { None },
             attempt: 0,
             child: None,
             group: None,
@@ -92,13 +90,17 @@ impl Process {
             .command
             .split_first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no command given"))?;
-        let hint_file = self.hints.path(env.attempt);
         let mut command = Command::new(program);
         let optional = |v: Option<String>| v.unwrap_or_default();
-        if self.hint_arg {
-            command.args(args.iter().map(|a| with_hint_file(a, &hint_file)));
-        } else {
-            command.args(args);
+        match &self.hints {
+            Some(hints) => {
+                let file = hints.path(env.attempt);
+                command.args(args.iter().map(|a| with_hint_file(a, &file)));
+                command.env("RETRY_HINT_FILE", &file);
+            }
+            None => {
+                command.args(args);
+            }
         }
         self.attempt = env.attempt;
         command
@@ -108,7 +110,6 @@ impl Process {
             .stdin(self.input.for_attempt()?)
             .stdout(self.stdout.for_attempt()?)
             .stderr(self.stderr.for_attempt()?)
-            .env("RETRY_HINT_FILE", &hint_file)
             .envs(self.fixed_env.iter().map(|(k, v)| (k, v)))
             .env("RETRY_ATTEMPT", env.attempt.to_string())
             .env(
@@ -240,7 +241,10 @@ impl World for Process {
 
     fn wait(&mut self, until: Option<Duration>) -> Event {
         loop {
-            self.signals.drain();
+            // The self-pipe only wakes ppoll: it is emptied after each wake, not before each
+            // look, so that a wait that need not block makes no system call for it. A byte
+            // left from before makes one spurious turn, never a lost wake-up, because every
+            // handler raises its count before it writes.
             if let Some(signal) = self.signals.take() {
                 return Event::Signal(signal);
             }
@@ -278,13 +282,15 @@ impl World for Process {
                 fds.push(PollFd::new(*fd, PollFlags::POLLIN));
             }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
-            if ppoll(&mut fds, timeout, None).is_err() {
-                continue;
-            }
+            let polled = ppoll(&mut fds, timeout, None);
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
             let output_ready = fds[output_at..].iter().any(ready);
             drop(fds);
+            self.signals.drain();
+            if polled.is_err() {
+                continue;
+            }
             if io_ready && let Some(replay) = self.input.replay() {
                 match need {
                     Need::Room => replay.on_room(),
@@ -323,7 +329,7 @@ impl World for Process {
             (Some(a), b) => Some(a.or(b)),
             (None, b) => b,
         };
-        let hint = self.hints.take(self.attempt);
+        let hint = self.hints.as_ref().and_then(|h| h.take(self.attempt));
         Findings {
             output,
             http_status: hint.as_ref().and_then(|h| h.http_status),
