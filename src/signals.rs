@@ -1,12 +1,13 @@
 //! Signals that reach retry, turned into events of the attempt loop: each handler counts its
 //! signal and wakes the loop through a self-pipe, and SIGCHLD wakes it when an attempt ends.
 
-use std::io::{self, Read};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::net::UnixStream;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use nix::fcntl::OFlag;
 use nix::sys::signal::Signal;
+use nix::unistd::pipe2;
 
 /// The signals retry handles: the first four cancel the run, the others are only passed on.
 pub const HANDLED: [Signal; 7] = [
@@ -25,7 +26,7 @@ static ARRIVED: [AtomicUsize; HANDLED.len()] = [const { AtomicUsize::new(0) }; H
 
 /// The receiving end of retry's signal handlers.
 pub struct Signals {
-    wake: UnixStream,
+    wake: OwnedFd,
     seen: [usize; HANDLED.len()],
 }
 
@@ -33,21 +34,27 @@ impl Signals {
     /// Installs the handlers. From here on, the handled signals no longer end retry: the loop
     /// decides what each one does.
     pub fn install() -> io::Result<Signals> {
-        let (wake, write) = UnixStream::pair()?;
-        wake.set_nonblocking(true)?;
+        let (wake, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        // The write end lives as long as retry: the handlers may run until it exits.
+        let write: &'static OwnedFd = Box::leak(Box::new(write));
+        let wake_up = move || {
+            // A full pipe already holds a wake-up; the count below is what matters.
+            let _ = nix::unistd::write(write, b"x");
+        };
         for (i, signal) in HANDLED.iter().enumerate() {
             let count = &ARRIVED[i];
-            // SAFETY: the action only increments an atomic, which is async-signal-safe. It is
-            // registered before the pipe write, and actions run in the order registered, so the
-            // loop never wakes to find the count not yet raised.
+            // SAFETY: the action only increments an atomic and writes one byte to a pipe,
+            // both async-signal-safe (the registry keeps errno intact around it). The count is
+            // raised before the wake-up, so the loop never wakes to find it not yet raised.
             unsafe {
                 signal_hook::low_level::register(*signal as i32, move || {
                     count.fetch_add(1, Ordering::SeqCst);
+                    wake_up();
                 })
             }?;
-            signal_hook::low_level::pipe::register(*signal as i32, write.try_clone()?)?;
         }
-        signal_hook::low_level::pipe::register(Signal::SIGCHLD as i32, write)?;
+        // SAFETY: as above, without a count: an ended child is found by waiting for it.
+        unsafe { signal_hook::low_level::register(Signal::SIGCHLD as i32, wake_up) }?;
         let seen = std::array::from_fn(|i| ARRIVED[i].load(Ordering::SeqCst));
         Ok(Signals { wake, seen })
     }
@@ -60,7 +67,7 @@ impl Signals {
     /// Empties the self-pipe; call before looking at what arrived, so no wake-up is lost.
     pub fn drain(&mut self) {
         let mut buf = [0u8; 64];
-        while matches!((&self.wake).read(&mut buf), Ok(n) if n > 0) {}
+        while matches!(nix::unistd::read(&self.wake, &mut buf), Ok(n) if n > 0) {}
     }
 
     /// The next signal that arrived and was not yet taken, one arrival at a time.
