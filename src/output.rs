@@ -4,13 +4,13 @@
 
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::process::Stdio;
 
 use clap::ValueEnum;
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::unistd::pipe2;
 
+use crate::process::ChildFd;
 use crate::spool::Spool;
 use crate::watch::{Found, Rules, Scan};
 
@@ -53,9 +53,9 @@ impl Stream {
     }
 
     /// The stream of the next attempt: retry's own when nothing needs to see it, else a pipe.
-    pub fn for_attempt(&mut self) -> io::Result<Stdio> {
+    pub fn for_attempt(&mut self) -> io::Result<ChildFd> {
         if !self.hold && !self.scan {
-            return Ok(Stdio::inherit());
+            return Ok(ChildFd::Inherit);
         }
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
         fcntl(&read, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
@@ -65,7 +65,7 @@ impl Stream {
             held: Spool::default(),
             scan: Scan::default(),
         });
-        Ok(Stdio::from(write))
+        Ok(ChildFd::Pipe(write))
     }
 
     /// The pipe to poll, while the attempt may still write to it.

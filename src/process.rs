@@ -1,20 +1,22 @@
 //! The real world of the attempt loop: the child in its own process group, its stdin and
 //! stdout, the clock and signals, all waited for in one `ppoll`.
 
-use std::ffi::OsString;
+use std::ffi::CString;
 use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
 use nix::libc::{WNOHANG, WUNTRACED};
 use nix::poll::{PollFd, PollFlags, ppoll};
-use nix::sys::signal::{Signal, killpg};
+use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
+use nix::sys::signal::{SigSet, Signal, killpg};
+use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
@@ -30,9 +32,13 @@ use crate::watch::Rules;
 
 /// Runs the command for real.
 pub struct Process {
-    command: Vec<OsString>,
-    /// Variables that are the same for every attempt.
-    fixed_env: Vec<(&'static str, String)>,
+    program: CString,
+    /// The arguments, the program's name first.
+    argv: Vec<CString>,
+    /// retry's environment less any `RETRY_*` of a retry above, with this run's
+    /// idempotency key and depth; each attempt's own variables go on the end while it starts.
+    envp: Vec<CString>,
+    attr: PosixSpawnAttr,
     start: Instant,
     signals: Signals,
     input: Input,
@@ -62,13 +68,27 @@ impl Process {
             .and_then(|d| d.parse::<u32>().ok())
             .unwrap_or(0)
             .saturating_add(1);
+        let mut envp: Vec<CString> = std::env::vars_os()
+            .filter(|(name, _)| !OWN_VARIABLES.contains(&name.as_bytes()))
+            .filter_map(|(name, value)| entry(name.as_bytes(), value.as_bytes()).ok())
+            .collect();
+        envp.push(entry(b"RETRY_IDEMPOTENCY_KEY", key.as_bytes())?);
+        envp.push(entry(b"RETRY_DEPTH", depth.to_string().as_bytes())?);
+        let argv = p
+            .command
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let program = argv
+            .first()
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no command given"))?;
         let hold = p.stdout == StdoutMode::Hold;
         Ok(Process {
-            command: p.command.clone(),
-            fixed_env: vec![
-                ("RETRY_IDEMPOTENCY_KEY", key),
-                ("RETRY_DEPTH", depth.to_string()),
-            ],
+            program,
+            argv,
+            envp,
+            attr: spawn_attributes()?,
             start,
             signals,
             input: Input::new(p.stdin),
@@ -85,46 +105,52 @@ impl Process {
         })
     }
 
-    fn command(&mut self, env: &AttemptEnv) -> io::Result<Command> {
-        let (program, args) = self
-            .command
-            .split_first()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no command given"))?;
-        let mut command = Command::new(program);
+    /// Starts the attempt with posix_spawn: the environment is built once per run and only
+    /// the `RETRY_*` entries change, where std's `Command` would copy and sort the whole
+    /// environment again for every attempt.
+    fn start(&mut self, env: &AttemptEnv) -> nix::Result<Pid> {
         let optional = |v: Option<String>| v.unwrap_or_default();
-        match &self.hints {
-            Some(hints) => {
-                let file = hints.path(env.attempt);
-                command.args(args.iter().map(|a| with_hint_file(a, &file)));
-                command.env("RETRY_HINT_FILE", &file);
-            }
-            None => {
-                command.args(args);
-            }
-        }
-        self.attempt = env.attempt;
-        command
-            // Its own process group, so that a timeout or a forwarded signal reaches every
-            // process the attempt started, not only the first.
-            .process_group(0)
-            .stdin(self.input.for_attempt()?)
-            .stdout(self.stdout.for_attempt()?)
-            .stderr(self.stderr.for_attempt()?)
-            .envs(self.fixed_env.iter().map(|(k, v)| (k, v)))
-            .env("RETRY_ATTEMPT", env.attempt.to_string())
-            .env(
+        let per_attempt = [
+            ("RETRY_ATTEMPT", env.attempt.to_string()),
+            (
                 "RETRY_MAX_ATTEMPTS",
                 optional(env.max_attempts.map(|n| n.to_string())),
-            )
-            .env(
+            ),
+            (
                 "RETRY_PREVIOUS_EXIT",
                 optional(env.previous.map(|n| n.to_string())),
-            )
-            .env(
+            ),
+            (
                 "RETRY_REMAINING_MS",
                 optional(env.remaining.map(|d| d.as_millis().to_string())),
+            ),
+        ];
+        let base = self.envp.len();
+        for (name, value) in per_attempt {
+            self.envp.push(entry(name.as_bytes(), value.as_bytes())?);
+        }
+        let mut argv = None;
+        if let Some(hints) = &self.hints {
+            let file = hints.path(env.attempt);
+            self.envp
+                .push(entry(b"RETRY_HINT_FILE", file.as_os_str().as_bytes())?);
+            argv = Some(
+                self.argv
+                    .iter()
+                    .map(|a| with_hint_file(a.as_bytes(), file.as_os_str().as_bytes()))
+                    .collect::<nix::Result<Vec<CString>>>()?,
             );
-        Ok(command)
+        }
+        self.attempt = env.attempt;
+        let stdio = [
+            self.input.for_attempt(),
+            self.stdout.for_attempt(),
+            self.stderr.for_attempt(),
+        ];
+        let argv = argv.as_deref().unwrap_or(&self.argv);
+        let spawned = launch(&self.program, &self.attr, argv, &self.envp, stdio);
+        self.envp.truncate(base);
+        spawned
     }
 
     /// Reaps the child if it has ended; if it was stopped (Ctrl-Z), stops retry too, as a shell
@@ -185,22 +211,89 @@ impl Process {
     }
 }
 
+/// posix_spawn with the attempt's standard streams in place.
+fn launch(
+    program: &CString,
+    attr: &PosixSpawnAttr,
+    argv: &[CString],
+    envp: &[CString],
+    stdio: [io::Result<ChildFd>; 3],
+) -> nix::Result<Pid> {
+    let mut actions = PosixSpawnFileActions::init()?;
+    let mut keep = Vec::new();
+    for (target, fd) in (0..).zip(stdio) {
+        match fd.map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))? {
+            ChildFd::Inherit => {}
+            ChildFd::Null => actions.add_open(target, "/dev/null", OFlag::O_RDWR, Mode::empty())?,
+            ChildFd::Pipe(fd) => {
+                actions.add_dup2(fd.as_raw_fd(), target)?;
+                // The parent's copy closes once the child has its own.
+                keep.push(fd);
+            }
+        }
+    }
+    posix_spawnp(program, &actions, attr, argv, envp)
+}
+
+/// The variables retry sets for each attempt; a retry above has set them too.
+const OWN_VARIABLES: [&[u8]; 7] = [
+    b"RETRY_ATTEMPT",
+    b"RETRY_MAX_ATTEMPTS",
+    b"RETRY_PREVIOUS_EXIT",
+    b"RETRY_REMAINING_MS",
+    b"RETRY_IDEMPOTENCY_KEY",
+    b"RETRY_DEPTH",
+    b"RETRY_HINT_FILE",
+];
+
+/// `NAME=value`, as the environment holds it.
+fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
+    CString::new([name, b"=", value].concat()).map_err(|_| Errno::EINVAL)
+}
+
+/// How every attempt starts: in a process group of its own (so that a timeout or a forwarded
+/// signal reaches every process it starts), with no signal blocked, and SIGPIPE back to its
+/// default, which Rust programs ignore and an exec would otherwise keep ignored.
+fn spawn_attributes() -> nix::Result<PosixSpawnAttr> {
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    attr.set_pgroup(Pid::from_raw(0))?;
+    attr.set_sigmask(&SigSet::empty())?;
+    let mut default = SigSet::empty();
+    default.add(Signal::SIGPIPE);
+    attr.set_sigdefault(&default)?;
+    Ok(attr)
+}
+
 /// An argument with `{hints}` replaced by the attempt's hint file.
-fn with_hint_file(arg: &OsString, path: &Path) -> OsString {
+fn with_hint_file(arg: &[u8], path: &[u8]) -> nix::Result<CString> {
     const PLACEHOLDER: &[u8] = b"{hints}";
-    let bytes = arg.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut rest = bytes;
+    let mut out = Vec::with_capacity(arg.len());
+    let mut rest = arg;
     while let Some(at) = rest
         .windows(PLACEHOLDER.len())
         .position(|w| w == PLACEHOLDER)
     {
         out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(path.as_os_str().as_bytes());
+        out.extend_from_slice(path);
         rest = &rest[at + PLACEHOLDER.len()..];
     }
     out.extend_from_slice(rest);
-    OsString::from_vec(out)
+    CString::new(out).map_err(|_| Errno::EINVAL)
+}
+
+/// What an attempt gets as one of its standard streams.
+pub enum ChildFd {
+    /// retry's own.
+    Inherit,
+    /// /dev/null.
+    Null,
+    /// This pipe end, which the parent then closes.
+    Pipe(OwnedFd),
 }
 
 impl World for Process {
@@ -209,31 +302,28 @@ impl World for Process {
     }
 
     fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError> {
-        let program = self.command.first().cloned().unwrap_or_default();
-        let spawned = self.command(env).and_then(|mut c| c.spawn());
-        // The pipe ends the child got are closed here, in `c`, as they must be for EOF.
-        match spawned {
-            Ok(child) => {
-                let pid = Pid::from_raw(child.id() as i32);
+        match self.start(env) {
+            Ok(pid) => {
                 self.group = Some(pid);
                 self.child = Some(pid);
                 self.holds_terminal = self.terminal.as_ref().is_some_and(|t| t.give(pid));
                 Ok(())
             }
-            Err(e) => {
+            Err(errno) => {
                 if let Some(replay) = self.input.replay() {
                     replay.stop();
                 }
-                let status = match e.kind() {
-                    io::ErrorKind::NotFound => 127,
+                let status = match errno {
+                    Errno::ENOENT | Errno::ENOTDIR => 127,
                     _ => 126,
                 };
-                let why = e
-                    .raw_os_error()
-                    .map_or_else(|| e.to_string(), |n| Errno::from_raw(n).desc().to_string());
                 Err(SpawnError {
                     status,
-                    message: format!("cannot run '{}': {why}", program.to_string_lossy()),
+                    message: format!(
+                        "cannot run '{}': {}",
+                        self.program.to_string_lossy(),
+                        errno.desc()
+                    ),
                 })
             }
         }

@@ -4,7 +4,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::process::Stdio;
 
 use clap::ValueEnum;
 use nix::errno::Errno;
@@ -12,6 +11,7 @@ use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2};
 
+use crate::process::ChildFd;
 use crate::spool::Spool;
 
 /// `--stdin`: how the attempts get their input.
@@ -71,13 +71,13 @@ impl Input {
     }
 
     /// The stdin of the next attempt.
-    pub fn for_attempt(&mut self) -> io::Result<Stdio> {
+    pub fn for_attempt(&mut self) -> io::Result<ChildFd> {
         match self {
-            Input::Pass => Ok(Stdio::inherit()),
-            Input::Null => Ok(Stdio::null()),
+            Input::Pass => Ok(ChildFd::Inherit),
+            Input::Null => Ok(ChildFd::Null),
             Input::Rewind(offset) => {
                 lseek(io::stdin().as_fd(), *offset as i64, Whence::SeekSet)?;
-                Ok(Stdio::inherit())
+                Ok(ChildFd::Inherit)
             }
             Input::Replay(replay) => replay.start(),
         }
@@ -159,7 +159,7 @@ fn unread(pipe: &OwnedFd) -> usize {
 }
 
 impl Replay {
-    fn start(&mut self) -> io::Result<Stdio> {
+    fn start(&mut self) -> io::Result<ChildFd> {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
         fcntl(&write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         if fcntl(&write, FcntlArg::F_SETPIPE_SZ(PAGE as i32)).is_err() {
@@ -175,7 +175,7 @@ impl Replay {
             grown: false,
         });
         self.settle();
-        Ok(Stdio::from(read))
+        Ok(ChildFd::Pipe(read))
     }
 
     /// The attempt ended: its pipe is closed. What it read of the peeked bytes is taken from
