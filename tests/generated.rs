@@ -12,7 +12,13 @@ fn root() -> PathBuf {
 /// Every generated file: its path under the crate root and its rendered bytes.
 fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
-    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
+    for shell in [
+        Shell::Bash,
+        Shell::Zsh,
+        Shell::Fish,
+        Shell::Elvish,
+        Shell::PowerShell,
+    ] {
         let mut cmd = retry::cli::command();
         let mut bytes = Vec::new();
         clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
@@ -34,7 +40,8 @@ fn completions_and_man_page_are_up_to_date() {
     for (path, bytes) in rendered() {
         let full = root().join(&path);
         if bless {
-            std::fs::create_dir_all(full.parent().expect("a parent folder")).expect("create folder");
+            std::fs::create_dir_all(full.parent().expect("a parent folder"))
+                .expect("create folder");
             std::fs::write(&full, &bytes).expect("write generated file");
         } else if std::fs::read(&full).ok().as_deref() != Some(&bytes[..]) {
             stale.push(path.display().to_string());
@@ -50,7 +57,12 @@ fn completions_and_man_page_are_up_to_date() {
 fn the_man_page_has_the_exit_status_and_environment() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
-    for needle in ["Exit status", "RETRY_IDEMPOTENCY_KEY", "\\-\\-max\\-time", "Examples"] {
+    for needle in [
+        "Exit status",
+        "RETRY_IDEMPOTENCY_KEY",
+        "\\-\\-max\\-time",
+        "Examples",
+    ] {
         assert!(man.contains(needle), "man page lacks {needle}");
     }
 }
