@@ -23,6 +23,18 @@ fn binary(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Runs a shell script with `$0` the retry binary and `$1` the given argument; its stdout.
+fn shell(script: &str, arg: &std::ffi::OsStr) -> String {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .arg(arg)
+        .output()
+        .expect("run the script");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn several_mib_of_binary_stdin_reach_every_attempt_byte_for_byte() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -33,7 +45,7 @@ fn several_mib_of_binary_stdin_reach_every_attempt_byte_for_byte() {
             "3",
             "-d",
             "0",
-            "-q",
+            "-qq",
             "--",
             "sh",
             "-c",
@@ -107,13 +119,8 @@ fn a_command_that_closes_stdin_early_is_not_an_error() {
 #[test]
 fn a_command_that_never_reads_stdin_does_not_make_retry_hang() {
     // `yes` never ends: a retry that read all of stdin first would never start the command.
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("yes | \"$0\" -n 3 -d 0 -qq -- sh -c 'exit 1'; echo \"status $?\"")
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
-        .output()
-        .expect("run the pipeline");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "status 1");
+    let script = "yes | \"$0\" -n 3 -d 0 -qq -- sh -c 'exit 1'; echo \"status $?\"";
+    assert_eq!(shell(script, std::ffi::OsStr::new("")), "status 1\n");
 }
 
 #[test]
@@ -146,43 +153,33 @@ fn while_read_loops_around_retry_keep_their_lines() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("lines");
     std::fs::write(&path, "one\ntwo\nthree\n").expect("write lines");
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("while read l; do \"$0\" -- true; echo \"got $l\"; done < \"$1\"")
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
-        .arg(&path)
-        .output()
-        .expect("run the loop");
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        shell(
+            "while read l; do \"$0\" -- true; echo \"got $l\"; done < \"$1\"",
+            &path.as_os_str()
+        ),
         "got one\ngot two\ngot three\n"
     );
 }
 
 #[test]
 fn what_the_attempts_leave_unread_in_a_pipe_stays_for_the_next_reader() {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("printf 'a\\nb\\nc\\n' | { \"$0\" -n 2 -d 0 -qq -- sh -c 'read x; echo \"child $x\"; exit 1'; cat; }")
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
-        .output()
-        .expect("run the pipeline");
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        shell(
+            "printf 'a\\nb\\nc\\n' | { \"$0\" -n 2 -d 0 -qq -- sh -c 'read x; echo \"child $x\"; exit 1'; cat; }",
+            std::ffi::OsStr::new("")
+        ),
         "child a\nchild a\nb\nc\n"
     );
 }
 
 #[test]
 fn while_read_loops_fed_by_a_pipe_keep_their_lines() {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("printf 'one\\ntwo\\nthree\\n' | while read l; do \"$0\" -- true; echo \"got $l\"; done")
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
-        .output()
-        .expect("run the loop");
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        shell(
+            "printf 'one\\ntwo\\nthree\\n' | while read l; do \"$0\" -- true; echo \"got $l\"; done",
+            std::ffi::OsStr::new("")
+        ),
         "got one\ngot two\ngot three\n"
     );
 }
