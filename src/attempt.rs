@@ -208,7 +208,7 @@ pub fn run<W: World, R: Rng + ?Sized>(
                 report.delay = Some(delay);
                 log.write(&report);
                 let wake = world.elapsed().saturating_add(delay);
-                if let Some(sig) = sleep(world, wake) {
+                if let Some(sig) = sleep(world, log, wake) {
                     let mut e = entry(LogEvent::GiveUp, attempt, world);
                     e.status = Some(end.status);
                     e.reason = Some(format!("cancelled by {} while waiting", signal_name(sig)));
@@ -370,16 +370,41 @@ fn follow<R: Rng + ?Sized>(asked: Duration, cap: Duration, rng: &mut R) -> Durat
     }
 }
 
-/// Waits until `until`; returns the cancelling signal that cut the wait short, if any.
-fn sleep<W: World>(world: &mut W, until: Duration) -> Option<i32> {
-    loop {
-        match world.wait(Some(until)) {
-            Event::Timer => return None,
-            Event::Signal(sig) if cancels(sig) => return Some(sig),
+/// Waits shorter than this are not counted down.
+const COUNTDOWN_FROM: Duration = Duration::from_secs(2);
+
+/// Waits until `until`, counting down on a terminal; returns the cancelling signal that cut the
+/// wait short, if any.
+fn sleep<W: World>(world: &mut W, log: &mut Log, until: Duration) -> Option<i32> {
+    let counting = log.counts_down() && until.saturating_sub(world.elapsed()) >= COUNTDOWN_FROM;
+    let woke = loop {
+        let now = world.elapsed();
+        if now >= until {
+            break None;
+        }
+        let left = until - now;
+        let wake = if counting {
+            log.count_down(left);
+            // The next whole second of the countdown.
+            let step =
+                Duration::from_nanos(u64::from(left.subsec_nanos())).max(Duration::from_millis(1));
+            now.saturating_add(if left.subsec_nanos() == 0 {
+                Duration::from_secs(1)
+            } else {
+                step
+            })
+        } else {
+            until
+        };
+        match world.wait(Some(wake.min(until))) {
+            Event::Timer => {}
+            Event::Signal(sig) if cancels(sig) => break Some(sig),
             // With no attempt running, there is nobody to pass other signals on to.
             Event::Signal(_) | Event::Exited(_) => {}
         }
-    }
+    };
+    log.clear_countdown();
+    woke
 }
 
 /// How often to look for processes an attempt left behind once its first process ended; they

@@ -1,7 +1,7 @@
 //! retry's own log: text lines prefixed `retry:` or JSON lines, on stderr or in a file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -91,6 +91,10 @@ pub struct Log {
     level: i8,
     format: LogFormat,
     sink: Box<dyn Write>,
+    /// Long waits show a live countdown: only in text, on stderr, and when it is a terminal.
+    countdown: bool,
+    /// A countdown line is on the screen and must be cleared before anything else.
+    showing: bool,
 }
 
 impl Log {
@@ -100,7 +104,12 @@ impl Log {
             Some(path) => Box::new(open_append(path)?),
             None => Box::new(io::stderr()),
         };
-        Ok(Log::to(settings, sink))
+        let mut log = Log::to(settings, sink);
+        log.countdown = settings.file.is_none()
+            && settings.format == LogFormat::Text
+            && settings.level >= 1
+            && io::stderr().is_terminal();
+        Ok(log)
     }
 
     /// A log that writes to `sink`.
@@ -109,6 +118,35 @@ impl Log {
             level: settings.level,
             format: settings.format,
             sink,
+            countdown: false,
+            showing: false,
+        }
+    }
+
+    /// Whether waits are counted down on the terminal.
+    pub fn counts_down(&self) -> bool {
+        self.countdown
+    }
+
+    /// Shows (or updates) the one countdown line.
+    pub fn count_down(&mut self, left: Duration) {
+        if self.countdown {
+            let secs = left.as_secs_f64().ceil();
+            let line = format!(
+                "\rretry: next attempt in {}\x1b[K",
+                human(Duration::from_secs_f64(secs))
+            );
+            let _ = self.sink.write_all(line.as_bytes());
+            let _ = self.sink.flush();
+            self.showing = true;
+        }
+    }
+
+    /// Clears the countdown line, if one is shown.
+    pub fn clear_countdown(&mut self) {
+        if std::mem::take(&mut self.showing) {
+            let _ = self.sink.write_all(b"\r\x1b[K");
+            let _ = self.sink.flush();
         }
     }
 
@@ -121,6 +159,7 @@ impl Log {
         if entry.level() > self.level {
             return;
         }
+        self.clear_countdown();
         let mut line = match self.format {
             LogFormat::Text => text(entry),
             LogFormat::Json => json(entry),
