@@ -156,7 +156,7 @@ fn while_read_loops_around_retry_keep_their_lines() {
     assert_eq!(
         shell(
             "while read l; do \"$0\" -- true; echo \"got $l\"; done < \"$1\"",
-            &path.as_os_str()
+            path.as_os_str()
         ),
         "got one\ngot two\ngot three\n"
     );
