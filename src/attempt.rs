@@ -240,9 +240,9 @@ struct Decision {
 }
 
 /// Judges an ended attempt: what comes next, and why. Whatever says "fatal" (a `stop` hint,
-/// a fatal output rule, a fatal HTTP status, a fatal exit status) wins; then whatever says
-/// "retry" (an HTTP status, an output rule), which retries even a status-0 attempt; then the
-/// exit status alone.
+/// a fatal output rule, a fatal HTTP status, `--fatal-on`, 126/127) wins; then whatever says
+/// "retry" (an HTTP status, an output rule), which retries even a status-0 attempt or one that
+/// `--retry-on` leaves out; then the exit status alone.
 fn decide<R: Rng + ?Sized>(
     p: &Policy,
     end: &End,
@@ -295,7 +295,12 @@ fn decide<R: Rng + ?Sized>(
         return give_up(why.clone(), Some(format!("fatal: {why}")));
     }
     let reason = match (retry, by_status) {
-        (Some(why), Verdict::Success | Verdict::Retry(_)) => Some(why),
+        // What the command said (its HTTP status, its output) is more specific than a list of
+        // exit statuses that merely leaves its status out; only --fatal-on and 126/127 win.
+        (
+            Some(why),
+            Verdict::Success | Verdict::Retry(_) | Verdict::Fatal(Reason::NotInRetryOn),
+        ) => Some(why),
         (_, Verdict::Success) => return decision(Next::Succeed, None),
         (_, Verdict::Fatal(reason)) => {
             let why = match end.unstarted {
@@ -1039,6 +1044,20 @@ mod tests {
         let r = run_with(&[], world);
         assert_eq!(r.world.envs.len(), 1);
         assert_eq!(r.exit, Exit::Code(1));
+    }
+
+    #[test]
+    fn a_retry_output_match_retries_a_status_that_retry_on_leaves_out_but_not_fatal_on() {
+        let busy = || Findings {
+            output: Some(Found::Retry("lock".into())),
+            ..Findings::default()
+        };
+        let world = with_findings(Fake::new([exits(100, 5), exits(0, 5)]), [busy()]);
+        let r = run_with(&["--retry-on", "75", "-d", "0"], world);
+        assert_eq!(r.world.envs.len(), 2);
+        let world = with_findings(Fake::new([exits(100, 5)]), [busy()]);
+        let r = run_with(&["--fatal-on", "100", "-d", "0"], world);
+        assert_eq!(r.world.envs.len(), 1);
     }
 
     #[test]
