@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --explain --help --version"
+            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --explain --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -154,6 +154,30 @@ _retry() {
                     return 0
                     ;;
                 --log-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-giveup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hook-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --summary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

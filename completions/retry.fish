@@ -35,6 +35,12 @@ hold\t'Hold each attempt\'s stdout; only the attempt that ends the run writes to
 complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a "text\t'One line per event, prefixed `retry:`'
 json\t'One JSON object per line'"
 complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F
+complete -c retry -l on-retry -d 'Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS (the failed attempt\'s status) and RETRY_NEXT_DELAY_MS. Its failure is only logged' -r
+complete -c retry -l on-giveup -d 'Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS and RETRY_REASON. Its failure is only logged' -r
+complete -c retry -l hook-timeout -d 'Longest a hook may run before its process group is stopped' -r
+complete -c retry -l summary -d 'Write a JSON summary of the run to FILE at the end (attempts, statuses, time running and waiting, outcome, reason)' -r -F
+complete -c retry -l metrics -d 'Write Prometheus metrics to FILE at the end, atomically, for node_exporter\'s textfile collector; counters carry on from the file\'s previous version' -r -F
+complete -c retry -l name -d 'The job\'s name in the summary and the metrics\' `name` label [default: the command\'s file name]' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'

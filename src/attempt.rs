@@ -13,6 +13,7 @@ use crate::log::{Entry, Event as LogEvent, Log, human};
 use crate::outcome::{Reason, Verdict};
 use crate::policy::{HttpVerdict, Policy};
 use crate::status::{Status, signal_name};
+use crate::summary::{AttemptSummary, Outcome, Summary};
 use crate::watch::Found;
 
 /// What woke the loop.
@@ -41,6 +42,13 @@ pub trait World {
     fn group_alive(&mut self) -> bool;
     /// What the attempt that just ended said besides its status.
     fn findings(&mut self) -> Findings;
+    /// Runs a hook command with these variables added to the run's environment.
+    fn hook(
+        &mut self,
+        command: &str,
+        vars: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> Result<Status, String>;
     /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
     /// stdout then, else to stderr).
     fn finish(&mut self, last: bool);
@@ -138,6 +146,7 @@ pub fn run<W: World, R: Rng + ?Sized>(
     world: &mut W,
     rng: &mut R,
     log: &mut Log,
+    summary: &mut Summary,
 ) -> Exit {
     let mut schedule = p.backoff.schedule();
     let mut previous = None;
@@ -181,6 +190,13 @@ pub fn run<W: World, R: Rng + ?Sized>(
         };
         previous = Some(end.number());
 
+        summary.attempts.push(AttemptSummary {
+            status: end.number(),
+            signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
+            timed_out: end.stopped.is_some(),
+            duration_ms: world.elapsed().saturating_sub(started).as_millis(),
+        });
+        summary.running_ms += world.elapsed().saturating_sub(started).as_millis();
         let decision = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
         world.finish(!matches!(decision.next, Next::Retry(_)));
         let mut report = entry(LogEvent::Failure, attempt, world);
@@ -193,31 +209,108 @@ pub fn run<W: World, R: Rng + ?Sized>(
                 if attempt > 1 {
                     log.write(&entry(LogEvent::Success, attempt, world));
                 }
-                return end.exit();
+                let exit = end.exit();
+                summary.end(
+                    Outcome::Success,
+                    "succeeded",
+                    exit.status(),
+                    world.elapsed(),
+                );
+                return exit;
             }
             Next::GiveUp(why) => {
                 log.write(&report);
                 let mut e = entry(LogEvent::GiveUp, attempt, world);
                 e.status = Some(end.status);
                 e.timed_out = end.stopped.is_some();
-                e.reason = Some(why);
+                e.reason = Some(why.clone());
                 log.write(&e);
-                return decision.failed_anyway.map_or(end.exit(), Exit::Code);
+                let exit = decision.failed_anyway.map_or(end.exit(), Exit::Code);
+                let outcome = match end.cancelled {
+                    Some(_) => Outcome::Cancelled,
+                    None => {
+                        let vars = vec![
+                            ("RETRY_STATUS".to_string(), end.number().to_string()),
+                            ("RETRY_REASON".to_string(), why.clone()),
+                        ];
+                        hook(
+                            p,
+                            world,
+                            log,
+                            attempt,
+                            p.hooks.on_giveup.as_deref(),
+                            "--on-giveup",
+                            vars,
+                        );
+                        Outcome::Failure
+                    }
+                };
+                summary.end(outcome, why, exit.status(), world.elapsed());
+                return exit;
             }
             Next::Retry(delay) => {
                 report.delay = Some(delay);
                 log.write(&report);
+                // The wait counts from the attempt's end: a hook runs within it, not before it.
                 let wake = world.elapsed().saturating_add(delay);
-                if let Some(sig) = sleep(world, log, wake) {
+                let vars = vec![
+                    ("RETRY_STATUS".to_string(), end.number().to_string()),
+                    (
+                        "RETRY_NEXT_DELAY_MS".to_string(),
+                        delay.as_millis().to_string(),
+                    ),
+                ];
+                hook(
+                    p,
+                    world,
+                    log,
+                    attempt,
+                    p.hooks.on_retry.as_deref(),
+                    "--on-retry",
+                    vars,
+                );
+                let slept_from = world.elapsed();
+                let woke = sleep(world, log, wake);
+                summary.sleeping_ms += world.elapsed().saturating_sub(slept_from).as_millis();
+                if let Some(sig) = woke {
                     let mut e = entry(LogEvent::GiveUp, attempt, world);
                     e.status = Some(end.status);
-                    e.reason = Some(format!("cancelled by {} while waiting", signal_name(sig)));
+                    let why = format!("cancelled by {} while waiting", signal_name(sig));
+                    e.reason = Some(why.clone());
                     log.write(&e);
-                    return Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
+                    let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
+                    summary.end(Outcome::Cancelled, why, exit.status(), world.elapsed());
+                    return exit;
                 }
             }
         }
     }
+}
+
+/// Runs a hook, if one is given, with the attempt's variables; logs its failure.
+fn hook<W: World>(
+    p: &Policy,
+    world: &mut W,
+    log: &mut Log,
+    attempt: u32,
+    command: Option<&str>,
+    flag: &str,
+    mut vars: Vec<(String, String)>,
+) {
+    let Some(command) = command else { return };
+    vars.push(("RETRY_ATTEMPT".into(), attempt.to_string()));
+    vars.push((
+        "RETRY_MAX_ATTEMPTS".into(),
+        p.attempts.map(|n| n.to_string()).unwrap_or_default(),
+    ));
+    let failure = match world.hook(command, vars, p.hooks.timeout) {
+        Ok(Status::Code(0)) => return,
+        Ok(status) => status.to_string(),
+        Err(why) => why,
+    };
+    let mut e = Entry::new(LogEvent::Signal, attempt, p.attempts, world.elapsed());
+    e.reason = Some(format!("{flag} hook failed: {failure}"));
+    log.write(&e);
 }
 
 /// What follows an attempt.
@@ -566,6 +659,8 @@ mod tests {
         finished: Vec<bool>,
         /// What each attempt said besides its status, in order.
         findings: VecDeque<Findings>,
+        /// Each hook run: when, the command, its variables.
+        hooks: Vec<(Duration, String, Vec<(String, String)>)>,
     }
 
     impl Fake {
@@ -639,6 +734,17 @@ mod tests {
             self.findings.pop_front().unwrap_or_default()
         }
 
+        fn hook(
+            &mut self,
+            command: &str,
+            vars: Vec<(String, String)>,
+            timeout: Duration,
+        ) -> Result<Status, String> {
+            self.hooks.push((self.now, command.to_string(), vars));
+            self.now += timeout.min(ms(50));
+            Ok(Status::Code(if command == "fail" { 1 } else { 0 }))
+        }
+
         fn kill(&mut self, signal: i32) {
             self.killed.push((self.now, signal));
             if signal == KILL {
@@ -677,6 +783,7 @@ mod tests {
         exit: Exit,
         world: Fake,
         log: String,
+        summary: Summary,
     }
 
     fn run_with(args: &[&str], mut world: Fake) -> Run {
@@ -686,10 +793,16 @@ mod tests {
         let sink = Sink::default();
         let mut log = Log::to(&policy.log, Box::new(sink.clone()));
         let mut rng = StdRng::seed_from_u64(7);
-        let exit = run(&policy, &mut world, &mut rng, &mut log);
+        let mut summary = Summary::new(&policy.name);
+        let exit = run(&policy, &mut world, &mut rng, &mut log, &mut summary);
         drop(log);
         let log = String::from_utf8(sink.0.lock().expect("sink lock").clone()).expect("UTF-8 log");
-        Run { exit, world, log }
+        Run {
+            exit,
+            world,
+            log,
+            summary,
+        }
     }
 
     #[test]

@@ -183,6 +183,36 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", help_heading = "Logging")]
     pub log_file: Option<PathBuf>,
 
+    /// Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS
+    /// (the failed attempt's status) and RETRY_NEXT_DELAY_MS. Its failure is only logged.
+    #[arg(long, value_name = "CMD", help_heading = "Hooks and reports")]
+    pub on_retry: Option<String>,
+
+    /// Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS
+    /// and RETRY_REASON. Its failure is only logged.
+    #[arg(long, value_name = "CMD", help_heading = "Hooks and reports")]
+    pub on_giveup: Option<String>,
+
+    /// Longest a hook may run before its process group is stopped.
+    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "30s",
+          help_heading = "Hooks and reports")]
+    pub hook_timeout: Duration,
+
+    /// Write a JSON summary of the run to FILE at the end (attempts, statuses, time running
+    /// and waiting, outcome, reason).
+    #[arg(long, value_name = "FILE", help_heading = "Hooks and reports")]
+    pub summary: Option<PathBuf>,
+
+    /// Write Prometheus metrics to FILE at the end, atomically, for node_exporter's textfile
+    /// collector; counters carry on from the file's previous version.
+    #[arg(long, value_name = "FILE", help_heading = "Hooks and reports")]
+    pub metrics: Option<PathBuf>,
+
+    /// The job's name in the summary and the metrics' `name` label [default: the command's
+    /// file name].
+    #[arg(long, value_name = "NAME", help_heading = "Hooks and reports")]
+    pub name: Option<String>,
+
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.
     #[arg(long)]
     pub explain: bool,

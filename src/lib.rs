@@ -12,6 +12,7 @@ pub mod codes;
 pub mod exit;
 pub mod explain;
 pub mod hints;
+pub mod hooks;
 pub mod log;
 pub mod outcome;
 pub mod output;
@@ -22,6 +23,7 @@ pub mod signals;
 pub mod spool;
 pub mod status;
 pub mod stdin;
+pub mod summary;
 pub mod terminal;
 pub mod watch;
 
@@ -103,5 +105,27 @@ where
             return Exit::FAILURE;
         }
     };
-    attempt::run(&policy, &mut world, &mut rng, &mut log)
+    let mut summary = summary::Summary::new(&policy.name);
+    let exit = attempt::run(&policy, &mut world, &mut rng, &mut log, &mut summary);
+    // A report that cannot be written is logged; the run's outcome stands.
+    let reports = [
+        (
+            &policy.summary,
+            "--summary",
+            summary::Summary::write_json as fn(&_, &_) -> _,
+        ),
+        (
+            &policy.metrics,
+            "--metrics",
+            summary::Summary::write_metrics,
+        ),
+    ];
+    for (path, flag, write) in reports {
+        if let Some(path) = path
+            && let Err(e) = write(&summary, path)
+        {
+            eprintln!("retry: cannot write {flag} file '{}': {e}", path.display());
+        }
+    }
+    exit
 }

@@ -46,8 +46,24 @@ pub struct Policy {
     pub retry_after_max: Duration,
     /// Give each attempt a hint file, and replace `{hints}` in the arguments with it.
     pub hints: bool,
+    /// Hooks run before each wait and when retry gives up.
+    pub hooks: Hooks,
+    /// Where to write the JSON summary.
+    pub summary: Option<PathBuf>,
+    /// Where to write the Prometheus metrics.
+    pub metrics: Option<PathBuf>,
+    /// The job's name in the summary and metrics.
+    pub name: String,
     /// Where and how much to log.
     pub log: LogSettings,
+}
+
+/// Shell commands run at points of the run.
+#[derive(Clone, Debug, Default)]
+pub struct Hooks {
+    pub on_retry: Option<String>,
+    pub on_giveup: Option<String>,
+    pub timeout: Duration,
 }
 
 /// Which HTTP statuses are retried and which are fatal.
@@ -163,7 +179,7 @@ impl TryFrom<Cli> for Policy {
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
         Ok(Policy {
-            command: cli.command,
+            command: cli.command.clone(),
             attempts,
             max_time: cli.max_time,
             attempt_timeout: cli.attempt_timeout,
@@ -200,6 +216,25 @@ impl TryFrom<Cli> for Policy {
             },
             retry_after_max: cli.retry_after_max,
             hints: cli.hints,
+            hooks: Hooks {
+                on_retry: cli.on_retry,
+                on_giveup: cli.on_giveup,
+                timeout: cli.hook_timeout,
+            },
+            summary: cli.summary,
+            metrics: cli.metrics,
+            name: cli.name.unwrap_or_else(|| {
+                cli.command
+                    .first()
+                    .map(|c| {
+                        std::path::Path::new(c)
+                            .file_name()
+                            .unwrap_or(c)
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .unwrap_or_else(|| "retry".into())
+            }),
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
                 format: cli.log_format,

@@ -39,6 +39,8 @@ pub struct Process {
     /// idempotency key and depth; each attempt's own variables go on the end while it starts.
     envp: Vec<CString>,
     attr: PosixSpawnAttr,
+    /// The run's own variables, the same for every attempt and hook.
+    run_vars: Vec<(String, String)>,
     start: Instant,
     signals: Signals,
     input: Input,
@@ -72,8 +74,13 @@ impl Process {
             .filter(|(name, _)| !OWN_VARIABLES.contains(&name.as_bytes()))
             .filter_map(|(name, value)| entry(name.as_bytes(), value.as_bytes()).ok())
             .collect();
-        envp.push(entry(b"RETRY_IDEMPOTENCY_KEY", key.as_bytes())?);
-        envp.push(entry(b"RETRY_DEPTH", depth.to_string().as_bytes())?);
+        let run_vars = vec![
+            ("RETRY_IDEMPOTENCY_KEY".to_string(), key),
+            ("RETRY_DEPTH".to_string(), depth.to_string()),
+        ];
+        for (name, value) in &run_vars {
+            envp.push(entry(name.as_bytes(), value.as_bytes())?);
+        }
         let argv = p
             .command
             .iter()
@@ -89,6 +96,7 @@ impl Process {
             argv,
             envp,
             attr: spawn_attributes()?,
+            run_vars,
             start,
             signals,
             input: Input::new(p.stdin),
@@ -429,6 +437,16 @@ impl World for Process {
                 .map(|ra| ra.wait(SystemTime::now())),
             stop: hint.is_some_and(|h| h.stop),
         }
+    }
+
+    fn hook(
+        &mut self,
+        command: &str,
+        mut vars: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> Result<Status, String> {
+        vars.extend(self.run_vars.iter().cloned());
+        crate::hooks::run(command, &vars, timeout)
     }
 
     fn finish(&mut self, last: bool) {
