@@ -69,12 +69,15 @@ fn policy(out: &mut String, p: &Policy) {
         ("success-on", p.rules.success.to_string()),
         (
             "retry-on",
-            p.rules
-                .retry_on
-                .as_ref()
-                .map_or("every other failure".into(), ToString::to_string),
+            match &p.rules.retry_on {
+                None => "every other failure".into(),
+                Some(list) if list.is_empty() => "none but what the output rules retry".into(),
+                Some(list) => list.to_string(),
+            },
         ),
         ("fatal-on", fatal_list(p)),
+        ("retry-if-output", patterns(&p.output_rules.retry)),
+        ("fatal-if-output", patterns(&p.output_rules.fatal)),
         (
             "on timeout",
             format!(
@@ -88,6 +91,17 @@ fn policy(out: &mut String, p: &Policy) {
     for (name, value) in rows {
         let _ = writeln!(out, "  {name:<16} {value}");
     }
+}
+
+/// Output patterns, quoted, or `none`.
+fn patterns(list: &[regex::bytes::Regex]) -> String {
+    if list.is_empty() {
+        return "none".into();
+    }
+    list.iter()
+        .map(|re| format!("'{}'", re.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every status that is fatal before `--retry-on` is consulted.

@@ -191,14 +191,17 @@ impl TryFrom<Cli> for Policy {
             },
             seed: cli.seed,
             rules: match cli.preset {
-                Some(preset) => Rules::new(
-                    cli.success_on,
-                    cli.retry_on.or_else(|| Some(preset.retry_on())),
-                    Some(
-                        cli.fatal_on
-                            .map_or_else(|| preset.fatal_on(), |f| f.union(&preset.fatal_on())),
-                    ),
-                ),
+                Some(preset) => {
+                    let fatal = match &cli.retry_on {
+                        Some(retried) => preset.fatal_on_except(retried),
+                        None => preset.fatal_on(),
+                    };
+                    Rules::new(
+                        cli.success_on,
+                        cli.retry_on.or_else(|| Some(preset.retry_on())),
+                        Some(cli.fatal_on.map_or(fatal.clone(), |f| f.union(&fatal))),
+                    )
+                }
                 None => Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
             },
             kill_signal: cli.kill_signal,
@@ -206,8 +209,8 @@ impl TryFrom<Cli> for Policy {
             stdin: cli.stdin,
             stdout: cli.stdout,
             output_rules: watch::Rules {
-                retry: cli.retry_if_output,
-                fatal: cli.fatal_if_output,
+                retry: with_preset(cli.retry_if_output, cli.preset.map(|p| p.retry_if_output))?,
+                fatal: with_preset(cli.fatal_if_output, cli.preset.map(|p| p.fatal_if_output))?,
                 stream: cli.match_stream,
             },
             http: HttpRules {
@@ -242,6 +245,19 @@ impl TryFrom<Cli> for Policy {
             },
         })
     }
+}
+
+/// The user's output rules and a preset's, together.
+fn with_preset(
+    mut rules: Vec<regex::bytes::Regex>,
+    preset: Option<&[&str]>,
+) -> Result<Vec<regex::bytes::Regex>, UsageError> {
+    for pattern in preset.unwrap_or_default() {
+        let re = regex::bytes::Regex::new(pattern)
+            .map_err(|e| UsageError(format!("preset pattern '{pattern}': {e}")))?;
+        rules.push(re);
+    }
+    Ok(rules)
 }
 
 impl fmt::Display for Policy {

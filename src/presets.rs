@@ -40,6 +40,11 @@ pub struct Preset {
     pub source: &'static str,
     /// Every status the preset sorts, each once.
     pub codes: &'static [Code],
+    /// Lines of output that make an attempt retryable whatever its status (regular
+    /// expressions, as `--retry-if-output`).
+    pub retry_if_output: &'static [&'static str],
+    /// Lines of output that make an attempt fatal (as `--fatal-if-output`).
+    pub fatal_if_output: &'static [&'static str],
 }
 
 /// A transient status of a preset.
@@ -463,13 +468,129 @@ pub const CURL: Preset = Preset {
             "a value or data field grew larger than allowed",
         ),
     ],
+    retry_if_output: &[],
+    fatal_if_output: &[],
 };
 
 /// Every built-in preset.
-pub const ALL: &[&Preset] = &[&CURL];
+/// sysexits.h (BSD, and the mail transfer agents that follow it): only EX_TEMPFAIL asks for
+/// another try.
+pub const SYSEXITS: Preset = Preset {
+    name: "sysexits",
+    source: "sysexits.h (4.4BSD; glibc's /usr/include/sysexits.h): EX_TEMPFAIL is \"temporary \
+             failure, indicating something that is not really an error\", the user is invited \
+             to retry",
+    codes: &[
+        fatal(64, "EX_USAGE", "the command was used incorrectly"),
+        fatal(65, "EX_DATAERR", "the input data was incorrect"),
+        fatal(
+            66,
+            "EX_NOINPUT",
+            "an input file did not exist or was not readable",
+        ),
+        fatal(67, "EX_NOUSER", "the user specified did not exist"),
+        fatal(68, "EX_NOHOST", "the host specified did not exist"),
+        fatal(69, "EX_UNAVAILABLE", "a service is unavailable"),
+        fatal(70, "EX_SOFTWARE", "an internal software error"),
+        fatal(71, "EX_OSERR", "an operating system error"),
+        fatal(72, "EX_OSFILE", "a system file is missing or wrong"),
+        fatal(73, "EX_CANTCREAT", "an output file cannot be created"),
+        fatal(74, "EX_IOERR", "an error doing I/O on a file"),
+        transient(75, "EX_TEMPFAIL", "a temporary failure: try again later"),
+        fatal(
+            76,
+            "EX_PROTOCOL",
+            "the remote system returned something impossible",
+        ),
+        fatal(77, "EX_NOPERM", "insufficient permission"),
+        fatal(
+            78,
+            "EX_CONFIG",
+            "something is unconfigured or misconfigured",
+        ),
+    ],
+    retry_if_output: &[],
+    fatal_if_output: &[],
+};
+
+/// ssh(1): "exits with the exit status of the remote command or with 255 if an error
+/// occurred". Its own errors are retried, but not those that a retry cannot mend.
+pub const SSH: Preset = Preset {
+    name: "ssh",
+    source: "ssh(1), EXIT STATUS: 255 for ssh's own errors; the remote command's status \
+             otherwise",
+    codes: &[transient(
+        255,
+        "ssh error",
+        "connection refused, timed out, reset or unreachable",
+    )],
+    retry_if_output: &[],
+    fatal_if_output: &[
+        r"Permission denied \(",
+        r"Host key verification failed",
+        r"REMOTE HOST IDENTIFICATION HAS CHANGED",
+        r"Too many authentication failures",
+        r"Bad configuration option",
+    ],
+};
+
+/// git: network failures and lock contention are retried; every other failure (git exits 128
+/// from die(), 1 for most others) is not.
+pub const GIT: Preset = Preset {
+    name: "git",
+    source: "git's messages for network errors (remote-curl.c, transport, connect.c) and for \
+             lock contention (lockfile.c: \"Unable to create '...lock': File exists\")",
+    codes: &[],
+    retry_if_output: &[
+        r"Could not resolve host",
+        r"Failed to connect to",
+        r"Connection (timed out|refused|reset)",
+        r"Operation timed out",
+        r"The remote end hung up unexpectedly",
+        r"early EOF",
+        r"RPC failed",
+        r"(gnutls_handshake|SSL_connect|SSL_read)\(\) failed|SSL_ERROR_SYSCALL",
+        r"The requested URL returned error: (429|5\d\d)",
+        r"Unable to create '.*\.lock': File exists",
+        r"cannot lock ref",
+    ],
+    fatal_if_output: &[
+        r"Authentication failed",
+        r"Permission denied",
+        r"Repository not found",
+        r"not a git repository",
+        r"does not appear to be a git repository",
+        r"couldn't find remote ref",
+    ],
+};
+
+/// apt and dpkg: another package manager holding the lock, or a mirror that does not answer,
+/// is retried; other failures (apt exits 100 for all of them) are not.
+pub const APT: Preset = Preset {
+    name: "apt",
+    source: "apt-pkg's lock messages (\"Could not get lock\", \"Unable to acquire the dpkg \
+             frontend lock\") and acquire errors (\"Temporary failure resolving\", \"Could not \
+             connect to\")",
+    codes: &[],
+    retry_if_output: &[
+        r"Could not get lock",
+        r"Unable to acquire the dpkg frontend lock",
+        r"Unable to lock the (administration|download) directory",
+        r"is another process using it\?",
+        r"Temporary failure resolving",
+        r"Could not connect to",
+        r"Connection timed out",
+        r"Hash Sum mismatch",
+    ],
+    fatal_if_output: &[],
+};
+
+pub const ALL: &[&Preset] = &[&CURL, &SYSEXITS, &SSH, &GIT, &APT];
 
 /// The built-in preset of this name, if there is one.
 pub fn find(name: &str) -> Option<&'static Preset> {
+    // dpkg's lock is apt's lock.
+    let name = if name == "dpkg" { "apt" } else { name };
     ALL.iter().copied().find(|p| p.name == name)
 }
 
@@ -482,6 +603,18 @@ impl Preset {
     /// The statuses never retried (for `--fatal-on`).
     pub fn fatal_on(&self) -> CodeSet {
         self.statuses(false)
+    }
+
+    /// The statuses never retried, less those the user's `--retry-on` names: the user's word
+    /// on a status wins over the preset's.
+    pub fn fatal_on_except(&self, retried: &CodeSet) -> CodeSet {
+        let codes: Vec<i32> = self
+            .codes
+            .iter()
+            .filter(|c| !c.transient && !retried.contains(c.status))
+            .map(|c| c.status)
+            .collect();
+        CodeSet::of(&codes)
     }
 
     /// The preset's statuses that are transient, or that are fatal.
@@ -532,7 +665,9 @@ mod tests {
     fn statuses_are_real_exit_statuses_and_never_126_or_127() {
         for preset in ALL {
             for code in preset.codes {
-                assert!((1..=125).contains(&code.status), "{}", code.status);
+                let status = code.status;
+                assert!((1..=255).contains(&status), "{status}");
+                assert!(![126, 127].contains(&status), "{status}");
             }
         }
     }
@@ -618,5 +753,48 @@ mod tests {
             let found = find(preset.name).map(|p| (p.name, p.codes.len()));
             assert_eq!(found, Some((preset.name, preset.codes.len())));
         }
+    }
+
+    #[test]
+    fn every_preset_pattern_compiles_and_matches_its_kind_of_message() {
+        let matches = |patterns: &[&str], line: &str| {
+            patterns
+                .iter()
+                .any(|p| regex::Regex::new(p).expect("compiles").is_match(line))
+        };
+        for preset in ALL {
+            for p in preset.retry_if_output.iter().chain(preset.fatal_if_output) {
+                assert!(regex::Regex::new(p).is_ok(), "{}: {p}", preset.name);
+            }
+        }
+        let lock = "fatal: Unable to create '/repo/.git/index.lock': File exists.";
+        assert!(matches(GIT.retry_if_output, lock));
+        assert!(matches(
+            GIT.retry_if_output,
+            "fatal: unable to access 'https://x/': Could not resolve host: x"
+        ));
+        assert!(matches(
+            GIT.fatal_if_output,
+            "remote: Repository not found."
+        ));
+        assert!(!matches(
+            GIT.retry_if_output,
+            "error: pathspec 'x' did not match any file(s) known to git"
+        ));
+        let apt = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)";
+        assert!(matches(APT.retry_if_output, apt));
+        assert!(matches(
+            SSH.fatal_if_output,
+            "user@host: Permission denied (publickey)."
+        ));
+    }
+
+    #[test]
+    fn sysexits_retries_only_tempfail_and_ssh_only_its_own_errors() {
+        assert_eq!(SYSEXITS.retry_on().to_string(), "75");
+        assert_eq!(SYSEXITS.fatal_on().to_string(), "64-74,76-78");
+        assert_eq!(SSH.retry_on().to_string(), "255");
+        assert!(GIT.retry_on().is_empty() && APT.retry_on().is_empty());
+        assert_eq!(find("dpkg").map(|p| p.name), Some("apt"));
     }
 }

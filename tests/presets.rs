@@ -1,0 +1,133 @@
+//! Each built-in preset, seen through what retry does with it: which failures it retries, by
+//! exit status or by a line of output, and which it gives up on at once.
+
+mod common;
+
+/// Runs `sh -c script` under `retry --preset NAME -n 3 -d 0`; returns how many attempts ran.
+fn attempts(preset: &str, script: &str) -> usize {
+    let out = common::cmd()
+        .args(["--preset", preset, "-n", "3", "-d", "0", "--", "sh", "-c"])
+        .arg(format!("echo attempt; {script}"))
+        .output()
+        .expect("run retry");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| *l == "attempt")
+        .count()
+}
+
+#[test]
+fn sysexits_retries_ex_tempfail_only() {
+    assert_eq!(attempts("sysexits", "exit 75"), 3);
+    assert_eq!(attempts("sysexits", "exit 65"), 1);
+    assert_eq!(attempts("sysexits", "exit 78"), 1);
+}
+
+#[test]
+fn ssh_retries_its_own_errors_but_not_a_refused_login_or_the_remote_commands_failure() {
+    assert_eq!(
+        attempts(
+            "ssh",
+            "echo 'ssh: connect to host h port 22: Connection refused' >&2; exit 255"
+        ),
+        3
+    );
+    assert_eq!(
+        attempts(
+            "ssh",
+            "echo 'u@h: Permission denied (publickey).' >&2; exit 255"
+        ),
+        1
+    );
+    assert_eq!(attempts("ssh", "exit 1"), 1);
+}
+
+#[test]
+fn git_retries_network_errors_and_lock_contention_only() {
+    let lock = "echo \"fatal: Unable to create '/r/.git/index.lock': File exists.\" >&2; exit 128";
+    assert_eq!(attempts("git", lock), 3);
+    let dns =
+        "echo \"fatal: unable to access 'https://h/r/': Could not resolve host: h\" >&2; exit 128";
+    assert_eq!(attempts("git", dns), 3);
+    assert_eq!(
+        attempts("git", "echo 'remote: Repository not found.' >&2; exit 128"),
+        1
+    );
+    assert_eq!(
+        attempts(
+            "git",
+            "echo 'CONFLICT (content): Merge conflict in a' >&2; exit 1"
+        ),
+        1
+    );
+}
+
+#[test]
+fn apt_and_dpkg_retry_a_held_lock_only() {
+    let lock = "echo 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 7' >&2; exit 100";
+    assert_eq!(attempts("apt", lock), 3);
+    assert_eq!(attempts("dpkg", lock), 3);
+    assert_eq!(
+        attempts(
+            "apt",
+            "echo 'E: Unable to locate package nope' >&2; exit 100"
+        ),
+        1
+    );
+}
+
+#[test]
+fn a_preset_adds_to_the_users_own_rules() {
+    // --fatal-on adds to the preset's fatal list; --retry-on replaces its retryable one.
+    assert_eq!(attempts("sysexits", "exit 75"), 3);
+    let out = common::cmd()
+        .args([
+            "--preset",
+            "sysexits",
+            "--fatal-on",
+            "75",
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "exit 75",
+        ])
+        .output()
+        .expect("run retry");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("giving up after 1 attempt"));
+    let out = common::cmd()
+        .args([
+            "--preset",
+            "sysexits",
+            "--retry-on",
+            "65",
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "exit 65",
+        ])
+        .output()
+        .expect("run retry");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("giving up after 2 attempts"));
+}
+
+#[test]
+fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
+    let out = common::cmd()
+        .args(["--preset", "nope", "--", "true"])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'nope'") && err.contains("curl, sysexits, ssh, git, apt"),
+        "{err}"
+    );
+}
