@@ -659,8 +659,8 @@ mod tests {
         finished: Vec<bool>,
         /// What each attempt said besides its status, in order.
         findings: VecDeque<Findings>,
-        /// Each hook run: when, the command, its variables.
-        hooks: Vec<(Duration, String, Vec<(String, String)>)>,
+        /// Each hook run.
+        hooks: Vec<HookRun>,
     }
 
     impl Fake {
@@ -764,6 +764,9 @@ mod tests {
             }
         }
     }
+
+    /// A hook the fake world ran: when, the command, its variables.
+    type HookRun = (Duration, String, Vec<(String, String)>);
 
     /// A sink the test can read after the log is done with it.
     #[derive(Clone, Default)]
@@ -1192,5 +1195,92 @@ mod tests {
             Fake::new([exits(1, 5), exits(1, 5), exits(0, 5)]),
         );
         assert_eq!(r.world.finished, [false, false, true]);
+    }
+
+    fn var<'a>(hook: &'a HookRun, name: &str) -> Option<&'a str> {
+        hook.2
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn on_retry_runs_before_each_wait_within_it_and_on_giveup_once_at_the_end() {
+        let args = [
+            "-n",
+            "3",
+            "--jitter",
+            "none",
+            "--on-retry",
+            "r",
+            "--on-giveup",
+            "g",
+        ];
+        let r = run_with(&args, Fake::new([exits(7, 10); 3]));
+        let commands: Vec<_> = r.world.hooks.iter().map(|h| h.1.as_str()).collect();
+        assert_eq!(commands, ["r", "r", "g"]);
+        assert_eq!(var(&r.world.hooks[0], "RETRY_NEXT_DELAY_MS"), Some("1000"));
+        assert_eq!(var(&r.world.hooks[1], "RETRY_ATTEMPT"), Some("2"));
+        assert_eq!(var(&r.world.hooks[2], "RETRY_STATUS"), Some("7"));
+        assert_eq!(
+            var(&r.world.hooks[2], "RETRY_REASON"),
+            Some("attempts used up")
+        );
+        // The 50 ms hook ran within the 1 s wait, not before it.
+        assert_eq!(r.world.slept[0], ms(950));
+    }
+
+    #[test]
+    fn a_failing_hook_is_logged_and_changes_nothing() {
+        let r = run_with(
+            &["-n", "2", "-d", "0", "--on-retry", "fail"],
+            Fake::new([exits(1, 5), exits(0, 5)]),
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert!(
+            r.log.contains("--on-retry hook failed: exit status 1"),
+            "{}",
+            r.log
+        );
+    }
+
+    #[test]
+    fn no_give_up_hook_on_success_or_cancellation() {
+        let r = run_with(&["--on-giveup", "g"], Fake::new([exits(0, 5)]));
+        assert!(r.world.hooks.is_empty());
+        let world = Fake::new([exits(1, 5000)]).signal_at(ms(10), TERM);
+        let r = run_with(&["--on-giveup", "g"], world);
+        assert!(r.world.hooks.is_empty());
+    }
+
+    #[test]
+    fn the_summary_counts_attempts_running_and_waiting() {
+        let r = run_with(
+            &["-n", "3", "--jitter", "none"],
+            Fake::new([exits(2, 100), exits(2, 100), exits(0, 100)]),
+        );
+        let s = &r.summary;
+        assert_eq!(s.outcome, Outcome::Success);
+        assert_eq!(
+            s.attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+            [2, 2, 0]
+        );
+        assert_eq!(
+            (s.running_ms, s.sleeping_ms, s.elapsed_ms),
+            (300, 3000, 3300)
+        );
+        assert_eq!(s.exit, 0);
+        let r = run_with(
+            &["--attempt-timeout", "1s", "-n", "1"],
+            Fake::new([exits(0, 9000)]),
+        );
+        assert!(r.summary.attempts[0].timed_out);
+        assert_eq!((r.summary.outcome, r.summary.exit), (Outcome::Failure, 124));
+        let world = Fake::new([exits(1, 5), exits(0, 5)]).signal_at(ms(100), TERM);
+        let r = run_with(&["--jitter", "none"], world);
+        assert_eq!(
+            (r.summary.outcome, r.summary.exit),
+            (Outcome::Cancelled, 143)
+        );
     }
 }
