@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -t -d -b -j -v -q -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --explain --help --version"
+            opts="-n -t -d -b -j -v -q -p -h -V --attempts --retries --forever --max-time --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --verbose --quiet --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --config --profile --explain --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -178,6 +178,18 @@ _retry() {
                     return 0
                     ;;
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -41,6 +41,8 @@ complete -c retry -l hook-timeout -d 'Longest a hook may run before its process 
 complete -c retry -l summary -d 'Write a JSON summary of the run to FILE at the end (attempts, statuses, time running and waiting, outcome, reason)' -r -F
 complete -c retry -l metrics -d 'Write Prometheus metrics to FILE at the end, atomically, for node_exporter\'s textfile collector; counters carry on from the file\'s previous version' -r -F
 complete -c retry -l name -d 'The job\'s name in the summary and the metrics\' `name` label [default: the command\'s file name]' -r
+complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
+complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'

@@ -213,6 +213,15 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", help_heading = "Hooks and reports")]
     pub name: Option<String>,
 
+    /// Read settings from this config file instead of $RETRY_CONFIG or
+    /// ~/.config/retry/config.toml.
+    #[arg(long, value_name = "PATH", help_heading = "Configuration")]
+    pub config: Option<PathBuf>,
+
+    /// Use this profile of the config file, or a built-in preset of that name.
+    #[arg(short = 'p', long, value_name = "NAME", help_heading = "Configuration")]
+    pub profile: Option<String>,
+
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.
     #[arg(long)]
     pub explain: bool,

@@ -7,7 +7,10 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
+use std::collections::BTreeMap;
+
 use crate::backoff::Jitter;
+use crate::config::Origin;
 use crate::log::human;
 use crate::outcome::NEVER_BETTER;
 use crate::policy::Policy;
@@ -21,10 +24,10 @@ const SAMPLES: u64 = 2000;
 const SIMULATED: u32 = 200;
 
 /// The whole explanation, as printed.
-pub fn explain(p: &Policy) -> String {
+pub fn explain(p: &Policy, origins: &BTreeMap<String, Origin>) -> String {
     let mut out = String::new();
     let retries = p.attempts.map(|n| n.saturating_sub(1));
-    policy(&mut out, p);
+    policy(&mut out, p, origins);
     schedule(&mut out, p, retries);
     let warnings = warnings(p, retries);
     if !warnings.is_empty() {
@@ -36,7 +39,7 @@ pub fn explain(p: &Policy) -> String {
     out
 }
 
-fn policy(out: &mut String, p: &Policy) {
+fn policy(out: &mut String, p: &Policy, origins: &BTreeMap<String, Origin>) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
@@ -89,8 +92,23 @@ fn policy(out: &mut String, p: &Policy) {
     ];
     out.push_str("Policy\n");
     for (name, value) in rows {
-        let _ = writeln!(out, "  {name:<16} {value}");
+        let origin = origin(name, origins);
+        let _ = writeln!(out, "  {name:<16} {value}{origin}");
     }
+}
+
+/// Where a row's value came from, when not from a built-in default: ` (profile ci)`.
+fn origin(row: &str, origins: &BTreeMap<String, Origin>) -> String {
+    let keys: &[&str] = match row {
+        "attempts" => &["attempts", "retries", "forever"],
+        "backoff" => &["backoff", "delays", "factor"],
+        "retry-on" | "fatal-on" | "retry-if-output" | "fatal-if-output" => &[row, "preset"],
+        "on timeout" => &["kill-signal", "kill-after"],
+        _ => std::slice::from_ref(&row),
+    };
+    keys.iter()
+        .find_map(|k| origins.get(*k))
+        .map_or(String::new(), |o| format!("  ({o})"))
 }
 
 /// Output patterns, quoted, or `none`.

@@ -9,6 +9,7 @@ pub mod attempt;
 pub mod backoff;
 pub mod cli;
 pub mod codes;
+pub mod config;
 pub mod exit;
 pub mod explain;
 pub mod hints;
@@ -31,7 +32,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{FromArgMatches, Parser};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -40,6 +41,16 @@ use crate::exit::Exit;
 use crate::log::Log;
 use crate::policy::Policy;
 
+/// Prints a command-line error; --help and --version are not errors.
+fn clap_error(e: clap::Error) -> Exit {
+    let _ = e.print();
+    if e.use_stderr() {
+        Exit::FAILURE
+    } else {
+        Exit::Code(0)
+    }
+}
+
 /// Runs retry with these arguments (the first is the program name) and returns how to exit.
 pub fn run<I, T>(args: I) -> Exit
 where
@@ -47,17 +58,27 @@ where
     T: Into<OsString> + Clone,
 {
     let start = Instant::now();
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            // --help and --version are not errors.
-            return if e.use_stderr() {
-                Exit::FAILURE
-            } else {
-                Exit::Code(0)
-            };
-        }
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let parsed = cli::command()
+        .try_get_matches_from(&args)
+        .map_err(clap_error)
+        .and_then(|matches| match config::resolve(args, &matches) {
+            Ok(None) => {
+                let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
+                Ok((cli, Default::default()))
+            }
+            Ok(Some(resolved)) => {
+                let cli = Cli::try_parse_from(&resolved.args).map_err(clap_error)?;
+                Ok((cli, resolved.origins))
+            }
+            Err(e) => {
+                eprintln!("retry: error: {e}");
+                Err(Exit::FAILURE)
+            }
+        });
+    let (cli, origins) = match parsed {
+        Ok(parsed) => parsed,
+        Err(exit) => return exit,
     };
     let explain = cli.explain;
     let policy = match Policy::try_from(cli) {
@@ -69,7 +90,7 @@ where
     };
     if explain {
         let mut stdout = std::io::stdout().lock();
-        return match stdout.write_all(explain::explain(&policy).as_bytes()) {
+        return match stdout.write_all(explain::explain(&policy, &origins).as_bytes()) {
             Ok(()) => Exit::Code(0),
             Err(_) => Exit::FAILURE,
         };

@@ -23,11 +23,14 @@ fn bin() -> PathBuf {
     PathBuf::from(assert_cmd::cargo::cargo_bin!("retry"))
 }
 
-/// The built binary, in an environment free of any retry that runs the test suite itself.
+/// The built binary, in an environment free of any retry that runs the test suite itself, and
+/// of the user's own config file.
 fn retry() -> Command {
     let mut cmd = Command::new(bin());
     cmd.env_remove("RETRY_IDEMPOTENCY_KEY")
         .env_remove("RETRY_DEPTH")
+        .env_remove("RETRY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
         .timeout(PATIENCE);
     cmd
 }

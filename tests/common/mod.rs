@@ -12,8 +12,12 @@ use std::time::Duration;
 /// Long enough for a loaded machine; it only turns a hang into a failure.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// The built binary, away from the user's own config file.
 pub fn retry() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("retry"))
+    let mut c = Command::new(assert_cmd::cargo::cargo_bin!("retry"));
+    c.env_remove("RETRY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
+    c
 }
 
 /// Lines of a stream, read on a thread of their own.
@@ -91,6 +95,9 @@ pub fn wait(child: &mut Child) -> std::process::ExitStatus {
 
 /// retry as an assert_cmd command, for tests that hand it stdin whole.
 pub fn cmd() -> assert_cmd::Command {
-    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
+    let mut c = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"));
+    c.env_remove("RETRY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
+    c
 }
 pub mod http;

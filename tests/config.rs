@@ -1,0 +1,248 @@
+//! The config file and its profiles: where it is looked up, what wins over what, and how a bad
+//! file is reported (its name, the line, the key) without running anything.
+
+mod common;
+
+use std::path::Path;
+
+use tempfile::TempDir;
+
+/// retry with `XDG_CONFIG_HOME` in `home`, and no `RETRY_CONFIG`.
+fn retry_in(home: &Path) -> assert_cmd::Command {
+    let mut c = common::cmd();
+    c.env("XDG_CONFIG_HOME", home).env_remove("RETRY_CONFIG");
+    c
+}
+
+fn write(dir: &TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("make folder");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// The `--explain` line of a policy row.
+fn row(explain: &[u8], name: &str) -> String {
+    String::from_utf8_lossy(explain)
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_default()
+        .to_string()
+}
+
+const CONFIG: &str = r#"
+attempts = 4
+delay = "500ms"
+fatal-on = [3, 22]
+
+[profiles.ci]
+attempts = 7
+retry-on = "5-7,28"
+max-time = "2m"
+"#;
+
+#[test]
+fn flags_win_over_the_profile_which_wins_over_the_file_defaults() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(&dir, "c.toml", CONFIG);
+    let explain = |args: &[&str]| {
+        retry_in(dir.path())
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .arg("--explain")
+            .output()
+            .expect("run retry")
+            .stdout
+    };
+    let file = explain(&[]);
+    assert!(
+        row(&file, "attempts").contains("4 (3 retries)"),
+        "{}",
+        row(&file, "attempts")
+    );
+    assert!(row(&file, "delay").contains("500ms  (") && row(&file, "delay").contains("c.toml)"));
+    assert!(row(&file, "max-time").contains("none"));
+    let profile = explain(&["-p", "ci"]);
+    assert!(row(&profile, "attempts").contains("7 (6 retries)  (profile ci)"));
+    assert!(row(&profile, "max-time").contains("2m  (profile ci)"));
+    assert!(
+        row(&profile, "delay").contains("500ms"),
+        "file defaults still apply"
+    );
+    assert!(row(&profile, "fatal-on").contains("3,22,126,127"));
+    let flag = explain(&["-p", "ci", "-n", "2", "--delay", "1s"]);
+    assert!(row(&flag, "attempts").contains("2 (1 retry)  (flag)"));
+    assert!(row(&flag, "delay").contains("1s  (flag)"));
+}
+
+#[test]
+fn a_flag_hides_the_files_settings_it_excludes() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(&dir, "c.toml", "attempts = 4\nbackoff = \"linear\"\n");
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--forever",
+            "--max-time",
+            "1s",
+            "--delays",
+            "1s,2s",
+            "--explain",
+        ])
+        .output()
+        .expect("run retry");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(row(&out.stdout, "attempts").contains("unlimited"));
+    assert!(row(&out.stdout, "backoff").contains("list 1s,2s"));
+}
+
+#[test]
+fn the_settings_apply_to_a_real_run() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(
+        &dir,
+        "c.toml",
+        "attempts = 3\ndelay = 0\n[profiles.quick]\nattempts = 2\n",
+    );
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["-p", "quick", "--", "sh", "-c", "echo run; exit 1"])
+        .output()
+        .expect("run retry");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "run\nrun\n");
+}
+
+#[test]
+fn the_default_file_is_found_under_xdg_config_home_and_its_absence_is_fine() {
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .args(["--explain"])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(row(&out.stdout, "attempts").contains("5 (4 retries)"));
+    write(&dir, "retry/config.toml", "attempts = 9\n");
+    let out = retry_in(dir.path())
+        .args(["--explain"])
+        .output()
+        .expect("run retry");
+    assert!(
+        row(&out.stdout, "attempts").contains("9 (8 retries)"),
+        "{}",
+        row(&out.stdout, "attempts")
+    );
+}
+
+#[test]
+fn retry_config_names_the_file_when_no_flag_does() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(&dir, "elsewhere.toml", "attempts = 6\n");
+    let out = retry_in(dir.path())
+        .env("RETRY_CONFIG", &config)
+        .args(["--explain"])
+        .output()
+        .expect("run retry");
+    assert!(row(&out.stdout, "attempts").contains("6 (5 retries)"));
+    let out = retry_in(dir.path())
+        .env("RETRY_CONFIG", dir.path().join("missing.toml"))
+        .args(["--", "true"])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("missing.toml' (from RETRY_CONFIG) does not exist")
+    );
+}
+
+#[test]
+fn a_built_in_preset_serves_as_a_profile() {
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .args(["-p", "sysexits", "--explain"])
+        .output()
+        .expect("run retry");
+    assert!(
+        row(&out.stdout, "retry-on").contains("75  (profile sysexits)"),
+        "{}",
+        row(&out.stdout, "retry-on")
+    );
+}
+
+/// Runs retry with a config file holding `text`; the command would create a file.
+fn bad_config(text: &str, args: &[&str]) -> (String, bool) {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(&dir, "bad.toml", text);
+    let marker = dir.path().join("ran");
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(args)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(125), "{text}");
+    (
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        marker.exists(),
+    )
+}
+
+#[test]
+fn every_config_error_names_the_file_the_line_and_the_key_and_runs_nothing() {
+    let cases: [(&str, &[&str], &[&str]); 7] = [
+        (
+            "attempts = 3\nattemps = 4\n",
+            &[],
+            &["bad.toml:2", "'attemps'", "not a setting"],
+        ),
+        (
+            "delay = \"fast\"\n",
+            &[],
+            &["bad.toml:1", "'delay'", "'fast'"],
+        ),
+        ("\n\nattempts = \n", &[], &["bad.toml:3", "not valid TOML"]),
+        ("attempts = 0\n", &[], &["bad.toml:1", "'attempts'", "0"]),
+        (
+            "[profiles.ci]\nmax-time = []\nfatal-on = \"x\"\n",
+            &[],
+            &["bad.toml:3", "'fatal-on'"],
+        ),
+        ("profiles = 3\n", &[], &["bad.toml:1", "table of profiles"]),
+        (
+            "attempts = 2\n",
+            &["-p", "nope"],
+            &["no profile 'nope'", "bad.toml"],
+        ),
+    ];
+    for (text, args, needles) in cases {
+        let (err, ran) = bad_config(text, args);
+        assert!(!ran, "nothing runs for {text:?}");
+        for needle in needles {
+            assert!(err.contains(needle), "{text:?}: no {needle:?} in {err}");
+        }
+    }
+}
+
+#[test]
+fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .args(["--config", "/nonexistent/retry.toml", "--", "true"])
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("'/nonexistent/retry.toml' (from --config) does not exist")
+    );
+}
