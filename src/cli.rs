@@ -26,7 +26,7 @@ use crate::watch::MatchStream;
     after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. \
                   Exit status: the last attempt's; 124 timed out; 125 retry's own error. \
                   See --help for more.",
-    after_long_help = AFTER_LONG_HELP
+    after_long_help = after_long_help()
 )]
 pub struct Cli {
     /// Total attempts, the first included (at least 1).
@@ -84,7 +84,7 @@ pub struct Cli {
           help_heading = "How long to wait")]
     pub delays: Option<Vec<Duration>>,
 
-    /// Jitter: none, full, equal, decorrelated, or N% (±N% around the delay).
+    /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
     #[arg(short = 'j', long, value_name = "KIND", value_parser = jitter, default_value = "full",
           help_heading = "How long to wait")]
     pub jitter: Jitter,
@@ -232,40 +232,141 @@ pub struct Cli {
     pub command: Vec<OsString>,
 }
 
-/// Exit statuses, environment and examples: the end of `--help` and of the man page.
-const AFTER_LONG_HELP: &str = "\
-Exit status:
-  the last attempt's status   success, a fatal status, or attempts used up
-  124                         the last attempt was stopped by --attempt-timeout or --max-time
-  125                         usage error (nothing was run), or retry itself failed
-  126 / 127                   the command could not be executed / was not found
-  killed by signal N          the last attempt was killed by N: retry ends by N too
-  128+N                       retry was cancelled by signal N between attempts
+/// The end of `--help`, and the man page's sections after the options: one source for both.
+pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
+    (
+        "EXIT STATUS",
+        &[
+            (
+                "the last attempt's status",
+                "success, a fatal status, or attempts used up",
+            ),
+            (
+                "124",
+                "the last attempt was stopped by --attempt-timeout or --max-time",
+            ),
+            (
+                "125",
+                "usage error (nothing was run), or retry itself failed",
+            ),
+            (
+                "126, 127",
+                "the command could not be executed, or was not found",
+            ),
+            (
+                "killed by signal N",
+                "the last attempt was killed by N: retry ends by N too",
+            ),
+            ("128+N", "retry was cancelled by signal N between attempts"),
+            (
+                "22, 1",
+                "the HTTP status (22) or an output rule (1) failed an attempt that exited 0",
+            ),
+        ],
+    ),
+    (
+        "ENVIRONMENT",
+        &[
+            ("RETRY_ATTEMPT", "given to each attempt: its number, from 1"),
+            (
+                "RETRY_MAX_ATTEMPTS",
+                "given to each attempt: the limit; empty with --forever",
+            ),
+            (
+                "RETRY_PREVIOUS_EXIT",
+                "given to each attempt: the previous status; empty at first",
+            ),
+            (
+                "RETRY_REMAINING_MS",
+                "given to each attempt: time left before --max-time; empty without it",
+            ),
+            (
+                "RETRY_IDEMPOTENCY_KEY",
+                "given to each attempt: one UUID for the run; an inherited one is kept",
+            ),
+            (
+                "RETRY_DEPTH",
+                "given to each attempt: 1 under a top-level retry, 2 inside a nested one",
+            ),
+            (
+                "RETRY_HINT_FILE",
+                "given to each attempt with --hints: its private hint file",
+            ),
+            (
+                "RETRY_STATUS, RETRY_NEXT_DELAY_MS, RETRY_REASON",
+                "given to hooks",
+            ),
+            (
+                "RETRY_CONFIG",
+                "read: the config file, when --config is not given",
+            ),
+            ("XDG_CONFIG_HOME", "read: where the default config file is"),
+            (
+                "NO_COLOR",
+                "read: when set, the log on a terminal has no colour",
+            ),
+        ],
+    ),
+    (
+        "FILES",
+        &[(
+            "$XDG_CONFIG_HOME/retry/config.toml",
+            "the default config file (else ~/.config/retry/config.toml): defaults, and [profiles.NAME] tables, keyed by long flag names",
+        )],
+    ),
+    (
+        "EXAMPLES",
+        &[
+            (
+                "retry -- curl -fsS https://example.com/health",
+                "up to 5 attempts, exponential backoff from 1s, full jitter",
+            ),
+            (
+                "retry -n 10 -d 500ms --max-time 2m -- make test",
+                "ten attempts, at most two minutes in all",
+            ),
+            (
+                "retry --preset curl --hints -- curl -fsS -D {hints} URL",
+                "judge by the HTTP status, follow Retry-After",
+            ),
+            (
+                "retry -p ci -- ./deploy.sh",
+                "the policy of the profile ci of the config file",
+            ),
+            (
+                "retry --explain -n 6 --seed 1",
+                "show the schedule, run nothing",
+            ),
+        ],
+    ),
+];
 
-Environment given to each attempt:
-  RETRY_ATTEMPT          this attempt's number, from 1
-  RETRY_MAX_ATTEMPTS     the attempt limit; empty with --forever
-  RETRY_PREVIOUS_EXIT    the previous attempt's status (128+N for signal N); empty at first
-  RETRY_REMAINING_MS     milliseconds left before --max-time; empty without it
-  RETRY_IDEMPOTENCY_KEY  one random UUID for the whole run; an inherited value is kept
-  RETRY_DEPTH            1 under a top-level retry, 2 inside a nested one
-
-Examples:
-  retry -- curl -fsS https://example.com/health
-  retry -n 10 -d 500ms --max-time 2m -- make test
-  retry --retry-on 75 --fatal-on 2 -- ./deploy.sh
-  retry --explain -n 6 --seed 1";
+/// The sections, as text for the end of `--help`.
+fn after_long_help() -> String {
+    let mut out = String::new();
+    for (title, items) in SECTIONS {
+        out.push_str(&format!(
+            "{}:\n",
+            title[..1].to_string() + &title[1..].to_lowercase()
+        ));
+        for (term, text) in items {
+            out.push_str(&format!("  {term}\n      {text}\n"));
+        }
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
 
 /// How the delay grows between retries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackoffKind {
-    /// delay · factor^(k−1)
+    /// delay * factor^(k-1)
     Exponential,
-    /// delay · k
+    /// delay * k
     Linear,
     /// always delay
     Constant,
-    /// delay · 1, 2, 3, 5, 8, …
+    /// delay * 1, 2, 3, 5, 8, ...
     Fibonacci,
 }
 

@@ -25,12 +25,35 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
         let name = shell.file_name("retry");
         files.push((Path::new("completions").join(name), bytes));
     }
-    let mut man = Vec::new();
-    clap_mangen::Man::new(retry::cli::command())
-        .render(&mut man)
-        .expect("render the man page");
-    files.push((Path::new("man").join("retry.1"), man));
+    files.push((Path::new("man").join("retry.1"), man_page()));
     files
+}
+
+/// The man page: clap's title, synopsis, description and options, then the exit status,
+/// environment, files and examples from the same definition as `--help`.
+fn man_page() -> Vec<u8> {
+    let man = clap_mangen::Man::new(retry::cli::command());
+    let mut out = Vec::new();
+    let render = |out: &mut Vec<u8>| -> std::io::Result<()> {
+        man.render_title(out)?;
+        man.render_name_section(out)?;
+        man.render_synopsis_section(out)?;
+        man.render_description_section(out)?;
+        man.render_options_section(out)?;
+        let mut sections = roff::Roff::new();
+        for (title, items) in retry::cli::SECTIONS {
+            sections.control("SH", [title]);
+            for (term, text) in items {
+                sections.control("TP", []);
+                sections.text([roff::bold(*term)]);
+                sections.text([roff::roman(*text)]);
+            }
+        }
+        sections.to_writer(out)?;
+        man.render_version_section(out)
+    };
+    render(&mut out).expect("render the man page");
+    out
 }
 
 #[test]
@@ -58,11 +81,54 @@ fn the_man_page_has_the_exit_status_and_environment() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     for needle in [
-        "Exit status",
+        ".SH \"EXIT STATUS\"",
+        ".SH ENVIRONMENT",
+        ".SH FILES",
+        ".SH EXAMPLES",
         "RETRY_IDEMPOTENCY_KEY",
         "\\-\\-max\\-time",
-        "Examples",
     ] {
         assert!(man.contains(needle), "man page lacks {needle}");
     }
+}
+
+/// Runs `program args`, failing with what it said if it is missing or fails.
+fn run(program: &str, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} is needed for this test (.ci/run installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn the_man_page_renders_without_warnings() {
+    let out = run("groff", &["-ww", "-man", "-Tutf8", "-z", "man/retry.1"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_bash_completion_loads_and_completes_retry() {
+    let out = run(
+        "bash",
+        &["-c", "source completions/retry.bash && complete -p retry"],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("retry"));
+}
+
+#[test]
+fn the_zsh_completion_loads_and_completes_retry() {
+    let script = "autoload -U compinit && compinit -u -d \"$(mktemp)\" && source completions/_retry && print -r -- ${_comps[retry]}";
+    let out = run("zsh", &["-f", "-c", script]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "_retry");
 }
