@@ -95,6 +95,8 @@ pub struct Log {
     countdown: bool,
     /// A countdown line is on the screen and must be cleared before anything else.
     showing: bool,
+    /// Failure and success words in colour: on a terminal, unless NO_COLOR is set.
+    colour: bool,
 }
 
 impl Log {
@@ -105,10 +107,12 @@ impl Log {
             None => Box::new(io::stderr()),
         };
         let mut log = Log::to(settings, sink);
-        log.countdown = settings.file.is_none()
+        let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
-            && settings.level >= 1
             && io::stderr().is_terminal();
+        log.countdown = terminal && settings.level >= 1;
+        // https://no-color.org: any non-empty value turns colour off.
+        log.colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Ok(log)
     }
 
@@ -120,6 +124,7 @@ impl Log {
             sink,
             countdown: false,
             showing: false,
+            colour: false,
         }
     }
 
@@ -161,7 +166,7 @@ impl Log {
         }
         self.clear_countdown();
         let mut line = match self.format {
-            LogFormat::Text => text(entry),
+            LogFormat::Text => text(entry, self.colour),
             LogFormat::Json => json(entry),
         };
         line.push('\n');
@@ -176,7 +181,20 @@ fn open_append(path: &std::path::Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-fn text(e: &Entry) -> String {
+/// ANSI colours for the words that say how an attempt went.
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const BOLD_RED: &str = "\x1b[1;31m";
+const RESET: &str = "\x1b[0m";
+
+fn text(e: &Entry, colour: bool) -> String {
+    let paint = |word: &str, code: &str| {
+        if colour {
+            format!("{code}{word}{RESET}")
+        } else {
+            word.to_string()
+        }
+    };
     let attempt = match e.max_attempts {
         Some(max) => format!("attempt {}/{max}", e.attempt),
         None => format!("attempt {}", e.attempt),
@@ -195,10 +213,12 @@ fn text(e: &Entry) -> String {
                 .delay
                 .map(|d| format!("; retrying in {}", human(d)))
                 .unwrap_or_default();
-            format!("retry: {attempt} failed: {what}{ran} ({reason}){next}")
+            let failed = paint("failed", RED);
+            format!("retry: {attempt} {failed}: {what}{ran} ({reason}){next}")
         }
         Event::Success => format!(
-            "retry: {attempt} succeeded after {} failed; {} in all",
+            "retry: {attempt} {} after {} failed; {} in all",
+            paint("succeeded", GREEN),
             plural(e.attempt - 1, "attempt"),
             human(e.elapsed)
         ),
@@ -210,7 +230,8 @@ fn text(e: &Entry) -> String {
                 _ => String::new(),
             };
             format!(
-                "retry: giving up after {} in {}: {reason}{last}",
+                "retry: {} after {} in {}: {reason}{last}",
+                paint("giving up", BOLD_RED),
                 plural(e.attempt, "attempt"),
                 human(e.elapsed)
             )
@@ -304,7 +325,7 @@ mod tests {
         e.delay = Some(Duration::from_millis(1500));
         e.reason = Some("retryable".into());
         assert_eq!(
-            text(&e),
+            text(&e, false),
             "retry: attempt 2/5 failed: killed by SIGKILL (status 137) after 40ms (retryable); retrying in 1.5s"
         );
         let v: serde_json::Value = serde_json::from_str(&json(&e)).expect("valid JSON");
@@ -313,5 +334,17 @@ mod tests {
         assert_eq!(v["signal"], "SIGKILL");
         assert_eq!(v["delay_ms"], 1500);
         assert_eq!(v["max_attempts"], 5);
+    }
+
+    #[test]
+    fn colour_paints_only_the_verdict_words() {
+        let mut e = Entry::new(Event::GiveUp, 3, Some(3), Duration::from_secs(2));
+        e.reason = Some("attempts used up".into());
+        e.status = Some(Status::Code(1));
+        assert_eq!(
+            text(&e, true),
+            "retry: \x1b[1;31mgiving up\x1b[0m after 3 attempts in 2s: attempts used up; last exit status 1"
+        );
+        assert!(!text(&e, false).contains('\x1b'));
     }
 }
