@@ -37,13 +37,14 @@ fn no_countdown_when_stderr_is_not_a_terminal() {
         !log.contains("next attempt in") && !log.contains('\r'),
         "{log:?}"
     );
+    assert!(!log.contains('\x1b'), "no colour off a terminal: {log:?}");
     assert!(log.contains("retrying in 2.1s"), "{log}");
 }
 
 #[test]
 fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
     let retry = assert_cmd::cargo::cargo_bin!("retry");
-    let line = format!("{} -n 2 -d 2s --jitter none -- false", retry.display());
+    let line = format!("{} -n 2 -d 2.5s --jitter none -- false", retry.display());
     let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
         .env("NO_COLOR", "1")
