@@ -272,6 +272,21 @@ pub fn run<W: World, R: Rng + ?Sized>(
                 let slept_from = world.elapsed();
                 let woke = sleep(world, log, wake);
                 summary.sleeping_ms += world.elapsed().saturating_sub(slept_from).as_millis();
+                if woke.is_none()
+                    && let Some(max) = p.max_time
+                    && world.elapsed() >= max
+                {
+                    // A hook outlasted the wait and the deadline: no attempt starts after it.
+                    let mut e = entry(LogEvent::GiveUp, attempt, world);
+                    e.status = Some(end.status);
+                    e.timed_out = end.stopped.is_some();
+                    let why = "--max-time reached while waiting".to_string();
+                    e.reason = Some(why.clone());
+                    log.write(&e);
+                    let exit = end.exit();
+                    summary.end(Outcome::Failure, why, exit.status(), world.elapsed());
+                    return exit;
+                }
                 if let Some(sig) = woke {
                     let mut e = entry(LogEvent::GiveUp, attempt, world);
                     e.status = Some(end.status);
@@ -476,12 +491,11 @@ const COUNTDOWN_FROM: Duration = Duration::from_secs(2);
 fn sleep<W: World>(world: &mut W, log: &mut Log, until: Duration) -> Option<i32> {
     let counting = log.counts_down() && until.saturating_sub(world.elapsed()) >= COUNTDOWN_FROM;
     let woke = loop {
+        // Wait at least once, even when the time has come: a signal that arrived meanwhile (in a
+        // hook, say) is seen here and ends the run, rather than after one more attempt.
         let now = world.elapsed();
-        if now >= until {
-            break None;
-        }
-        let left = until - now;
-        let wake = if counting {
+        let left = until.saturating_sub(now);
+        let wake = if counting && !left.is_zero() {
             log.count_down(left);
             // The next whole second of the countdown.
             let step =
@@ -495,6 +509,7 @@ fn sleep<W: World>(world: &mut W, log: &mut Log, until: Duration) -> Option<i32>
             until
         };
         match world.wait(Some(wake.min(until))) {
+            Event::Timer if world.elapsed() >= until => break None,
             Event::Timer => {}
             Event::Signal(sig) if cancels(sig) => break Some(sig),
             // With no attempt running, there is nobody to pass other signals on to.

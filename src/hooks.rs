@@ -3,22 +3,45 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::thread;
 use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::signal::{Signal, killpg};
+use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
+use crate::signals::Signals;
 use crate::status::Status;
 
-/// How often a running hook is looked at.
-const POLL: Duration = Duration::from_millis(5);
+/// Between SIGTERM and SIGKILL to a hook's process group.
+const GRACE: Duration = Duration::from_secs(1);
+/// How often to look for the hook's leftover processes once its shell ended; they are not
+/// retry's children, so nothing wakes retry when they end.
+const LEFTOVER_POLL: Duration = Duration::from_millis(20);
 
-/// Runs `command` through `sh -c` with `vars` added to the environment, stdout to retry's
-/// stderr (stdout belongs to the command being retried), for at most `timeout`; then its
-/// process group gets SIGTERM, and SIGKILL a second later.
-pub fn run(command: &str, vars: &[(String, String)], timeout: Duration) -> Result<Status, String> {
-    let mut child = Command::new("sh")
+/// The attempt's own variables, which a hook must not inherit from a retry above this one.
+const ATTEMPT_VARIABLES: [&str; 4] = [
+    "RETRY_PREVIOUS_EXIT",
+    "RETRY_REMAINING_MS",
+    "RETRY_HINT_FILE",
+    "RETRY_NEXT_DELAY_MS",
+];
+
+/// Runs `command` through `sh -c` with `vars` added to the environment, in a process group of
+/// its own, stdout to retry's stderr (stdout belongs to the command being retried). After
+/// `timeout`, or as soon as a signal that cancels the run arrives (left pending for the loop),
+/// the group gets SIGTERM, and a second later SIGKILL if anything of it is left.
+pub fn run(
+    command: &str,
+    vars: &[(String, String)],
+    timeout: Duration,
+    signals: &mut Signals,
+) -> Result<Status, String> {
+    let mut sh = Command::new("sh");
+    for name in ATTEMPT_VARIABLES {
+        sh.env_remove(name);
+    }
+    let mut child = sh
         .arg("-c")
         .arg(command)
         .envs(vars.iter().map(|(k, v)| (k, v)))
@@ -29,29 +52,50 @@ pub fn run(command: &str, vars: &[(String, String)], timeout: Duration) -> Resul
         .map_err(|e| format!("cannot start sh: {e}"))?;
     let group = Pid::from_raw(child.id() as i32);
     let started = Instant::now();
-    let mut killed = None;
+    let mut stopped: Option<(Instant, String)> = None;
+    let mut ended = None;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return match killed {
-                    Some(_) => Err(format!("timed out after {}", crate::log::human(timeout))),
-                    None => Ok(status.into()),
-                };
-            }
-            Ok(None) => {}
-            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        if ended.is_none() {
+            ended = match child.try_wait() {
+                Ok(status) => status.map(Status::from),
+                Err(e) => return Err(format!("cannot wait for it: {e}")),
+            };
         }
-        let waited = started.elapsed();
-        match killed {
-            None if waited >= timeout => {
-                let _ = killpg(group, Signal::SIGTERM);
-                killed = Some(waited);
-            }
-            Some(at) if waited >= at + Duration::from_secs(1) => {
-                let _ = killpg(group, Signal::SIGKILL);
-            }
+        let gone = || killpg(group, None).is_err();
+        match (ended, &stopped) {
+            (Some(status), None) => return Ok(status),
+            (Some(_), Some((_, why))) if gone() => return Err(why.clone()),
             _ => {}
         }
-        thread::sleep(POLL);
+        let now = Instant::now();
+        if stopped.is_none() {
+            let why = if signals.cancel_pending() {
+                Some("stopped: the run was cancelled".to_string())
+            } else if now >= started + timeout {
+                Some(format!("timed out after {}", crate::log::human(timeout)))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                let _ = killpg(group, Signal::SIGTERM);
+                stopped = Some((now, why));
+            }
+        } else if let Some((at, _)) = &stopped
+            && now >= *at + GRACE
+        {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+        let wake = match &stopped {
+            Some((at, _)) if ended.is_some() => (*at + GRACE).min(now + LEFTOVER_POLL),
+            Some((at, _)) => *at + GRACE,
+            None => started + timeout,
+        };
+        let left = wake
+            .saturating_duration_since(now)
+            .max(Duration::from_millis(1));
+        let mut fds = [PollFd::new(signals.fd(), PollFlags::POLLIN)];
+        // The hook's end (SIGCHLD) or a signal wakes this; EINTR is one of them.
+        let _ = ppoll(&mut fds, Some(TimeSpec::from_duration(left)), None);
+        signals.drain();
     }
 }

@@ -446,7 +446,7 @@ impl World for Process {
         timeout: Duration,
     ) -> Result<Status, String> {
         vars.extend(self.run_vars.iter().cloned());
-        crate::hooks::run(command, &vars, timeout)
+        crate::hooks::run(command, &vars, timeout, &mut self.signals)
     }
 
     fn finish(&mut self, last: bool) {

@@ -70,6 +70,14 @@ impl Signals {
         while matches!(nix::unistd::read(&self.wake, &mut buf), Ok(n) if n > 0) {}
     }
 
+    /// Whether a signal that cancels the run has arrived and was not yet taken; it stays for
+    /// `take` to report.
+    pub fn cancel_pending(&self) -> bool {
+        (0..HANDLED.len())
+            .filter(|i| crate::attempt::cancels(HANDLED[*i] as i32))
+            .any(|i| ARRIVED[i].load(Ordering::SeqCst) > self.seen[i])
+    }
+
     /// The next signal that arrived and was not yet taken, one arrival at a time.
     pub fn take(&mut self) -> Option<i32> {
         for (i, signal) in HANDLED.iter().enumerate() {

@@ -1,0 +1,777 @@
+//! `--on-retry` and `--on-giveup` through the built binary: what a hook is told, when it runs
+//! and when not, and that a hook that fails or hangs changes nothing but a log line.
+//!
+//! Hooks and the command find the test's private folder in `$OUT`, an environment variable
+//! given to retry, which both inherit.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Lines, PATIENCE, cmd, wait};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A wide margin: a hung hook would take 30 s, a working one well under a second or two.
+const QUICK: Duration = Duration::from_secs(10);
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs retry with `$OUT` set to `dir`, stdin empty.
+fn run(dir: &TempDir, args: &[&str]) -> Run {
+    let started = Instant::now();
+    let out = cmd()
+        .env("OUT", dir.path())
+        .args(args)
+        .timeout(PATIENCE)
+        .output()
+        .expect("run retry");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+/// Starts retry with `$OUT` set to `dir`; its stdout and stderr read line by line.
+fn start(dir: &TempDir, args: &[&str]) -> (Child, Lines, Lines) {
+    let mut child = common::retry()
+        .env("OUT", dir.path())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let out = Lines::of(child.stdout.take().expect("stdout"));
+    let err = Lines::of(child.stderr.take().expect("stderr"));
+    (child, out, err)
+}
+
+/// A file's text; empty when it does not exist.
+fn read(path: impl AsRef<Path>) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The value of `name` in the output of `env`.
+fn var<'a>(env: &'a str, name: &str) -> Option<&'a str> {
+    let prefix = format!("{name}=");
+    env.lines().find_map(|l| l.strip_prefix(prefix.as_str()))
+}
+
+/// The files in `dir` whose names start with `prefix`, sorted.
+fn files(dir: &TempDir, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .expect("read the temp dir")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+fn summary(dir: &TempDir) -> Value {
+    let text = read(dir.path().join("summary.json"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("summary {text:?}: {e}"))
+}
+
+/// Whether a process with this pid still runs (a zombie counts as gone).
+fn running(pid: i32) -> bool {
+    let stat = read(format!("/proc/{pid}/stat"));
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
+}
+
+/// Waits up to `limit` for the process to be gone; whether it is.
+fn gone_within(pid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if !running(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    !running(pid)
+}
+
+/// Kills a `sleep` the test left behind, if it is still there, so that a failing test does
+/// not leave it running.
+struct Reap(Option<i32>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0
+            && read(format!("/proc/{pid}/cmdline")).starts_with("sleep")
+        {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+// --- what a hook is told ---
+
+#[test]
+fn on_retry_gets_the_attempt_its_status_the_next_delay_and_the_run_variables() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "3",
+            "-d",
+            "20ms",
+            "-j",
+            "none",
+            "--on-retry",
+            r#"env > "$OUT/retry.$RETRY_ATTEMPT""#,
+            "--",
+            "sh",
+            "-c",
+            r#"env > "$OUT/cmd.$RETRY_ATTEMPT"; exit 3"#,
+        ],
+    );
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert_eq!(files(&dir, "retry."), ["retry.1", "retry.2"]);
+    let first = read(dir.path().join("retry.1"));
+    let second = read(dir.path().join("retry.2"));
+    let command = read(dir.path().join("cmd.1"));
+    assert_eq!(
+        var(&first, "RETRY_ATTEMPT"),
+        Some("1"),
+        "the attempt that failed"
+    );
+    assert_eq!(var(&second, "RETRY_ATTEMPT"), Some("2"));
+    assert_eq!(var(&first, "RETRY_MAX_ATTEMPTS"), Some("3"));
+    assert_eq!(var(&first, "RETRY_STATUS"), Some("3"));
+    assert_eq!(var(&first, "RETRY_NEXT_DELAY_MS"), Some("20"));
+    assert_eq!(
+        var(&second, "RETRY_NEXT_DELAY_MS"),
+        Some("40"),
+        "exponential, no jitter"
+    );
+    assert_eq!(var(&first, "RETRY_REASON"), None);
+    let key = var(&command, "RETRY_IDEMPOTENCY_KEY").expect("the command has a key");
+    assert_eq!(key.len(), 36, "a UUID: {key}");
+    assert_eq!(var(&first, "RETRY_IDEMPOTENCY_KEY"), Some(key));
+    assert_eq!(var(&second, "RETRY_IDEMPOTENCY_KEY"), Some(key));
+    assert_eq!(
+        var(&first, "RETRY_DEPTH"),
+        var(&command, "RETRY_DEPTH"),
+        "the same depth as the command's"
+    );
+    assert_eq!(var(&first, "RETRY_DEPTH"), Some("1"));
+}
+
+#[test]
+fn an_inherited_idempotency_key_reaches_the_hooks_too() {
+    let dir = TempDir::new().expect("temp dir");
+    let out = cmd()
+        .env("OUT", dir.path())
+        .env("RETRY_IDEMPOTENCY_KEY", "key-from-outside")
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-retry",
+            r#"env > "$OUT/retry""#,
+            "--on-giveup",
+            r#"env > "$OUT/giveup""#,
+            "--",
+            "false",
+        ])
+        .timeout(PATIENCE)
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(1));
+    for hook in ["retry", "giveup"] {
+        let env = read(dir.path().join(hook));
+        assert_eq!(
+            var(&env, "RETRY_IDEMPOTENCY_KEY"),
+            Some("key-from-outside"),
+            "{hook}"
+        );
+    }
+}
+
+#[test]
+fn on_giveup_gets_the_last_status_and_the_reason() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-giveup",
+            r#"env > "$OUT/giveup""#,
+            "--",
+            "sh",
+            "-c",
+            "exit 4",
+        ],
+    );
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    let env = read(dir.path().join("giveup"));
+    assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("2"));
+    assert_eq!(var(&env, "RETRY_MAX_ATTEMPTS"), Some("2"));
+    assert_eq!(var(&env, "RETRY_STATUS"), Some("4"));
+    assert_eq!(var(&env, "RETRY_REASON"), Some("attempts used up"));
+    assert_eq!(
+        var(&env, "RETRY_NEXT_DELAY_MS"),
+        None,
+        "there is no next delay"
+    );
+    assert!(var(&env, "RETRY_IDEMPOTENCY_KEY").is_some());
+}
+
+#[test]
+fn on_giveup_runs_on_a_fatal_status_with_its_reason() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "5",
+            "-d",
+            "0",
+            "--fatal-on",
+            "9",
+            "--on-retry",
+            r#"echo x >> "$OUT/retries""#,
+            "--on-giveup",
+            r#"env > "$OUT/giveup""#,
+            "--",
+            "sh",
+            "-c",
+            "exit 9",
+        ],
+    );
+    assert_eq!(r.code, Some(9), "{}", r.stderr);
+    assert_eq!(read(dir.path().join("retries")), "", "nothing was retried");
+    let env = read(dir.path().join("giveup"));
+    assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("1"));
+    assert_eq!(var(&env, "RETRY_STATUS"), Some("9"));
+    let reason = var(&env, "RETRY_REASON").expect("a reason");
+    assert!(
+        !reason.is_empty() && reason != "attempts used up",
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_timed_out_attempt_is_status_124_for_the_hooks() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--attempt-timeout",
+            "100ms",
+            "--on-retry",
+            r#"echo "$RETRY_STATUS" > "$OUT/retry""#,
+            "--on-giveup",
+            r#"echo "$RETRY_STATUS" > "$OUT/giveup""#,
+            "--",
+            "sleep",
+            "30",
+        ],
+    );
+    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert_eq!(read(dir.path().join("retry")), "124\n");
+    assert_eq!(read(dir.path().join("giveup")), "124\n");
+}
+
+// --- when a hook runs ---
+
+#[test]
+fn on_retry_runs_once_per_wait_and_never_after_the_last_attempt() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "4",
+            "-d",
+            "0",
+            "--on-retry",
+            r#"echo "retry $RETRY_ATTEMPT" >> "$OUT/log""#,
+            "--on-giveup",
+            r#"echo "giveup $RETRY_ATTEMPT" >> "$OUT/log""#,
+            "--",
+            "sh",
+            "-c",
+            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; exit 1"#,
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(
+        read(dir.path().join("log")),
+        "attempt 1\nretry 1\nattempt 2\nretry 2\nattempt 3\nretry 3\nattempt 4\ngiveup 4\n"
+    );
+}
+
+#[test]
+fn on_retry_runs_before_the_retry_that_then_succeeds_and_on_giveup_does_not_run() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "5",
+            "-d",
+            "0",
+            "--on-retry",
+            r#"echo "retry $RETRY_ATTEMPT" >> "$OUT/log""#,
+            "--on-giveup",
+            r#"echo giveup >> "$OUT/log""#,
+            "--",
+            "sh",
+            "-c",
+            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; [ "$RETRY_ATTEMPT" = 2 ]"#,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        read(dir.path().join("log")),
+        "attempt 1\nretry 1\nattempt 2\n"
+    );
+}
+
+#[test]
+fn no_hook_runs_when_the_first_attempt_succeeds() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-d",
+            "0",
+            "--on-retry",
+            r#"touch "$OUT/retry""#,
+            "--on-giveup",
+            r#"touch "$OUT/giveup""#,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(files(&dir, "").is_empty(), "{:?}", files(&dir, ""));
+}
+
+#[test]
+fn on_giveup_does_not_run_when_the_run_is_cancelled_during_an_attempt() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mut child, out, _err) = start(
+        &dir,
+        &[
+            "-n",
+            "5",
+            "-d",
+            "0",
+            "--on-retry",
+            r#"touch "$OUT/retry""#,
+            "--on-giveup",
+            r#"touch "$OUT/giveup""#,
+            "--summary",
+            &dir.path().join("summary.json").to_string_lossy(),
+            "--",
+            "sh",
+            "-c",
+            "echo ready; while :; do sleep 0.05; done",
+        ],
+    );
+    out.until("ready");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("signal retry");
+    let status = wait(&mut child);
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status:?}");
+    assert_eq!(files(&dir, "retry"), Vec::<String>::new());
+    assert_eq!(files(&dir, "giveup"), Vec::<String>::new());
+    assert_eq!(summary(&dir)["outcome"], "cancelled");
+}
+
+#[test]
+fn on_giveup_does_not_run_when_the_run_is_cancelled_during_a_wait() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mut child, _out, err) = start(
+        &dir,
+        &[
+            "-n",
+            "5",
+            "-d",
+            "30s",
+            "-j",
+            "none",
+            "--on-giveup",
+            r#"touch "$OUT/giveup""#,
+            "--",
+            "false",
+        ],
+    );
+    err.until("retrying in");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("signal retry");
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(128 + 15));
+    assert_eq!(files(&dir, "giveup"), Vec::<String>::new());
+}
+
+// --- a hook's output, failure and hang ---
+
+#[test]
+fn hook_stdout_goes_to_stderr_not_to_retrys_stdout() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-retry",
+            "echo from-on-retry",
+            "--on-giveup",
+            "echo from-on-giveup; echo err-from-on-giveup >&2",
+            "--",
+            "sh",
+            "-c",
+            "echo from-command; exit 1",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stdout, "from-command\nfrom-command\n");
+    for line in ["from-on-retry", "from-on-giveup", "err-from-on-giveup"] {
+        assert!(r.stderr.contains(line), "{line} in {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_failing_on_retry_hook_is_logged_and_changes_nothing() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--on-retry",
+            "exit 7",
+            "--",
+            "sh",
+            "-c",
+            r#"echo x >> "$OUT/runs"; [ "$RETRY_ATTEMPT" = 3 ]"#,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "the run still succeeds: {}", r.stderr);
+    assert_eq!(
+        read(dir.path().join("runs")),
+        "x\nx\nx\n",
+        "every attempt ran"
+    );
+    let failures: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("retry: --on-retry hook failed: exit status 7"))
+        .collect();
+    assert_eq!(failures.len(), 2, "{}", r.stderr);
+}
+
+#[test]
+fn a_failing_on_giveup_hook_is_logged_and_the_exit_status_is_the_commands() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-giveup",
+            "exit 1",
+            "--",
+            "sh",
+            "-c",
+            "exit 5",
+        ],
+    );
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retry: --on-giveup hook failed: exit status 1"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_hook_killed_by_a_signal_is_logged_as_a_failure() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-retry",
+            "kill -KILL $$",
+            "--",
+            "sh",
+            "-c",
+            r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retry: --on-retry hook failed: killed by SIGKILL"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_hook_that_cannot_be_run_is_logged_and_changes_nothing() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-giveup",
+            "/nonexistent/retry-test-hook",
+            "--",
+            "sh",
+            "-c",
+            "exit 6",
+        ],
+    );
+    assert_eq!(r.code, Some(6), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("retry: --on-giveup hook failed:"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_hanging_hook_is_stopped_by_hook_timeout_and_the_run_goes_on() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--hook-timeout",
+            "200ms",
+            "--on-retry",
+            "sleep 30",
+            "--on-giveup",
+            "sleep 30",
+            "--",
+            "sh",
+            "-c",
+            r#"echo x >> "$OUT/runs"; exit 2"#,
+        ],
+    );
+    assert!(r.took < QUICK, "took {:?}", r.took);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(read(dir.path().join("runs")), "x\nx\nx\n");
+    let timed_out = |flag: &str| {
+        r.stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("retry: {flag} hook failed: timed out")))
+            .count()
+    };
+    assert_eq!(timed_out("--on-retry"), 2, "{}", r.stderr);
+    assert_eq!(timed_out("--on-giveup"), 1, "{}", r.stderr);
+}
+
+#[test]
+fn a_hook_that_ignores_term_is_killed_a_second_later() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--hook-timeout",
+            "200ms",
+            "--on-retry",
+            "trap '' TERM; sleep 30",
+            "--",
+            "sh",
+            "-c",
+            r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
+        ],
+    );
+    // The output is read to its end: nothing of the hook holds retry's stderr open.
+    assert!(r.took < QUICK, "took {:?}", r.took);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retry: --on-retry hook failed: timed out after 200ms"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The hook's shell dies of TERM, but a process it started ignores TERM: the hook's process
+/// group is to get SIGKILL a second later all the same.
+#[test]
+fn a_hook_process_that_ignores_term_is_killed_even_when_the_hook_shell_is_gone() {
+    let dir = TempDir::new().expect("temp dir");
+    let pid_file = dir.path().join("inner.pid");
+    // stderr to a file: a leftover hook process holding a pipe open would block the test.
+    let log = fs::File::create(dir.path().join("stderr")).expect("log file");
+    let started = Instant::now();
+    let status = common::retry()
+        .env("OUT", dir.path())
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--hook-timeout",
+            "500ms",
+            "--on-retry",
+            r#"sh -c 'trap "" TERM; echo $$ > "$OUT/inner.pid"; exec sleep 30'; echo after"#,
+            "--",
+            "sh",
+            "-c",
+            r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .status()
+        .expect("run retry");
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    assert_eq!(status.code(), Some(0));
+    let pid: i32 = read(&pid_file)
+        .trim()
+        .parse()
+        .expect("the inner hook process wrote its pid");
+    let _reap = Reap(Some(pid));
+    assert!(
+        gone_within(pid, Duration::from_secs(5)),
+        "the hook's TERM-proof sleep (pid {pid}) is still running after retry ended; log: {}",
+        read(dir.path().join("stderr"))
+    );
+}
+
+/// The hook runs within the wait, so a hook that outlasts `--max-time` ends the run between
+/// attempts: no attempt is started past the deadline, and retry exits with the last attempt's
+/// status (SPEC §5), not 124.
+#[test]
+fn no_attempt_starts_after_an_on_retry_hook_outlasts_max_time() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(
+        &dir,
+        &[
+            "-n",
+            "5",
+            "-t",
+            "1s",
+            "-d",
+            "10ms",
+            "-j",
+            "none",
+            "--on-retry",
+            "sleep 2",
+            "--summary",
+            &dir.path().join("summary.json").to_string_lossy(),
+            "--",
+            "sh",
+            "-c",
+            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/runs"; exit 1"#,
+        ],
+    );
+    assert!(r.took < QUICK, "took {:?}", r.took);
+    let s = summary(&dir);
+    assert_eq!(
+        s["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "no attempt after the deadline: {s}\n{}",
+        r.stderr
+    );
+    assert_eq!(read(dir.path().join("runs")), "attempt 1\n");
+    assert_eq!(r.code, Some(1), "the last attempt's status: {}", r.stderr);
+}
+
+/// "A signal during a wait ends the run at once", and the on-retry hook runs within the wait.
+#[test]
+fn sigterm_while_the_on_retry_hook_runs_ends_the_run_at_once() {
+    let dir = TempDir::new().expect("temp dir");
+    let summary_path = dir.path().join("summary.json");
+    let started = Instant::now();
+    let (mut child, _out, err) = start(
+        &dir,
+        &[
+            "-n",
+            "3",
+            "-d",
+            "10ms",
+            "--hook-timeout",
+            "12s",
+            "--on-retry",
+            "echo hook-running; exec sleep 30",
+            "--summary",
+            &summary_path.to_string_lossy(),
+            "--",
+            "sh",
+            "-c",
+            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/runs"; exit 1"#,
+        ],
+    );
+    err.until("hook-running");
+    let sent = Instant::now();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("signal retry");
+    let status = wait(&mut child);
+    let log = err.rest().join("\n");
+    assert!(
+        sent.elapsed() < QUICK,
+        "took {:?} after SIGTERM ({:?} in all); log: {log}",
+        sent.elapsed(),
+        started.elapsed()
+    );
+    assert_eq!(
+        read(dir.path().join("runs")),
+        "attempt 1\n",
+        "no attempt is started after the run was cancelled; log: {log}"
+    );
+    assert!(
+        status.code() == Some(128 + 15) || status.signal() == Some(Signal::SIGTERM as i32),
+        "{status:?}"
+    );
+    assert_eq!(summary(&dir)["outcome"], "cancelled");
+}
