@@ -9,7 +9,7 @@ mod common;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::{Lines, PATIENCE, cmd, wait};
@@ -47,17 +47,9 @@ fn run(dir: &TempDir, args: &[&str]) -> Run {
 
 /// Starts retry with `$OUT` set to `dir`; its stdout and stderr read line by line.
 fn start(dir: &TempDir, args: &[&str]) -> (Child, Lines, Lines) {
-    let mut child = common::retry()
-        .env("OUT", dir.path())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let out = Lines::of(child.stdout.take().expect("stdout"));
-    let err = Lines::of(child.stderr.take().expect("stderr"));
-    (child, out, err)
+    let mut command = common::retry();
+    command.env("OUT", dir.path()).args(args);
+    common::start_command(command)
 }
 
 /// A file's text; empty when it does not exist.

@@ -66,8 +66,14 @@ impl Lines {
 
 /// Starts retry with piped stdout and stderr, read line by line.
 pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
-    let mut child = retry()
-        .args(args)
+    let mut command = retry();
+    command.args(args);
+    start_command(command)
+}
+
+/// Starts this retry command, stdin empty, its stdout and stderr read line by line.
+pub fn start_command(mut command: Command) -> (Child, Lines, Lines) {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
