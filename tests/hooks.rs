@@ -9,7 +9,7 @@ mod common;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Lines, PATIENCE, cmd, wait};
