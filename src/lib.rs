@@ -122,7 +122,7 @@ where
     let mut world = match process::Process::new(&policy, signals, start) {
         Ok(world) => world,
         Err(e) => {
-            eprintln!("retry: error: cannot make a private folder for hint files: {e}");
+            eprintln!("retry: error: cannot prepare the command: {e}");
             return Exit::FAILURE;
         }
     };
