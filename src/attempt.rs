@@ -220,33 +220,12 @@ pub fn run<W: World, R: Rng + ?Sized>(
             }
             Next::GiveUp(why) => {
                 log.write(&report);
-                let mut e = entry(LogEvent::GiveUp, attempt, world);
-                e.status = Some(end.status);
-                e.timed_out = end.stopped.is_some();
-                e.reason = Some(why.clone());
-                log.write(&e);
                 let exit = decision.failed_anyway.map_or(end.exit(), Exit::Code);
                 let outcome = match end.cancelled {
                     Some(_) => Outcome::Cancelled,
-                    None => {
-                        let vars = vec![
-                            ("RETRY_STATUS".to_string(), end.number().to_string()),
-                            ("RETRY_REASON".to_string(), why.clone()),
-                        ];
-                        hook(
-                            p,
-                            world,
-                            log,
-                            attempt,
-                            p.hooks.on_giveup.as_deref(),
-                            "--on-giveup",
-                            vars,
-                        );
-                        Outcome::Failure
-                    }
+                    None => Outcome::Failure,
                 };
-                summary.end(outcome, why, exit.status(), world.elapsed());
-                return exit;
+                return give_up(p, world, log, summary, &end, attempt, why, outcome, exit);
             }
             Next::Retry(delay) => {
                 report.delay = Some(delay);
@@ -272,34 +251,52 @@ pub fn run<W: World, R: Rng + ?Sized>(
                 let slept_from = world.elapsed();
                 let woke = sleep(world, log, wake);
                 summary.sleeping_ms += world.elapsed().saturating_sub(slept_from).as_millis();
-                if woke.is_none()
-                    && let Some(max) = p.max_time
-                    && world.elapsed() >= max
-                {
-                    // A hook outlasted the wait and the deadline: no attempt starts after it.
-                    let mut e = entry(LogEvent::GiveUp, attempt, world);
-                    e.status = Some(end.status);
-                    e.timed_out = end.stopped.is_some();
-                    let why = "--max-time reached while waiting".to_string();
-                    e.reason = Some(why.clone());
-                    log.write(&e);
-                    let exit = end.exit();
-                    summary.end(Outcome::Failure, why, exit.status(), world.elapsed());
-                    return exit;
-                }
                 if let Some(sig) = woke {
-                    let mut e = entry(LogEvent::GiveUp, attempt, world);
-                    e.status = Some(end.status);
                     let why = format!("cancelled by {} while waiting", signal_name(sig));
-                    e.reason = Some(why.clone());
-                    log.write(&e);
                     let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
-                    summary.end(Outcome::Cancelled, why, exit.status(), world.elapsed());
-                    return exit;
+                    let (o, a) = (Outcome::Cancelled, attempt);
+                    return give_up(p, world, log, summary, &end, a, why, o, exit);
+                }
+                if p.max_time.is_some_and(|max| world.elapsed() >= max) {
+                    // A hook outlasted the wait and the deadline: no attempt starts after it.
+                    let why = "--max-time reached while waiting".to_string();
+                    let (o, a) = (Outcome::Failure, attempt);
+                    return give_up(p, world, log, summary, &end, a, why, o, end.exit());
                 }
             }
         }
     }
+}
+
+/// Ends the run without success: the give-up line, the `--on-giveup` hook (not when the run
+/// was cancelled), and the summary.
+#[allow(clippy::too_many_arguments)]
+fn give_up<W: World>(
+    p: &Policy,
+    world: &mut W,
+    log: &mut Log,
+    summary: &mut Summary,
+    end: &End,
+    attempt: u32,
+    why: String,
+    outcome: Outcome,
+    exit: Exit,
+) -> Exit {
+    let mut e = Entry::new(LogEvent::GiveUp, attempt, p.attempts, world.elapsed());
+    e.status = Some(end.status);
+    e.timed_out = end.stopped.is_some();
+    e.reason = Some(why.clone());
+    log.write(&e);
+    if outcome != Outcome::Cancelled {
+        let vars = vec![
+            ("RETRY_STATUS".to_string(), end.number().to_string()),
+            ("RETRY_REASON".to_string(), why.clone()),
+        ];
+        let on_giveup = p.hooks.on_giveup.as_deref();
+        hook(p, world, log, attempt, on_giveup, "--on-giveup", vars);
+    }
+    summary.end(outcome, why, exit.status(), world.elapsed());
+    exit
 }
 
 /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
