@@ -282,7 +282,8 @@ impl Replay {
     /// Sends recorded bytes until the pipe is full or all are sent.
     fn send(&mut self) {
         let Some(feed) = &mut self.feed else { return };
-        let mut buf = vec![0u8; CHUNK];
+        // No more than the pipe can take: what does not fit would only be copied again.
+        let mut buf = vec![0u8; if feed.grown { CHUNK } else { PAGE }];
         while feed.room && feed.sent < self.record.len() {
             let n = match self.record.read_at(feed.sent, &mut buf) {
                 Ok(n) if n > 0 => n,
