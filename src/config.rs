@@ -62,13 +62,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
     if file.is_none() && profile.is_none() {
         return Ok(None);
     }
-    let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
-    for arg in cli::command().get_arguments() {
-        let id = arg.get_id().as_str();
-        if matches.value_source(id) == Some(ValueSource::CommandLine) {
-            origins.insert(id.replace('_', "-"), Origin::Flag);
-        }
-    }
+    let mut origins = given(matches);
     let (defaults, profiles) = match &file {
         Some(path) => read(path)?,
         None => (Vec::new(), BTreeMap::new()),
@@ -121,6 +115,16 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
         args: resolved,
         origins,
     }))
+}
+
+/// The settings the command line gives itself.
+pub fn given(matches: &ArgMatches) -> BTreeMap<String, Origin> {
+    cli::command()
+        .get_arguments()
+        .map(|arg| arg.get_id().as_str())
+        .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+        .map(|id| (id.replace('_', "-"), Origin::Flag))
+        .collect()
 }
 
 /// Whether a setting is hidden by one above it: the same flag, or one it excludes.

@@ -65,7 +65,13 @@ where
         .and_then(|matches| match config::resolve(args, &matches) {
             Ok(None) => {
                 let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
-                Ok((cli, Default::default()))
+                // Where each value came from matters only to --explain.
+                let origins = if cli.explain {
+                    config::given(&matches)
+                } else {
+                    Default::default()
+                };
+                Ok((cli, origins))
             }
             Ok(Some(resolved)) => {
                 let cli = Cli::try_parse_from(&resolved.args).map_err(clap_error)?;
