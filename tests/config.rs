@@ -246,3 +246,17 @@ fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
             .contains("'/nonexistent/retry.toml' (from --config) does not exist")
     );
 }
+
+#[test]
+fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .args(["-n", "3", "--explain"])
+        .output()
+        .expect("run retry");
+    assert!(row(&out.stdout, "attempts").ends_with("(flag)"));
+    assert!(
+        !row(&out.stdout, "delay").contains('('),
+        "a default is not marked"
+    );
+}
