@@ -141,11 +141,6 @@ impl Schedule<'_> {
         self.prev = delay;
         delay
     }
-
-    /// How many delays were drawn so far.
-    pub fn retries(&self) -> u32 {
-        self.retry
-    }
 }
 
 /// A duration drawn uniformly from [lo, hi], to the nanosecond.
