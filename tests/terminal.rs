@@ -58,3 +58,47 @@ fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
     );
     assert!(screen.contains("next attempt in"), "{screen:?}");
 }
+
+/// Runs `retry ARGS` on a pseudo-terminal made by script(1), whose keyboard is the returned
+/// stdin and whose screen is read line by line.
+fn on_terminal(args: &str) -> (std::process::Child, std::process::ChildStdin, common::Lines) {
+    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run script(1)");
+    let keyboard = child.stdin.take().expect("script's stdin");
+    let screen = common::Lines::of(child.stdout.take().expect("script's stdout"));
+    (child, keyboard, screen)
+}
+
+#[test]
+fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
+    use std::io::Write;
+    let (mut child, mut keyboard, screen) =
+        on_terminal("-n 5 -d 0 -- sh -c 'echo ready; sleep 30'");
+    screen.until("ready");
+    keyboard.write_all(b"\x03").expect("type Ctrl-C");
+    let status = common::wait(&mut child);
+    let rest = screen.rest().join("\n");
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("cancelled by SIGINT"), "{rest}");
+    assert!(!rest.contains("ready"), "no second attempt: {rest}");
+}
+
+#[test]
+fn an_interactive_command_reads_the_terminal_under_retry() {
+    use std::io::Write;
+    let (mut child, mut keyboard, screen) =
+        on_terminal("-n 2 -d 0 -- sh -c 'echo name?; read n; echo \"hello $n\"; exit 1'");
+    screen.until("name?");
+    keyboard.write_all(b"ann\n").expect("type a name");
+    screen.until("hello ann");
+    screen.until("name?");
+    keyboard.write_all(b"bob\n").expect("type a name");
+    screen.until("hello bob");
+    assert_eq!(common::wait(&mut child).code(), Some(1));
+}
