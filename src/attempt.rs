@@ -190,19 +190,20 @@ pub fn run<W: World, R: Rng + ?Sized>(
         };
         previous = Some(end.number());
 
+        let ran = world.elapsed().saturating_sub(started);
         summary.attempts.push(AttemptSummary {
             status: end.number(),
             signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
             timed_out: end.stopped.is_some(),
-            duration_ms: world.elapsed().saturating_sub(started).as_millis(),
+            duration_ms: ran.as_millis(),
         });
-        summary.running_ms += world.elapsed().saturating_sub(started).as_millis();
+        summary.running_ms += ran.as_millis();
         let decision = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
         world.finish(!matches!(decision.next, Next::Retry(_)));
         let mut report = entry(LogEvent::Failure, attempt, world);
         report.status = Some(end.status);
         report.timed_out = end.stopped.is_some();
-        report.duration = Some(world.elapsed().saturating_sub(started));
+        report.duration = Some(ran);
         report.reason = decision.verdict;
         match decision.next {
             Next::Succeed => {
@@ -519,7 +520,7 @@ fn sleep<W: World>(world: &mut W, log: &mut Log, until: Duration) -> Option<i32>
 
 /// How often to look for processes an attempt left behind once its first process ended; they
 /// are not retry's children, so nothing wakes the loop when they end.
-const STRAGGLER_POLL: Duration = Duration::from_millis(20);
+pub(crate) const STRAGGLER_POLL: Duration = Duration::from_millis(20);
 
 /// Watches a running attempt until it ends: stops it when its time is up and passes signals on.
 /// An attempt that retry stopped or cancelled is over only when its whole process group is gone:

@@ -10,14 +10,12 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
+use crate::attempt::STRAGGLER_POLL;
 use crate::signals::Signals;
 use crate::status::Status;
 
 /// Between SIGTERM and SIGKILL to a hook's process group.
 const GRACE: Duration = Duration::from_secs(1);
-/// How often to look for the hook's leftover processes once its shell ended; they are not
-/// retry's children, so nothing wakes retry when they end.
-const LEFTOVER_POLL: Duration = Duration::from_millis(20);
 
 /// The attempt's own variables, which a hook must not inherit from a retry above this one.
 const ATTEMPT_VARIABLES: [&str; 4] = [
@@ -86,7 +84,7 @@ pub fn run(
             let _ = killpg(group, Signal::SIGKILL);
         }
         let wake = match &stopped {
-            Some((at, _)) if ended.is_some() => (*at + GRACE).min(now + LEFTOVER_POLL),
+            Some((at, _)) if ended.is_some() => (*at + GRACE).min(now + STRAGGLER_POLL),
             Some((at, _)) => *at + GRACE,
             None => started + timeout,
         };

@@ -75,10 +75,12 @@ impl Entry {
             None => None,
         }
     }
+}
 
-    /// The least verbose level at which this entry is shown.
-    fn level(&self) -> i8 {
-        match self.event {
+impl Event {
+    /// The least verbose level at which entries of this event are shown.
+    fn level(self) -> i8 {
+        match self {
             Event::Policy | Event::Start => 2,
             Event::Failure | Event::Success | Event::Signal => 1,
             Event::GiveUp => 0,
@@ -157,11 +159,11 @@ impl Log {
 
     /// Whether entries of this event would be written at all.
     pub fn shows(&self, event: Event) -> bool {
-        Entry::new(event, 0, None, Duration::ZERO).level() <= self.level
+        event.level() <= self.level
     }
 
     pub fn write(&mut self, entry: &Entry) {
-        if entry.level() > self.level {
+        if !self.shows(entry.event) {
             return;
         }
         self.clear_countdown();
@@ -202,7 +204,7 @@ fn text(e: &Entry, colour: bool) -> String {
     let reason = e.reason.as_deref().unwrap_or("");
     match e.event {
         Event::Policy => format!("retry: policy: {reason}"),
-        Event::Start => format!("retry: {attempt}: starting{}", with_reason(reason)),
+        Event::Start => format!("retry: {attempt}: starting"),
         Event::Failure => {
             let what = e.what().unwrap_or_else(|| "failed".to_string());
             let ran = e
@@ -236,14 +238,6 @@ fn text(e: &Entry, colour: bool) -> String {
                 human(e.elapsed)
             )
         }
-    }
-}
-
-fn with_reason(reason: &str) -> String {
-    if reason.is_empty() {
-        String::new()
-    } else {
-        format!(" {reason}")
     }
 }
 
