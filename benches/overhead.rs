@@ -342,7 +342,13 @@ fn rss_row(label: &str, command: Command, expected: i32) -> Outcome<f64> {
 
 fn measure() -> Outcome<Figures> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("retry overhead, {cpus} CPUs, {RETRY}\n");
+    // The bench is built with the same flags as retry, so this is how retry was linked too.
+    let linked = if cfg!(target_feature = "crt-static") {
+        "static"
+    } else {
+        "dynamic"
+    };
+    println!("retry overhead, {cpus} CPUs, {RETRY} ({linked})\n");
     reference_section()?;
     println!();
     let attempt_ratio = attempt_section()?;
