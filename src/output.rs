@@ -1,16 +1,24 @@
 //! The command's stdout and stderr: passed straight through when nothing needs to see them;
 //! otherwise read by retry, which copies them on as they arrive (or holds stdout, with
 //! `--stdout hold`) and shows them to the output rules.
+//!
+//! Copying on never blocks the loop: what the reader downstream has no room for yet waits in
+//! `Out`, retry reads no more from the attempt until it is taken (so a slow reader holds the
+//! command back, as it would without retry), and meanwhile the loop goes on watching the
+//! clock and signals. Once the attempt is over, what is left is written out in full, unless
+//! the run is cancelled first.
 
-use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use clap::ValueEnum;
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll, ppoll};
+use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::pipe2;
 
 use crate::process::ChildFd;
+use crate::signals::Signals;
 use crate::spool::Spool;
 use crate::watch::{Found, Rules, Scan};
 
@@ -24,6 +32,9 @@ pub enum StdoutMode {
     Hold,
 }
 
+/// How much is read from an attempt's pipe at a time.
+const CHUNK: usize = 64 * 1024;
+
 /// One of the command's output streams.
 pub struct Stream {
     /// stdout (else stderr).
@@ -31,6 +42,8 @@ pub struct Stream {
     hold: bool,
     scan: bool,
     current: Option<Capture>,
+    /// Where the stream goes on to: retry's own stdout or stderr.
+    out: Out,
 }
 
 /// An attempt's stream, read through a pipe.
@@ -49,11 +62,12 @@ impl Stream {
             hold,
             scan,
             current: None,
+            out: Out::new(Sink::own(stdout)),
         }
     }
 
     /// The stream of the next attempt: retry's own when nothing needs to see it, else a pipe.
-    pub fn for_attempt(&mut self) -> io::Result<ChildFd> {
+    pub fn for_attempt(&mut self) -> std::io::Result<ChildFd> {
         if !self.hold && !self.scan {
             return Ok(ChildFd::Inherit);
         }
@@ -68,22 +82,29 @@ impl Stream {
         Ok(ChildFd::Pipe(write))
     }
 
-    /// The pipe to poll, while the attempt may still write to it.
+    /// The attempt's pipe to poll for input: while the attempt may still write to it, and
+    /// what was read before has been passed on.
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.current
             .as_ref()
-            .filter(|c| c.open)
+            .filter(|c| c.open && self.out.pending.is_empty())
             .map(|c| c.pipe.as_fd())
     }
 
-    /// Takes what the attempt has written so far, until the pipe is empty or closed.
+    /// retry's own stdout or stderr, to poll for room, while output waits to be passed on.
+    pub fn out_fd(&self) -> Option<BorrowedFd<'static>> {
+        (!self.out.pending.is_empty()).then(|| self.out.sink.fd())
+    }
+
+    /// Takes what the attempt has written so far, until the pipe is empty or closed, or the
+    /// reader downstream has no room for more.
     pub fn on_output(&mut self, rules: &Rules) {
-        let (stdout, hold, scan) = (self.stdout, self.hold, self.scan);
+        let (hold, scan) = (self.hold, self.scan);
         let Some(capture) = self.current.as_mut().filter(|c| c.open) else {
             return;
         };
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
+        let mut buf = vec![0u8; CHUNK];
+        while self.out.pending.is_empty() {
             match nix::unistd::read(&capture.pipe, &mut buf) {
                 Ok(0) => {
                     capture.open = false;
@@ -96,7 +117,7 @@ impl Stream {
                     }
                     // Held output that cannot be kept is let through rather than lost.
                     if !hold || capture.held.append(bytes).is_err() {
-                        write_to(stdout, bytes);
+                        self.out.send(bytes);
                     }
                 }
                 Err(Errno::EINTR) => {}
@@ -106,36 +127,169 @@ impl Stream {
         }
     }
 
-    /// The attempt ended: reads what is left in the pipe, and returns what the rules found.
-    pub fn finish(&mut self, rules: &Rules) -> Option<Found> {
+    /// The reader downstream has room: passes on what waited, then reads on.
+    pub fn on_room(&mut self, rules: &Rules) {
+        self.out.flush_ready();
         self.on_output(rules);
+    }
+
+    /// The attempt ended: passes on the rest of its output, and returns what the rules found.
+    /// A cancelled run drops what the reader downstream does not take.
+    pub fn finish(&mut self, rules: &Rules, signals: &mut Signals) -> Option<Found> {
+        loop {
+            self.on_output(rules);
+            if self.out.pending.is_empty() {
+                break;
+            }
+            self.out.flush_all(signals);
+        }
         self.current.as_mut().and_then(|c| c.scan.finish(rules))
     }
 
     /// The attempt's fate is known: its held stdout goes to stdout if it ends the run, else to
     /// stderr.
-    pub fn release(&mut self, last: bool) {
+    pub fn release(&mut self, last: bool, signals: &mut Signals) {
         let Some(capture) = self.current.take() else {
             return;
         };
-        if self.hold {
-            // A closed stdout or stderr downstream is the reader's choice, not retry's failure.
-            let _ = if last && self.stdout {
-                capture.held.copy_to(&mut io::stdout().lock())
-            } else {
-                capture.held.copy_to(&mut io::stderr().lock())
-            };
+        if !self.hold {
+            return;
+        }
+        let mut out = Out::new(Sink::own(last && self.stdout));
+        let mut buf = vec![0u8; CHUNK];
+        let mut at = 0;
+        // A spool that cannot be read back has nothing more to give.
+        while let Ok(n) = capture.held.read_at(at, &mut buf)
+            && n > 0
+        {
+            out.send(&buf[..n]);
+            out.flush_all(signals);
+            at += n as u64;
         }
     }
 }
 
-/// Copies output on to retry's own stdout or stderr, at once.
-fn write_to(stdout: bool, bytes: &[u8]) {
-    // A reader that went away downstream is not retry's failure: the bytes have nowhere to go.
-    let _ = if stdout {
-        let mut out = io::stdout().lock();
-        out.write_all(bytes).and_then(|()| out.flush())
-    } else {
-        io::stderr().lock().write_all(bytes)
-    };
+/// Output on its way to retry's stdout or stderr, and what is waiting for room there.
+struct Out {
+    sink: Sink,
+    pending: Vec<u8>,
+    /// The reader downstream went away, or the run was cancelled while the reader took
+    /// nothing: output is still read and shown to the rules, and dropped.
+    gone: bool,
+}
+
+impl Out {
+    fn new(sink: Sink) -> Out {
+        Out {
+            sink,
+            pending: Vec::new(),
+            gone: false,
+        }
+    }
+
+    /// Passes on what the sink takes now; the rest waits.
+    fn send(&mut self, bytes: &[u8]) {
+        if self.gone {
+            return;
+        }
+        match self.sink.write_ready(bytes) {
+            Ok(n) => self.pending.extend_from_slice(&bytes[n..]),
+            Err(()) => self.gone = true,
+        }
+    }
+
+    /// Passes on what waited, as far as the sink takes it now.
+    fn flush_ready(&mut self) {
+        match self.sink.write_ready(&self.pending) {
+            Ok(n) => {
+                self.pending.drain(..n);
+            }
+            Err(()) => self.drop_pending(),
+        }
+    }
+
+    /// Passes on all that waited, however long the reader takes; once the run is cancelled,
+    /// only what the reader takes at once.
+    fn flush_all(&mut self, signals: &mut Signals) {
+        loop {
+            self.flush_ready();
+            if self.pending.is_empty() {
+                return;
+            }
+            if signals.cancelled() {
+                self.drop_pending();
+                return;
+            }
+            let mut fds = [
+                PollFd::new(self.sink.fd(), PollFlags::POLLOUT),
+                PollFd::new(signals.fd(), PollFlags::POLLIN),
+            ];
+            // EINTR is a signal arriving, which is looked at below.
+            let _ = ppoll(&mut fds, None, None);
+            signals.drain();
+        }
+    }
+
+    fn drop_pending(&mut self) {
+        self.gone = true;
+        self.pending = Vec::new();
+    }
+}
+
+/// retry's own stdout or stderr, written to only as far as it has room.
+struct Sink {
+    fd: BorrowedFd<'static>,
+    /// A regular file or a block device: a write to it never waits for a reader.
+    always_ready: bool,
+}
+
+impl Sink {
+    fn own(stdout: bool) -> Sink {
+        // SAFETY: descriptors 1 and 2 stay open, or stay closed, for as long as retry runs:
+        // nothing in retry closes or replaces them. A closed one fails every write with EBADF.
+        let fd = unsafe { BorrowedFd::borrow_raw(if stdout { 1 } else { 2 }) };
+        let always_ready = fstat(fd).is_ok_and(|st| {
+            let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+            kind == SFlag::S_IFREG || kind == SFlag::S_IFBLK
+        });
+        Sink { fd, always_ready }
+    }
+
+    fn fd(&self) -> BorrowedFd<'static> {
+        self.fd
+    }
+
+    /// Writes what the sink has room for now, and returns how much that was; fails when the
+    /// reader went away (or the descriptor is closed).
+    ///
+    /// The descriptor is shared with the shell and the command, so it cannot be made
+    /// non-blocking. Instead a pipe, terminal or socket is written PIPE_BUF bytes at a time,
+    /// each once poll says there is room: a pipe with room takes that much at once.
+    fn write_ready(&self, bytes: &[u8]) -> Result<usize, ()> {
+        let mut done = 0;
+        while done < bytes.len() {
+            let rest = &bytes[done..];
+            let chunk = if self.always_ready {
+                rest
+            } else {
+                let mut fds = [PollFd::new(self.fd, PollFlags::POLLOUT)];
+                match poll(&mut fds, PollTimeout::ZERO) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(Errno::EINTR) => continue,
+                    Err(_) => return Err(()),
+                }
+                &rest[..rest.len().min(nix::libc::PIPE_BUF)]
+            };
+            match nix::unistd::write(self.fd, chunk) {
+                Ok(n) => done += n,
+                Err(Errno::EINTR) => {}
+                Err(Errno::EAGAIN) => break,
+                // EPIPE, EBADF: a reader that went away is not retry's failure; the output
+                // has nowhere to go.
+                Err(_) => return Err(()),
+            }
+        }
+        Ok(done)
+    }
 }

@@ -351,6 +351,7 @@ impl World for Process {
             }
             if let Some(status) = self.reap() {
                 if let Some(signal) = self.terminal_cancel(status) {
+                    self.signals.cancelled_at_the_terminal();
                     self.exited = Some(status);
                     return Event::Signal(signal);
                 }
@@ -375,9 +376,14 @@ impl World for Process {
                 _ => {}
             }
             let output_at = fds.len();
-            let outputs = [self.stdout.fd(), self.stderr.fd()];
-            for fd in outputs.iter().flatten() {
-                fds.push(PollFd::new(*fd, PollFlags::POLLIN));
+            // Each stream waits either for the attempt's output or, while what it read waits
+            // to be passed on, for room downstream.
+            for stream in [&self.stdout, &self.stderr] {
+                if let Some(fd) = stream.fd() {
+                    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                } else if let Some(fd) = stream.out_fd() {
+                    fds.push(PollFd::new(fd, PollFlags::POLLOUT));
+                }
             }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
             let polled = ppoll(&mut fds, timeout, None);
@@ -397,9 +403,10 @@ impl World for Process {
                 }
             }
             if output_ready {
-                // Each stream is read until its pipe is empty, so reading both costs nothing.
-                self.stdout.on_output(&self.rules);
-                self.stderr.on_output(&self.rules);
+                // Each stream passes on what it can and reads until its pipe is empty, so
+                // looking at both costs nothing.
+                self.stdout.on_room(&self.rules);
+                self.stderr.on_room(&self.rules);
             }
         }
     }
@@ -421,8 +428,8 @@ impl World for Process {
     }
 
     fn findings(&mut self) -> Findings {
-        let stdout = self.stdout.finish(&self.rules);
-        let stderr = self.stderr.finish(&self.rules);
+        let stdout = self.stdout.finish(&self.rules, &mut self.signals);
+        let stderr = self.stderr.finish(&self.rules, &mut self.signals);
         let output = match (stdout, stderr) {
             (Some(a), b) => Some(a.or(b)),
             (None, b) => b,
@@ -450,7 +457,7 @@ impl World for Process {
     }
 
     fn finish(&mut self, last: bool) {
-        self.stdout.release(last);
-        self.stderr.release(last);
+        self.stdout.release(last, &mut self.signals);
+        self.stderr.release(last, &mut self.signals);
     }
 }

@@ -28,6 +28,8 @@ static ARRIVED: [AtomicUsize; HANDLED.len()] = [const { AtomicUsize::new(0) }; H
 pub struct Signals {
     wake: OwnedFd,
     seen: [usize; HANDLED.len()],
+    /// A signal that cancels the run was taken.
+    cancelled: bool,
 }
 
 impl Signals {
@@ -56,7 +58,11 @@ impl Signals {
         // SAFETY: as above, without a count: an ended child is found by waiting for it.
         unsafe { signal_hook::low_level::register(Signal::SIGCHLD as i32, wake_up) }?;
         let seen = std::array::from_fn(|i| ARRIVED[i].load(Ordering::SeqCst));
-        Ok(Signals { wake, seen })
+        Ok(Signals {
+            wake,
+            seen,
+            cancelled: false,
+        })
     }
 
     /// Readable when a signal may have arrived.
@@ -78,11 +84,23 @@ impl Signals {
             .any(|i| ARRIVED[i].load(Ordering::SeqCst) > self.seen[i])
     }
 
+    /// Whether the run is cancelled: a signal that cancels it was taken, or waits to be.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled || self.cancel_pending()
+    }
+
+    /// The run was cancelled by a signal that reached the command and not retry: a Ctrl-C
+    /// typed at the terminal that the attempt holds.
+    pub fn cancelled_at_the_terminal(&mut self) {
+        self.cancelled = true;
+    }
+
     /// The next signal that arrived and was not yet taken, one arrival at a time.
     pub fn take(&mut self) -> Option<i32> {
         for (i, signal) in HANDLED.iter().enumerate() {
             if ARRIVED[i].load(Ordering::SeqCst) > self.seen[i] {
                 self.seen[i] += 1;
+                self.cancelled |= crate::attempt::cancels(*signal as i32);
                 return Some(*signal as i32);
             }
         }

@@ -291,3 +291,91 @@ fn output_read_by_the_rules_is_passed_on_without_waiting_for_the_attempt_to_end(
         Some(15)
     );
 }
+
+#[test]
+fn output_read_by_the_rules_reaches_both_streams_intact() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
+    let (out_data, err_data) = (binary(3 << 20), binary((1 << 20) + 4097));
+    std::fs::write(&out_path, &out_data).expect("write data");
+    std::fs::write(&err_path, &err_data).expect("write data");
+    let out = retry()
+        .args([
+            "--retry-if-output",
+            "nothing like this",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "cat \"$0\"; cat \"$1\" >&2",
+        ])
+        .arg(&out_path)
+        .arg(&err_path)
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout == out_data,
+        "stdout has {} bytes",
+        out.stdout.len()
+    );
+    assert!(
+        out.stderr == err_data,
+        "stderr has {} bytes",
+        out.stderr.len()
+    );
+}
+
+/// retry with its stdout a pipe that nobody reads until the test says so, its stderr read
+/// line by line; the command writes 4 MB, far more than a pipe holds, then waits.
+fn start_with_a_stalled_reader(args: &[&str]) -> (std::process::Child, common::Lines) {
+    let mut child = retry()
+        .args(args)
+        .args(["--retry-if-output", "nothing like this", "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo ready >&2; head -c 4000000 /dev/zero; exec sleep 60",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let err = common::Lines::of(child.stderr.take().expect("stderr"));
+    err.until("ready");
+    (child, err)
+}
+
+#[test]
+fn a_reader_that_takes_nothing_does_not_hold_off_the_attempt_timeout() {
+    let (mut child, err) = start_with_a_stalled_reader(&["-n", "1", "--attempt-timeout", "1s"]);
+    // Nothing has read stdout, yet the timeout fires and the command is stopped.
+    err.until("--attempt-timeout reached");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut stdout, &mut got).expect("read stdout");
+    assert_eq!(wait(&mut child).code(), Some(124));
+    // What the command wrote before it was stopped arrives whole: zeroes, and fewer than it
+    // meant to write, since it was held back by the reader.
+    assert!(got.len() < 4_000_000, "{} bytes", got.len());
+    assert!(got.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn sigterm_ends_the_run_while_the_reader_downstream_takes_nothing() {
+    let (mut child, _err) = start_with_a_stalled_reader(&["-n", "1"]);
+    // Time for the pipe to fill and retry to be left holding output nobody takes.
+    thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal retry");
+    // retry ends without its stdout ever being read.
+    let status = wait(&mut child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15)
+    );
+}
