@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use nix::libc;
 use nix::sys::resource::{Resource, setrlimit};
-use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
 
 /// The end of a run, as the calling shell will see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +40,19 @@ impl Exit {
 }
 
 /// Dies by `sig` with its default action, without a core dump; returns if that is impossible.
+/// Real-time signals are raised too, so libc is called directly: nix names only the others.
 fn raise_default(sig: i32) {
-    let Ok(signal) = Signal::try_from(sig) else {
-        return;
-    };
     // The core would be retry's, not the child's: the child has already dumped its own.
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
-    // SAFETY: restoring the default disposition installs no handler code; the process is about
-    // to end by that very signal. SIGKILL cannot be handled, so resetting it fails, harmlessly.
-    let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
-    let mut set = SigSet::empty();
-    set.add(signal);
-    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
-    let _ = nix::sys::signal::raise(signal);
+    // SAFETY: restoring the default disposition installs no handler code, and the set is
+    // initialised by sigemptyset before use; the process is about to end by that very signal.
+    // An invalid number, or SIGKILL and SIGSTOP, make these calls fail harmlessly.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, set.as_ptr(), std::ptr::null_mut());
+        libc::raise(sig);
+    }
 }

@@ -247,7 +247,7 @@ struct Json<'a> {
     attempt: u32,
     max_attempts: Option<u32>,
     status: Option<i32>,
-    signal: Option<&'static str>,
+    signal: Option<std::borrow::Cow<'static, str>>,
     duration_ms: Option<u128>,
     delay_ms: Option<u128>,
     reason: Option<&'a str>,

@@ -1,5 +1,6 @@
 //! How one attempt ended: an exit code or a killing signal.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::process::ExitStatus;
 
@@ -25,7 +26,7 @@ impl Status {
     }
 
     /// The name of the killing signal, if any (`SIGKILL`).
-    pub fn signal_name(self) -> Option<&'static str> {
+    pub fn signal_name(self) -> Option<Cow<'static, str>> {
         match self {
             Status::Code(_) => None,
             Status::Signal(sig) => Some(signal_name(sig)),
@@ -56,7 +57,34 @@ impl fmt::Display for Status {
     }
 }
 
-/// `SIGTERM` for 15; `signal 70` for a number this platform does not name.
-pub fn signal_name(sig: i32) -> &'static str {
-    Signal::try_from(sig).map_or("an unknown signal", Signal::as_str)
+/// `SIGTERM` for 15, `SIGRTMIN+1` for a real-time signal, `signal 70` for a number this
+/// platform does not have.
+pub fn signal_name(sig: i32) -> Cow<'static, str> {
+    if let Ok(signal) = Signal::try_from(sig) {
+        return Cow::Borrowed(signal.as_str());
+    }
+    let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+    if (min..=max).contains(&sig) {
+        Cow::Owned(format!("SIGRTMIN+{}", sig - min))
+    } else {
+        Cow::Owned(format!("signal {sig}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_signal_has_a_name() {
+        assert_eq!(signal_name(15), "SIGTERM");
+        let min = nix::libc::SIGRTMIN();
+        assert_eq!(signal_name(min), "SIGRTMIN+0");
+        assert_eq!(signal_name(min + 3), "SIGRTMIN+3");
+        assert_eq!(signal_name(200), "signal 200");
+        assert_eq!(
+            Status::Signal(min + 1).to_string(),
+            format!("killed by SIGRTMIN+1 (status {})", 128 + min + 1)
+        );
+    }
 }

@@ -23,7 +23,7 @@ pub enum Outcome {
 pub struct AttemptSummary {
     /// The status the rules judged: 128+N for signal N, 124 when it timed out.
     pub status: i32,
-    pub signal: Option<&'static str>,
+    pub signal: Option<std::borrow::Cow<'static, str>>,
     pub timed_out: bool,
     pub duration_ms: u128,
 }

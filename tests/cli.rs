@@ -1259,6 +1259,19 @@ fn a_child_killed_by_a_signal_makes_retry_end_by_the_same_signal() {
 }
 
 #[test]
+fn a_child_killed_by_a_real_time_signal_makes_retry_end_by_it_too() {
+    let rt = nix::libc::SIGRTMIN() + 1;
+    let r = run_sh(&["-n", "1"], &format!("kill -{rt} $$"));
+    assert_eq!(r.out.status.signal(), Some(rt), "{}", r.show());
+    assert!(
+        r.stderr()
+            .contains(&format!("killed by SIGRTMIN+1 (status {})", 128 + rt)),
+        "{}",
+        r.show()
+    );
+}
+
+#[test]
 fn a_signal_that_dumps_core_is_reraised_without_a_core_dump() {
     let dir = TempDir::new().expect("temp dir");
     let mut cmd = retry();
