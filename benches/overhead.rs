@@ -30,7 +30,7 @@ const RETRY: &str = env!("CARGO_BIN_EXE_retry");
 /// Failing attempts per run in the per-attempt comparison.
 const ATTEMPTS: u32 = 250;
 /// Pairs of runs in the per-attempt comparison.
-const ATTEMPT_PAIRS: usize = 21;
+const ATTEMPT_PAIRS: usize = 41;
 /// Pairs of runs in the start-up comparison.
 const STARTUP_PAIRS: usize = 201;
 /// Bare spawns timed for the reference figure.
