@@ -48,8 +48,9 @@ pub struct Stream {
 
 /// An attempt's stream, read through a pipe.
 struct Capture {
-    pipe: OwnedFd,
-    open: bool,
+    /// Closed once the attempt closed its end, or once the reader downstream went away: then,
+    /// as without retry, the command's next write fails with SIGPIPE.
+    pipe: Option<OwnedFd>,
     held: Spool,
     scan: Scan,
 }
@@ -74,8 +75,7 @@ impl Stream {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
         fcntl(&read, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         self.current = Some(Capture {
-            pipe: read,
-            open: true,
+            pipe: Some(read),
             held: Spool::default(),
             scan: Scan::default(),
         });
@@ -87,8 +87,9 @@ impl Stream {
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.current
             .as_ref()
-            .filter(|c| c.open && self.out.pending.is_empty())
-            .map(|c| c.pipe.as_fd())
+            .filter(|_| self.out.pending.is_empty())
+            .and_then(|c| c.pipe.as_ref())
+            .map(|p| p.as_fd())
     }
 
     /// retry's own stdout or stderr, to poll for room, while output waits to be passed on.
@@ -100,14 +101,20 @@ impl Stream {
     /// reader downstream has no room for more.
     pub fn on_output(&mut self, rules: &Rules) {
         let (hold, scan) = (self.hold, self.scan);
-        let Some(capture) = self.current.as_mut().filter(|c| c.open) else {
+        let Some(capture) = self.current.as_mut() else {
             return;
         };
         let mut buf = vec![0u8; CHUNK];
         while self.out.pending.is_empty() {
-            match nix::unistd::read(&capture.pipe, &mut buf) {
+            if self.out.gone && !hold {
+                capture.pipe = None;
+            }
+            let Some(pipe) = &capture.pipe else {
+                return;
+            };
+            match nix::unistd::read(pipe, &mut buf) {
                 Ok(0) => {
-                    capture.open = false;
+                    capture.pipe = None;
                     return;
                 }
                 Ok(n) => {

@@ -379,3 +379,26 @@ fn sigterm_ends_the_run_while_the_reader_downstream_takes_nothing() {
         Some(15)
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
+    // `yes` never ends by itself: only a broken pipe stops it.
+    let mut child = retry()
+        .args(["-n", "1", "-qq", "--retry-if-output", "nothing like this"])
+        .args(["--", "yes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).expect("read a line");
+    assert_eq!(line, "y\n");
+    drop(stdout);
+    let status = wait(&mut child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(13),
+        "{status:?}"
+    );
+}
