@@ -78,6 +78,10 @@ pub struct Findings {
     pub retry_after: Option<Duration>,
     /// The command asked not to be retried.
     pub stop: bool,
+    /// Nothing reads retry's stdout or stderr any more (a pipe whose reader went away, as when
+    /// `less` quits): the run ends as a shell pipeline would, since every further attempt's
+    /// output would have nowhere to go.
+    pub output_gone: bool,
 }
 
 /// An attempt that could not be started.
@@ -421,6 +425,10 @@ fn decide<R: Rng + ?Sized>(
         }
         (None, Verdict::Retry(reason)) => Some(reason.to_string()),
     };
+    if f.output_gone {
+        let why = "nothing reads its output any more";
+        return give_up(why.into(), Some(format!("not retried: {why}")));
+    }
     if p.attempts.is_some_and(|max| attempt >= max) {
         return give_up("attempts used up".into(), reason);
     }
@@ -1199,6 +1207,26 @@ mod tests {
         let r = run_with(&[], world);
         assert_eq!(r.exit, Exit::Code(75));
         assert!(r.log.contains("asked not to be retried"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_failure_whose_output_has_no_reader_is_not_retried_but_a_success_succeeds() {
+        let gone = || Findings {
+            output_gone: true,
+            ..Findings::default()
+        };
+        let world = with_findings(Fake::new([exits(141, 5), exits(0, 5)]), [gone()]);
+        let r = run_with(&["-n", "5", "-d", "0"], world);
+        assert_eq!(r.world.envs.len(), 1);
+        assert_eq!(r.exit, Exit::Code(141));
+        assert!(
+            r.log.contains("nothing reads its output any more"),
+            "{}",
+            r.log
+        );
+        let world = with_findings(Fake::new([exits(0, 5)]), [gone()]);
+        let r = run_with(&["-n", "5", "-d", "0"], world);
+        assert_eq!(r.exit, Exit::Code(0));
     }
 
     #[test]

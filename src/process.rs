@@ -161,8 +161,8 @@ impl Process {
         spawned
     }
 
-    /// Reaps the child if it has ended; if it was stopped (Ctrl-Z), stops retry too, as a shell
-    /// expects of its job, and lets it go on when retry is continued.
+    /// Reaps the child if it has ended; if it was stopped, gives it the terminal it asked for,
+    /// or (Ctrl-Z) stops retry too, as a shell expects of its job.
     fn reap(&mut self) -> Option<Status> {
         let pid = self.child?;
         let mut raw = 0;
@@ -172,8 +172,10 @@ impl Process {
             return None;
         }
         let status = ExitStatus::from_raw(raw);
-        if got > 0 && status.stopped_signal().is_some() {
-            self.stop_with_the_child(pid);
+        if got > 0
+            && let Some(signal) = status.stopped_signal()
+        {
+            self.on_stop(pid, signal);
             return None;
         }
         self.child = None;
@@ -194,15 +196,33 @@ impl Process {
         })
     }
 
-    fn stop_with_the_child(&mut self, group: Pid) {
+    /// The attempt's group stopped. One that read or set the terminal without holding it (a
+    /// command in a pipeline, which does not get the terminal at once) gets it now. Otherwise
+    /// it was stopped by Ctrl-Z: retry stops too, and lets the attempt go on when continued,
+    /// giving the terminal back to it if it held it.
+    fn on_stop(&mut self, group: Pid, signal: i32) {
         let Some(terminal) = &self.terminal else {
             // No terminal to hand back: the child waits for a SIGCONT from whoever stopped it.
             return;
         };
-        terminal.take_back();
+        let asked = !self.holds_terminal
+            && [Signal::SIGTTIN as i32, Signal::SIGTTOU as i32].contains(&signal);
+        if asked && terminal.ours() {
+            self.holds_terminal = terminal.give(group);
+            return;
+        }
+        let give_back = asked || self.holds_terminal || terminal.alone();
+        if self.holds_terminal {
+            terminal.take_back();
+        }
         let _ = nix::sys::signal::raise(Signal::SIGSTOP);
         // Continued: by `fg` (the terminal is retry's again) or by `bg`.
-        self.holds_terminal = terminal.give(group);
+        self.holds_terminal = if give_back {
+            terminal.give(group)
+        } else {
+            let _ = killpg(group, Signal::SIGCONT);
+            false
+        };
     }
 
     /// A Ctrl-C or Ctrl-\ typed at the terminal reaches only the attempt that holds it, not
@@ -217,6 +237,20 @@ impl Process {
             _ => None,
         }
     }
+}
+
+/// Whether retry's stdout or stderr is a pipe or socket whose reader went away. A closed
+/// descriptor (`>&-`) is not: its owner chose to drop that output.
+fn output_gone() -> bool {
+    let (out, err) = (io::stdout(), io::stderr());
+    let mut fds = [
+        PollFd::new(out.as_fd(), PollFlags::POLLOUT),
+        PollFd::new(err.as_fd(), PollFlags::POLLOUT),
+    ];
+    nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok()
+        && fds
+            .iter()
+            .any(|fd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLERR)))
 }
 
 /// posix_spawn with the attempt's standard streams in place.
@@ -314,7 +348,10 @@ impl World for Process {
             Ok(pid) => {
                 self.group = Some(pid);
                 self.child = Some(pid);
-                self.holds_terminal = self.terminal.as_ref().is_some_and(|t| t.give(pid));
+                self.holds_terminal = self
+                    .terminal
+                    .as_ref()
+                    .is_some_and(|t| t.alone() && t.give(pid));
                 Ok(())
             }
             Err(errno) => {
@@ -443,6 +480,7 @@ impl World for Process {
                 .and_then(|h| h.retry_after)
                 .map(|ra| ra.wait(SystemTime::now())),
             stop: hint.is_some_and(|h| h.stop),
+            output_gone: output_gone(),
         }
     }
 

@@ -1,10 +1,15 @@
 //! The controlling terminal, handed to each attempt's process group while it runs, so that an
 //! interactive command can read it and Ctrl-C and Ctrl-Z reach it, and taken back after.
+//!
+//! Only when retry stands alone in its job: in a pipeline (`retry -- cmd | less`), the other
+//! commands of the job share retry's process group and may need the terminal themselves, so an
+//! attempt gets it only if it stops trying to read or set it.
 
 use std::fs::File;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
+use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
 
 /// retry's controlling terminal, when retry runs in its foreground.
@@ -12,6 +17,9 @@ pub struct Terminal {
     tty: File,
     /// retry's own process group.
     own: Pid,
+    /// Neither retry's stdin nor its stdout is a pipe or socket: no other command of its job
+    /// reads from or writes to it.
+    alone: bool,
 }
 
 impl Terminal {
@@ -33,7 +41,19 @@ impl Terminal {
         let mut ttou = SigSet::empty();
         ttou.add(Signal::SIGTTOU);
         sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None).ok()?;
-        Some(Terminal { tty, own })
+        let piped = |fd: BorrowedFd<'_>| {
+            fstat(fd).is_ok_and(|st| {
+                let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+                kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
+            })
+        };
+        let alone = !piped(std::io::stdin().as_fd()) && !piped(std::io::stdout().as_fd());
+        Some(Terminal { tty, own, alone })
+    }
+
+    /// Whether each attempt is given the terminal as it starts.
+    pub fn alone(&self) -> bool {
+        self.alone
     }
 
     /// Whether retry's group holds the terminal now (not after `bg`).

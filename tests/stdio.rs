@@ -402,3 +402,28 @@ fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
         "{status:?}"
     );
 }
+
+#[test]
+fn an_attempt_whose_reader_went_away_is_not_retried() {
+    let mut child = retry()
+        .args(["-n", "5", "-d", "0", "--", "yes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let err = common::Lines::of(child.stderr.take().expect("stderr"));
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).expect("read a line");
+    drop(stdout);
+    let status = wait(&mut child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(13),
+        "{status:?}"
+    );
+    let log = err.rest().join("\n");
+    assert!(log.contains("nothing reads its output any more"), "{log}");
+    assert!(!log.contains("attempt 2/5"), "{log}");
+}

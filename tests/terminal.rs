@@ -102,3 +102,30 @@ fn an_interactive_command_reads_the_terminal_under_retry() {
     screen.until("hello bob");
     assert_eq!(common::wait(&mut child).code(), Some(1));
 }
+
+#[test]
+fn a_reader_after_retry_in_a_pipeline_keeps_the_terminal() {
+    use std::io::Write;
+    // `less` reads its keys from the terminal; so does this reader, while the attempt runs.
+    // Were the terminal handed to the attempt, the reader would be cut off from it.
+    let (mut child, mut keyboard, screen) = on_terminal(
+        "-- sh -c 'echo from the command; sleep 2' | \
+         sh -c 'read line; echo \"$line\"; echo key?; read k </dev/tty; echo \"key was $k\"'",
+    );
+    screen.until("from the command");
+    screen.until("key?");
+    keyboard.write_all(b"q\n").expect("type a key");
+    screen.until("key was q");
+    assert_eq!(common::wait(&mut child).code(), Some(0));
+}
+
+#[test]
+fn a_command_in_a_pipeline_gets_the_terminal_when_it_reads_it() {
+    use std::io::Write;
+    let (mut child, mut keyboard, screen) =
+        on_terminal("-- sh -c 'echo name? >&2; read n </dev/tty; echo \"hello $n\"' | cat");
+    screen.until("name?");
+    keyboard.write_all(b"ann\n").expect("type a name");
+    screen.until("hello ann");
+    assert_eq!(common::wait(&mut child).code(), Some(0));
+}
