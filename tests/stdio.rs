@@ -380,33 +380,12 @@ fn sigterm_ends_the_run_while_the_reader_downstream_takes_nothing() {
     );
 }
 
-#[test]
-fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
-    // `yes` never ends by itself: only a broken pipe stops it.
+/// Runs `retry ARGS -- yes`, reads one line of its stdout and closes it; returns how retry
+/// ended and its log.
+fn yes_until_the_reader_goes_away(args: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = retry()
-        .args(["-n", "1", "-qq", "--retry-if-output", "nothing like this"])
+        .args(args)
         .args(["--", "yes"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut stdout, &mut line).expect("read a line");
-    assert_eq!(line, "y\n");
-    drop(stdout);
-    let status = wait(&mut child);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(13),
-        "{status:?}"
-    );
-}
-
-#[test]
-fn an_attempt_whose_reader_went_away_is_not_retried() {
-    let mut child = retry()
-        .args(["-n", "5", "-d", "0", "--", "yes"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -416,14 +395,26 @@ fn an_attempt_whose_reader_went_away_is_not_retried() {
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("read a line");
+    assert_eq!(line, "y\n");
     drop(stdout);
     let status = wait(&mut child);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(13),
-        "{status:?}"
-    );
-    let log = err.rest().join("\n");
+    (status, err.rest().join("\n"))
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
+    // `yes` never ends by itself: only a broken pipe stops it.
+    let (status, log) =
+        yes_until_the_reader_goes_away(&["-n", "1", "--retry-if-output", "nothing like this"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
+}
+
+#[test]
+fn an_attempt_whose_reader_went_away_is_not_retried() {
+    let (status, log) = yes_until_the_reader_goes_away(&["-n", "5", "-d", "0"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
     assert!(log.contains("nothing reads its output any more"), "{log}");
     assert!(!log.contains("attempt 2/5"), "{log}");
 }
