@@ -42,6 +42,10 @@ pub trait World {
     fn group_alive(&mut self) -> bool;
     /// What the attempt that just ended said besides its status.
     fn findings(&mut self) -> Findings;
+    /// Nothing reads retry's stdout or stderr any more (a pipe whose reader went away, as when
+    /// `less` quits). Asked only before a retry: the run then ends as a shell pipeline would,
+    /// since every further attempt's output would have nowhere to go.
+    fn output_gone(&self) -> bool;
     /// Runs a hook command with these variables added to the run's environment.
     fn hook(
         &mut self,
@@ -78,10 +82,6 @@ pub struct Findings {
     pub retry_after: Option<Duration>,
     /// The command asked not to be retried.
     pub stop: bool,
-    /// Nothing reads retry's stdout or stderr any more (a pipe whose reader went away, as when
-    /// `less` quits): the run ends as a shell pipeline would, since every further attempt's
-    /// output would have nowhere to go.
-    pub output_gone: bool,
 }
 
 /// An attempt that could not be started.
@@ -202,7 +202,10 @@ pub fn run<W: World, R: Rng + ?Sized>(
             duration_ms: ran.as_millis(),
         });
         summary.running_ms += ran.as_millis();
-        let decision = decide(p, &end, attempt, &mut schedule, rng, world.elapsed());
+        let now = world.elapsed();
+        let decision = decide(p, &end, attempt, &mut schedule, rng, now, || {
+            world.output_gone()
+        });
         world.finish(!matches!(decision.next, Next::Retry(_)));
         let mut report = entry(LogEvent::Failure, attempt, world);
         report.status = Some(end.status);
@@ -352,7 +355,8 @@ struct Decision {
 /// Judges an ended attempt: what comes next, and why. Whatever says "fatal" (a `stop` hint,
 /// a fatal output rule, a fatal HTTP status, `--fatal-on`, 126/127) wins; then whatever says
 /// "retry" (an HTTP status, an output rule), which retries even a status-0 attempt or one that
-/// `--retry-on` leaves out; then the exit status alone.
+/// `--retry-on` leaves out; then the exit status alone. `output_gone` is asked only when the
+/// attempt would otherwise be retried.
 fn decide<R: Rng + ?Sized>(
     p: &Policy,
     end: &End,
@@ -360,6 +364,7 @@ fn decide<R: Rng + ?Sized>(
     schedule: &mut Schedule<'_>,
     rng: &mut R,
     now: Duration,
+    output_gone: impl FnOnce() -> bool,
 ) -> Decision {
     let decision = |next, verdict: Option<String>| Decision {
         next,
@@ -425,15 +430,15 @@ fn decide<R: Rng + ?Sized>(
         }
         (None, Verdict::Retry(reason)) => Some(reason.to_string()),
     };
-    if f.output_gone {
-        let why = "nothing reads its output any more";
-        return give_up(why.into(), Some(format!("not retried: {why}")));
-    }
     if p.attempts.is_some_and(|max| attempt >= max) {
         return give_up("attempts used up".into(), reason);
     }
     if end.stopped == Some(Stop::Deadline) {
         return give_up("--max-time reached".into(), reason);
+    }
+    if output_gone() {
+        let why = "nothing reads its output any more";
+        return give_up(why.into(), Some(format!("not retried: {why}")));
     }
     let mut delay = schedule.next_delay(rng);
     let mut reason = reason;
@@ -682,6 +687,8 @@ mod tests {
         findings: VecDeque<Findings>,
         /// Each hook run.
         hooks: Vec<HookRun>,
+        /// Nothing reads retry's output.
+        output_gone: bool,
     }
 
     impl Fake {
@@ -753,6 +760,10 @@ mod tests {
 
         fn findings(&mut self) -> Findings {
             self.findings.pop_front().unwrap_or_default()
+        }
+
+        fn output_gone(&self) -> bool {
+            self.output_gone
         }
 
         fn hook(
@@ -1211,11 +1222,11 @@ mod tests {
 
     #[test]
     fn a_failure_whose_output_has_no_reader_is_not_retried_but_a_success_succeeds() {
-        let gone = || Findings {
+        let gone = |script| Fake {
             output_gone: true,
-            ..Findings::default()
+            ..Fake::new(script)
         };
-        let world = with_findings(Fake::new([exits(141, 5), exits(0, 5)]), [gone()]);
+        let world = gone(vec![exits(141, 5), exits(0, 5)]);
         let r = run_with(&["-n", "5", "-d", "0"], world);
         assert_eq!(r.world.envs.len(), 1);
         assert_eq!(r.exit, Exit::Code(141));
@@ -1224,7 +1235,7 @@ mod tests {
             "{}",
             r.log
         );
-        let world = with_findings(Fake::new([exits(0, 5)]), [gone()]);
+        let world = gone(vec![exits(0, 5)]);
         let r = run_with(&["-n", "5", "-d", "0"], world);
         assert_eq!(r.exit, Exit::Code(0));
     }

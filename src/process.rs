@@ -241,7 +241,7 @@ impl Process {
 
 /// Whether retry's stdout or stderr is a pipe or socket whose reader went away. A closed
 /// descriptor (`>&-`) is not: its owner chose to drop that output.
-fn output_gone() -> bool {
+fn output_has_no_reader() -> bool {
     let (out, err) = (io::stdout(), io::stderr());
     let mut fds = [
         PollFd::new(out.as_fd(), PollFlags::POLLOUT),
@@ -480,7 +480,6 @@ impl World for Process {
                 .and_then(|h| h.retry_after)
                 .map(|ra| ra.wait(SystemTime::now())),
             stop: hint.is_some_and(|h| h.stop),
-            output_gone: output_gone(),
         }
     }
 
@@ -492,6 +491,10 @@ impl World for Process {
     ) -> Result<Status, String> {
         vars.extend(self.run_vars.iter().cloned());
         crate::hooks::run(command, &vars, timeout, &mut self.signals)
+    }
+
+    fn output_gone(&self) -> bool {
+        output_has_no_reader()
     }
 
     fn finish(&mut self, last: bool) {
