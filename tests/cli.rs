@@ -1110,20 +1110,19 @@ fn a_child_killed_by_a_signal_is_retried_by_default_and_seen_as_128_plus_n() {
     );
 }
 
-#[test]
-fn a_missing_command_is_fatal_by_default() {
+/// `retry ARGS -n 3 -d 0 --log-format json -- PATH`, PATH a command that does not exist.
+fn run_missing(args: &[&str]) -> Run {
     let dir = TempDir::new().expect("temp dir");
     let missing = dir.path().join("no-such-command");
-    let r = run(&[
-        OsStr::new("-n"),
-        OsStr::new("3"),
-        OsStr::new("-d"),
-        OsStr::new("0"),
-        OsStr::new("--log-format"),
-        OsStr::new("json"),
-        OsStr::new("--"),
-        missing.as_os_str(),
-    ]);
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.extend(["-n", "3", "-d", "0", "--log-format", "json", "--"].map(OsStr::new));
+    all.push(missing.as_os_str());
+    run(&all)
+}
+
+#[test]
+fn a_missing_command_is_fatal_by_default() {
+    let r = run_missing(&[]);
     assert_eq!(r.code(), Some(127), "{}", r.show());
     assert_eq!(r.failures(), 1, "not retried: {}", r.show());
 }
@@ -1144,20 +1143,7 @@ fn a_command_not_on_path_exits_127() {
 
 #[test]
 fn retry_on_127_retries_a_missing_command() {
-    let dir = TempDir::new().expect("temp dir");
-    let missing = dir.path().join("no-such-command");
-    let r = run(&[
-        OsStr::new("--retry-on"),
-        OsStr::new("127"),
-        OsStr::new("-n"),
-        OsStr::new("3"),
-        OsStr::new("-d"),
-        OsStr::new("0"),
-        OsStr::new("--log-format"),
-        OsStr::new("json"),
-        OsStr::new("--"),
-        missing.as_os_str(),
-    ]);
+    let r = run_missing(&["--retry-on", "127"]);
     assert_eq!(r.code(), Some(127), "{}", r.show());
     assert_eq!(r.failures(), 3, "{}", r.show());
 }
