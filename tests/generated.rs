@@ -19,7 +19,7 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
         Shell::Elvish,
         Shell::PowerShell,
     ] {
-        let mut cmd = retry::cli::command();
+        let mut cmd = retry::setup::cli::command();
         let mut bytes = Vec::new();
         clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
         let name = shell.file_name("retry");
@@ -32,7 +32,7 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
 /// The man page: clap's title, synopsis, description and options, then the exit status,
 /// environment, files and examples from the same definition as `--help`.
 fn man_page() -> Vec<u8> {
-    let man = clap_mangen::Man::new(retry::cli::command());
+    let man = clap_mangen::Man::new(retry::setup::cli::command());
     let mut out = Vec::new();
     let render = |out: &mut Vec<u8>| -> std::io::Result<()> {
         man.render_title(out)?;
@@ -41,7 +41,7 @@ fn man_page() -> Vec<u8> {
         man.render_description_section(out)?;
         man.render_options_section(out)?;
         let mut sections = roff::Roff::new();
-        for (title, items) in retry::cli::SECTIONS {
+        for (title, items) in retry::setup::cli::SECTIONS {
             sections.control("SH", [title]);
             for (term, text) in items {
                 sections.control("TP", []);

@@ -10,9 +10,9 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use crate::attempt::STRAGGLER_POLL;
-use crate::signals::Signals;
-use crate::status::Status;
+use super::attempt::STRAGGLER_POLL;
+use super::signals::Signals;
+use crate::policy::status::Status;
 
 /// Between SIGTERM and SIGKILL to a hook's process group.
 const GRACE: Duration = Duration::from_secs(1);
@@ -70,7 +70,10 @@ pub fn run(
             let why = if signals.cancel_pending() {
                 Some("stopped: the run was cancelled".to_string())
             } else if now >= started + timeout {
-                Some(format!("timed out after {}", crate::log::human(timeout)))
+                Some(format!(
+                    "timed out after {}",
+                    crate::policy::duration::human(timeout)
+                ))
             } else {
                 None
             };

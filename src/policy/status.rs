@@ -71,6 +71,18 @@ pub fn signal_name(sig: i32) -> Cow<'static, str> {
     }
 }
 
+/// Signals that stop the retrying when they reach retry; the others are only passed on.
+pub fn cancels(signal: i32) -> bool {
+    [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ]
+    .iter()
+    .any(|s| *s as i32 == signal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

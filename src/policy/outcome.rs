@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::codes::CodeSet;
+use super::codes::CodeSet;
 
 /// Statuses that will not get better by trying again: 126 (cannot execute) and 127 (not found).
 pub const NEVER_BETTER: [i32; 2] = [126, 127];

@@ -7,14 +7,15 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use rand::{Rng, RngExt};
 
-use crate::backoff::Schedule;
 use crate::exit::Exit;
-use crate::log::{Entry, Event as LogEvent, Log, human};
-use crate::outcome::{Reason, Verdict};
+use crate::policy::backoff::Schedule;
+use crate::policy::duration::human;
+use crate::policy::outcome::{Reason, Verdict};
+use crate::policy::output_rules::Found;
+use crate::policy::status::{Status, cancels, signal_name};
 use crate::policy::{HttpVerdict, Policy};
-use crate::status::{Status, signal_name};
-use crate::summary::{AttemptSummary, Outcome, Summary};
-use crate::watch::Found;
+use crate::report::log::{Entry, Event as LogEvent, Log};
+use crate::report::summary::{AttemptSummary, Outcome, Summary};
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,18 +131,6 @@ impl End {
             Status::Signal(sig) => Exit::Signal(sig),
         }
     }
-}
-
-/// Signals that stop the retrying when they reach retry; the others are only passed on.
-pub fn cancels(signal: i32) -> bool {
-    [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-    ]
-    .iter()
-    .any(|s| *s as i32 == signal)
 }
 
 /// Runs the attempts the policy allows and returns how retry should exit.
@@ -639,7 +628,7 @@ mod tests {
     use rand::rngs::StdRng;
 
     use super::*;
-    use crate::cli::Cli;
+    use crate::setup::cli::Cli;
 
     const TERM: i32 = Signal::SIGTERM as i32;
     const INT: i32 = Signal::SIGINT as i32;

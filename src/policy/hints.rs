@@ -1,14 +1,7 @@
-//! Hints from the command about what should come next, in a private file per attempt whose
-//! path it gets in `RETRY_HINT_FILE` (or in place of a `{hints}` argument): an HTTP response
-//! header dump as `curl -D FILE` writes it, or simple lines, `retry-after=30s` and `stop`.
+//! What a hint file says about what should come next: an HTTP response header dump as
+//! `curl -D FILE` writes it, or simple lines, `retry-after=30s` and `stop`.
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
-
-/// The most of a hint file that is read; a header dump is far smaller.
-const MAX_HINT: u64 = 1 << 20;
 
 /// What an attempt's hint file said.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,7 +38,7 @@ impl RetryAfter {
         if let Ok(at) = httpdate::parse_http_date(value) {
             return Some(RetryAfter::At(at));
         }
-        crate::cli::duration(value).ok().map(RetryAfter::Delay)
+        super::duration::parse(value).ok().map(RetryAfter::Delay)
     }
 }
 
@@ -92,37 +85,6 @@ impl Hint {
             }
         }
         hint
-    }
-}
-
-/// The private folder that holds the attempts' hint files; removed with it.
-pub struct HintDir {
-    dir: tempfile::TempDir,
-}
-
-impl HintDir {
-    pub fn new() -> io::Result<HintDir> {
-        // tempfile makes the folder mode 0700: no other user can read or plant a hint.
-        let dir = tempfile::Builder::new().prefix("retry-").tempdir()?;
-        Ok(HintDir { dir })
-    }
-
-    /// The hint file of an attempt; the command creates it, if it has anything to say.
-    pub fn path(&self, attempt: u32) -> PathBuf {
-        self.dir.path().join(format!("hints.{attempt}"))
-    }
-
-    /// What the attempt wrote, if anything; the file is removed.
-    pub fn take(&self, attempt: u32) -> Option<Hint> {
-        let path = self.path(attempt);
-        let mut text = Vec::new();
-        File::open(&path)
-            .ok()?
-            .take(MAX_HINT)
-            .read_to_end(&mut text)
-            .ok()?;
-        let _ = std::fs::remove_file(&path);
-        Some(Hint::parse(&String::from_utf8_lossy(&text)))
     }
 }
 

@@ -80,7 +80,7 @@ impl Signals {
     /// `take` to report.
     pub fn cancel_pending(&self) -> bool {
         (0..HANDLED.len())
-            .filter(|i| crate::attempt::cancels(HANDLED[*i] as i32))
+            .filter(|i| crate::policy::status::cancels(HANDLED[*i] as i32))
             .any(|i| ARRIVED[i].load(Ordering::SeqCst) > self.seen[i])
     }
 
@@ -100,7 +100,7 @@ impl Signals {
         for (i, signal) in HANDLED.iter().enumerate() {
             if ARRIVED[i].load(Ordering::SeqCst) > self.seen[i] {
                 self.seen[i] += 1;
-                self.cancelled |= crate::attempt::cancels(*signal as i32);
+                self.cancelled |= crate::policy::status::cancels(*signal as i32);
                 return Some(*signal as i32);
             }
         }

@@ -5,27 +5,14 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-use clap::ValueEnum;
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2};
 
-use crate::process::ChildFd;
-use crate::spool::Spool;
-
-/// `--stdin`: how the attempts get their input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StdinMode {
-    /// Rewind a regular file, replay a pipe or socket, pass a terminal or device through.
-    Auto,
-    /// Record what the attempts read and feed it again to the next one.
-    Replay,
-    /// Every attempt reads retry's own stdin directly; what one read, the next does not see.
-    Pass,
-    /// Attempts read from /dev/null.
-    Null,
-}
+use super::process::ChildFd;
+use super::spool::Spool;
+use crate::policy::StdinMode;
 
 /// One page: the attempt's pipe holds this much, so that "the pipe has room" means "the
 /// attempt has read everything it was given", and nothing is taken from stdin ahead of it.

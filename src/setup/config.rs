@@ -11,35 +11,14 @@ use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches};
 use toml::de::{DeTable, DeValue};
 
-use crate::cli;
-use crate::policy::UsageError;
-use crate::presets;
+use super::{cli, presets};
+use crate::policy::{Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
 const NOT_SETTINGS: [&str; 5] = ["config", "profile", "explain", "help", "version"];
 
 /// Flags of which only one may be given; a setting of one hides the file's others below it.
 const EXCLUSIVE: [&[&str]; 2] = [&["attempts", "retries", "forever"], &["backoff", "delays"]];
-
-/// Where a setting came from, for `--explain`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    Flag,
-    Profile(String),
-    File(PathBuf),
-    Default,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Flag => f.write_str("flag"),
-            Origin::Profile(name) => write!(f, "profile {name}"),
-            Origin::File(path) => write!(f, "{}", path.display()),
-            Origin::Default => f.write_str("default"),
-        }
-    }
-}
 
 /// One setting of the file: the flag it names and the arguments that stand for it.
 struct Setting {
@@ -50,7 +29,7 @@ struct Setting {
 /// The command line with the config's settings put in, and where each setting came from.
 pub struct Resolved {
     pub args: Vec<OsString>,
-    pub origins: BTreeMap<String, Origin>,
+    pub origins: Origins,
 }
 
 /// Puts the config file's settings (and the chosen profile's) in front of the command line's.
@@ -118,7 +97,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
 }
 
 /// The settings the command line gives itself.
-pub fn given(matches: &ArgMatches) -> BTreeMap<String, Origin> {
+pub fn given(matches: &ArgMatches) -> Origins {
     cli::command()
         .get_arguments()
         .map(|arg| arg.get_id().as_str())
@@ -128,7 +107,7 @@ pub fn given(matches: &ArgMatches) -> BTreeMap<String, Origin> {
 }
 
 /// Whether a setting is hidden by one above it: the same flag, or one it excludes.
-fn hidden(key: &str, above: &BTreeMap<String, Origin>) -> bool {
+fn hidden(key: &str, above: &Origins) -> bool {
     above.contains_key(key)
         || EXCLUSIVE
             .iter()

@@ -7,14 +7,11 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use std::collections::BTreeMap;
-
-use crate::backoff::Jitter;
-use crate::config::Origin;
-use crate::log::human;
-use crate::outcome::NEVER_BETTER;
-use crate::policy::Policy;
-use crate::status::signal_name;
+use crate::policy::backoff::Jitter;
+use crate::policy::duration::human;
+use crate::policy::outcome::NEVER_BETTER;
+use crate::policy::status::signal_name;
+use crate::policy::{Origins, Policy};
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -24,7 +21,7 @@ const SAMPLES: u64 = 2000;
 const SIMULATED: u32 = 200;
 
 /// The whole explanation, as printed.
-pub fn explain(p: &Policy, origins: &BTreeMap<String, Origin>) -> String {
+pub fn explain(p: &Policy, origins: &Origins) -> String {
     let mut out = String::new();
     let retries = p.attempts.map(|n| n.saturating_sub(1));
     policy(&mut out, p, origins);
@@ -39,7 +36,7 @@ pub fn explain(p: &Policy, origins: &BTreeMap<String, Origin>) -> String {
     out
 }
 
-fn policy(out: &mut String, p: &Policy, origins: &BTreeMap<String, Origin>) {
+fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
@@ -78,7 +75,7 @@ fn policy(out: &mut String, p: &Policy, origins: &BTreeMap<String, Origin>) {
                 Some(list) => list.to_string(),
             },
         ),
-        ("fatal-on", fatal_list(p)),
+        ("fatal-on", p.fatal_list()),
         ("retry-if-output", patterns(&p.output_rules.retry)),
         ("fatal-if-output", patterns(&p.output_rules.fatal)),
         (
@@ -98,7 +95,7 @@ fn policy(out: &mut String, p: &Policy, origins: &BTreeMap<String, Origin>) {
 }
 
 /// Where a row's value came from, when not from a built-in default: ` (profile ci)`.
-fn origin(row: &str, origins: &BTreeMap<String, Origin>) -> String {
+fn origin(row: &str, origins: &Origins) -> String {
     let keys: &[&str] = match row {
         "attempts" => &["attempts", "retries", "forever"],
         "backoff" => &["backoff", "delays", "factor"],
@@ -120,16 +117,6 @@ fn patterns(list: &[regex::bytes::Regex]) -> String {
         .map(|re| format!("'{}'", re.as_str()))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Every status that is fatal before `--retry-on` is consulted.
-pub fn fatal_list(p: &Policy) -> String {
-    let all = p.rules.never_better.union(&p.rules.fatal_on);
-    if all.is_empty() {
-        "none".into()
-    } else {
-        all.to_string()
-    }
 }
 
 fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {

@@ -20,15 +20,15 @@ use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use crate::attempt::{AttemptEnv, Event, Findings, SpawnError, World};
-use crate::hints::HintDir;
-use crate::output::{StdoutMode, Stream};
-use crate::policy::Policy;
-use crate::signals::Signals;
-use crate::status::Status;
-use crate::stdin::{Input, Need};
-use crate::terminal::Terminal;
-use crate::watch::Rules;
+use super::attempt::{AttemptEnv, Event, Findings, SpawnError, World};
+use super::hint_dir::HintDir;
+use super::output::Stream;
+use super::signals::Signals;
+use super::stdin::{Input, Need};
+use super::terminal::Terminal;
+use crate::policy::output_rules::Rules;
+use crate::policy::status::Status;
+use crate::policy::{Policy, StdoutMode};
 
 /// Runs the command for real.
 pub struct Process {
@@ -490,7 +490,7 @@ impl World for Process {
         timeout: Duration,
     ) -> Result<Status, String> {
         vars.extend(self.run_vars.iter().cloned());
-        crate::hooks::run(command, &vars, timeout, &mut self.signals)
+        super::hooks::run(command, &vars, timeout, &mut self.signals)
     }
 
     fn output_gone(&self) -> bool {

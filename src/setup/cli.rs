@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
-use crate::backoff::Jitter;
-use crate::codes::{self, CodeSet};
-use crate::output::StdoutMode;
-use crate::presets::{self, Preset};
-use crate::stdin::StdinMode;
-use crate::watch::MatchStream;
+use crate::policy::backoff::Jitter;
+use crate::policy::codes::{self, CodeSet};
+use crate::policy::duration;
+use crate::policy::output_rules::MatchStream;
+use crate::policy::{LogFormat, StdinMode, StdoutMode};
+use crate::setup::presets::{self, Preset};
 
 /// Run a command again until it succeeds, with backoff and jitter.
 ///
@@ -48,15 +48,15 @@ pub struct Cli {
     pub forever: bool,
 
     /// Deadline for the whole run, attempts and sleeps together.
-    #[arg(short = 't', long, value_name = "DUR", value_parser = duration, help_heading = "When to stop")]
+    #[arg(short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub max_time: Option<Duration>,
 
     /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable).
-    #[arg(long, value_name = "DUR", value_parser = duration, help_heading = "When to stop")]
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub attempt_timeout: Option<Duration>,
 
     /// Base delay before the first retry.
-    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration, default_value = "1s",
+    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration::parse, default_value = "1s",
           help_heading = "How long to wait")]
     pub delay: Duration,
 
@@ -75,12 +75,12 @@ pub struct Cli {
     pub factor: f64,
 
     /// Cap on any single delay, jitter included.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "1m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
           help_heading = "How long to wait")]
     pub max_delay: Duration,
 
     /// Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration::parse,
           help_heading = "How long to wait")]
     pub delays: Option<Vec<Duration>>,
 
@@ -135,7 +135,7 @@ pub struct Cli {
     pub fatal_on_http: Option<CodeSet>,
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "5m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
           help_heading = "HTTP and hints")]
     pub retry_after_max: Duration,
 
@@ -150,7 +150,7 @@ pub struct Cli {
     pub kill_signal: i32,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "10s",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "10s",
           help_heading = "The child process")]
     pub kill_after: Duration,
 
@@ -194,7 +194,7 @@ pub struct Cli {
     pub on_giveup: Option<String>,
 
     /// Longest a hook may run before its process group is stopped.
-    #[arg(long, value_name = "DUR", value_parser = duration, default_value = "30s",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "30s",
           help_heading = "Hooks and reports")]
     pub hook_timeout: Duration,
 
@@ -370,29 +370,9 @@ pub enum BackoffKind {
     Fibonacci,
 }
 
-/// The format of retry's log lines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One line per event, prefixed `retry:`.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
 /// The clap definition, for completions and the man page.
 pub fn command() -> clap::Command {
     Cli::command()
-}
-
-/// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`).
-pub fn duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("'{s}' is not a duration of zero seconds or more"));
-    }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
 }
 
 fn preset(s: &str) -> Result<&'static Preset, String> {
@@ -427,19 +407,5 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         command().debug_assert();
-    }
-
-    #[test]
-    fn durations_take_units_fractions_and_bare_seconds() {
-        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(duration("0.25"), Ok(Duration::from_millis(250)));
-        assert_eq!(duration("0"), Ok(Duration::ZERO));
-        for bad in ["-1", "abc", "5 parsecs", "", "inf", "NaN"] {
-            let err = duration(bad).expect_err(bad);
-            assert!(err.contains(&format!("'{bad}'")), "{err}");
-        }
     }
 }

@@ -10,27 +10,16 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use clap::ValueEnum;
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll, ppoll};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::pipe2;
 
-use crate::process::ChildFd;
-use crate::signals::Signals;
-use crate::spool::Spool;
-use crate::watch::{Found, Rules, Scan};
-
-/// `--stdout`: where each attempt's stdout goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StdoutMode {
-    /// The command writes straight to retry's stdout.
-    Pass,
-    /// Hold each attempt's stdout; only the attempt that ends the run writes to stdout, the
-    /// held output of retried attempts goes to stderr.
-    Hold,
-}
+use super::process::ChildFd;
+use super::signals::Signals;
+use super::spool::Spool;
+use crate::policy::output_rules::{Found, Rules, Scan};
 
 /// How much is read from an attempt's pipe at a time.
 const CHUNK: usize = 64 * 1024;

@@ -16,7 +16,7 @@
 //! 51, 57, 62, 75, 76, 81: obsolete or library-only) are in neither list and so fall back to
 //! the default rules.
 
-use crate::codes::CodeSet;
+use crate::policy::codes::CodeSet;
 
 /// One exit status of a preset, with where it comes from.
 #[derive(Debug)]

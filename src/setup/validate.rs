@@ -1,120 +1,12 @@
-//! The validated policy of one run, built from the command line: plain data, no I/O.
+//! Builds the [`Policy`] from the parsed command line: checks how the flags relate to each
+//! other, and fills in what follows from them (a preset's lists, the job's name).
 
-use std::ffi::OsString;
-use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::backoff::{Backoff, Jitter, Shape};
-use crate::cli::{BackoffKind, Cli, LogFormat};
-use crate::codes::CodeSet;
-use crate::outcome::Rules;
-use crate::output::StdoutMode;
-use crate::stdin::StdinMode;
-use crate::watch;
-
-/// Everything that decides how a run goes.
-#[derive(Clone, Debug)]
-pub struct Policy {
-    /// The command and its arguments; empty only for `--explain`.
-    pub command: Vec<OsString>,
-    /// Total attempts; `None` for no limit (`--forever`).
-    pub attempts: Option<u32>,
-    /// Deadline for the whole run.
-    pub max_time: Option<Duration>,
-    /// Limit for one attempt.
-    pub attempt_timeout: Option<Duration>,
-    /// The delay before each retry.
-    pub backoff: Backoff,
-    /// Seed for the random source; `None` seeds it from the operating system.
-    pub seed: Option<u64>,
-    /// Which statuses are success, retryable or fatal.
-    pub rules: Rules,
-    /// Signal sent to a timed-out attempt's process group.
-    pub kill_signal: i32,
-    /// Grace after `kill_signal` before SIGKILL.
-    pub kill_after: Duration,
-    /// What each attempt reads on stdin.
-    pub stdin: StdinMode,
-    /// Where each attempt's stdout goes.
-    pub stdout: StdoutMode,
-    /// Rules on the command's output.
-    pub output_rules: watch::Rules,
-    /// How HTTP statuses from a header dump are judged.
-    pub http: HttpRules,
-    /// Longest wait a Retry-After can ask for.
-    pub retry_after_max: Duration,
-    /// Give each attempt a hint file, and replace `{hints}` in the arguments with it.
-    pub hints: bool,
-    /// Hooks run before each wait and when retry gives up.
-    pub hooks: Hooks,
-    /// Where to write the JSON summary.
-    pub summary: Option<PathBuf>,
-    /// Where to write the Prometheus metrics.
-    pub metrics: Option<PathBuf>,
-    /// The job's name in the summary and metrics.
-    pub name: String,
-    /// Where and how much to log.
-    pub log: LogSettings,
-}
-
-/// Shell commands run at points of the run.
-#[derive(Clone, Debug, Default)]
-pub struct Hooks {
-    pub on_retry: Option<String>,
-    pub on_giveup: Option<String>,
-    pub timeout: Duration,
-}
-
-/// Which HTTP statuses are retried and which are fatal.
-#[derive(Clone, Debug)]
-pub struct HttpRules {
-    pub retry: CodeSet,
-    /// The user's fatal list; without one, every 4xx not in `retry` is fatal.
-    pub fatal: Option<CodeSet>,
-}
-
-/// What an HTTP status says of an attempt, when it says anything.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpVerdict {
-    Retry,
-    Fatal,
-}
-
-impl HttpRules {
-    /// Fatal list → retry list → other 4xx fatal; anything else leaves it to the exit status.
-    pub fn classify(&self, code: u16) -> Option<HttpVerdict> {
-        let code = i32::from(code);
-        if self.fatal.as_ref().is_some_and(|f| f.contains(code)) {
-            Some(HttpVerdict::Fatal)
-        } else if self.retry.contains(code) {
-            Some(HttpVerdict::Retry)
-        } else if self.fatal.is_none() && (400..500).contains(&code) {
-            Some(HttpVerdict::Fatal)
-        } else {
-            None
-        }
-    }
-}
-
-/// Where the log goes and how much of it.
-#[derive(Clone, Debug)]
-pub struct LogSettings {
-    /// 2 with -v, 1 by default, 0 with -q (give-up only), below 0 with -qq (nothing).
-    pub level: i8,
-    pub format: LogFormat,
-    pub file: Option<PathBuf>,
-}
-
-/// A combination of flags that cannot work together; reported as a usage error (125).
-#[derive(Debug, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+use super::cli::{BackoffKind, Cli};
+use crate::policy::backoff::{Backoff, Jitter, Shape};
+use crate::policy::outcome::Rules;
+use crate::policy::{Hooks, HttpRules, LogSettings, Policy, UsageError, output_rules};
 
 impl TryFrom<Cli> for Policy {
     type Error = UsageError;
@@ -208,7 +100,7 @@ impl TryFrom<Cli> for Policy {
             kill_after: cli.kill_after,
             stdin: cli.stdin,
             stdout: cli.stdout,
-            output_rules: watch::Rules {
+            output_rules: output_rules::Rules {
                 retry: with_preset(cli.retry_if_output, cli.preset.map(|p| p.retry_if_output))?,
                 fatal: with_preset(cli.fatal_if_output, cli.preset.map(|p| p.fatal_if_output))?,
                 stream: cli.match_stream,
@@ -258,35 +150,6 @@ fn with_preset(
         rules.push(re);
     }
     Ok(rules)
-}
-
-impl fmt::Display for Policy {
-    /// One line: the policy as the -v log shows it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let human = crate::log::human;
-        let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
-        let b = &self.backoff;
-        match self.attempts {
-            Some(n) => write!(f, "attempts={n}")?,
-            None => f.write_str("attempts=unlimited")?,
-        }
-        write!(
-            f,
-            " backoff={} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
-            b.shape,
-            human(b.delay),
-            human(b.max_delay),
-            b.jitter,
-            opt(self.max_time),
-            opt(self.attempt_timeout),
-            self.rules.success,
-            self.rules
-                .retry_on
-                .as_ref()
-                .map_or("any".to_string(), ToString::to_string),
-            crate::explain::fatal_list(self),
-        )
-    }
 }
 
 #[cfg(test)]

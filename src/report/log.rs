@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::cli::LogFormat;
-use crate::policy::LogSettings;
-use crate::status::Status;
+use crate::policy::duration::human;
+use crate::policy::status::Status;
+use crate::policy::{LogFormat, LogSettings};
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,18 +279,6 @@ fn json(e: &Entry) -> String {
     serde_json::to_string(&record).unwrap_or_default()
 }
 
-/// A duration as a person reads it: `12ms`, `1.23s`, `2m 5s`.
-pub fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else if d < Duration::from_secs(60) {
-        let s = format!("{:.2}", d.as_secs_f64());
-        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
-    } else {
-        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-    }
-}
-
 fn plural(n: u32, word: &str) -> String {
     if n == 1 {
         format!("{n} {word}")
@@ -302,14 +290,6 @@ fn plural(n: u32, word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_durations_read_naturally() {
-        assert_eq!(human(Duration::from_millis(12)), "12ms");
-        assert_eq!(human(Duration::from_millis(1230)), "1.23s");
-        assert_eq!(human(Duration::from_secs(2)), "2s");
-        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
-    }
 
     #[test]
     fn a_failure_line_names_status_time_reason_and_delay() {

@@ -22,10 +22,6 @@ impl Spool {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         let room = MEMORY_LIMIT
             .saturating_sub(self.memory.len())

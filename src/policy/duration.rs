@@ -1,0 +1,53 @@
+//! Durations as people write them and read them.
+
+use std::time::Duration;
+
+/// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`).
+pub fn parse(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("'{s}' is not a duration of zero seconds or more"));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))
+}
+
+/// A duration as a person reads it: `12ms`, `1.23s`, `2m 5s`.
+pub fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        let s = format!("{:.2}", d.as_secs_f64());
+        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units_fractions_and_bare_seconds() {
+        assert_eq!(parse("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "abc", "5 parsecs", "", "inf", "NaN"] {
+            let err = parse(bad).expect_err(bad);
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn human_durations_read_naturally() {
+        assert_eq!(human(Duration::from_millis(12)), "12ms");
+        assert_eq!(human(Duration::from_millis(1230)), "1.23s");
+        assert_eq!(human(Duration::from_secs(2)), "2s");
+        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+    }
+}

@@ -1,0 +1,222 @@
+//! The policy of one run: validated plain data, and the pure decisions made from it (backoff
+//! and jitter, which statuses are retried, what output and hint files say). No I/O, no
+//! processes; setup builds a [`Policy`], and the run and the reports read it.
+
+pub mod backoff;
+pub mod codes;
+pub mod duration;
+pub mod hints;
+pub mod outcome;
+pub mod output_rules;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use self::backoff::Backoff;
+use self::codes::CodeSet;
+use self::duration::human;
+use self::outcome::Rules;
+
+/// Everything that decides how a run goes.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// The command and its arguments; empty only for `--explain`.
+    pub command: Vec<OsString>,
+    /// Total attempts; `None` for no limit (`--forever`).
+    pub attempts: Option<u32>,
+    /// Deadline for the whole run.
+    pub max_time: Option<Duration>,
+    /// Limit for one attempt.
+    pub attempt_timeout: Option<Duration>,
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// Seed for the random source; `None` seeds it from the operating system.
+    pub seed: Option<u64>,
+    /// Which statuses are success, retryable or fatal.
+    pub rules: Rules,
+    /// Signal sent to a timed-out attempt's process group.
+    pub kill_signal: i32,
+    /// Grace after `kill_signal` before SIGKILL.
+    pub kill_after: Duration,
+    /// What each attempt reads on stdin.
+    pub stdin: StdinMode,
+    /// Where each attempt's stdout goes.
+    pub stdout: StdoutMode,
+    /// Rules on the command's output.
+    pub output_rules: output_rules::Rules,
+    /// How HTTP statuses from a header dump are judged.
+    pub http: HttpRules,
+    /// Longest wait a Retry-After can ask for.
+    pub retry_after_max: Duration,
+    /// Give each attempt a hint file, and replace `{hints}` in the arguments with it.
+    pub hints: bool,
+    /// Hooks run before each wait and when retry gives up.
+    pub hooks: Hooks,
+    /// Where to write the JSON summary.
+    pub summary: Option<PathBuf>,
+    /// Where to write the Prometheus metrics.
+    pub metrics: Option<PathBuf>,
+    /// The job's name in the summary and metrics.
+    pub name: String,
+    /// Where and how much to log.
+    pub log: LogSettings,
+}
+
+/// Shell commands run at points of the run.
+#[derive(Clone, Debug, Default)]
+pub struct Hooks {
+    pub on_retry: Option<String>,
+    pub on_giveup: Option<String>,
+    pub timeout: Duration,
+}
+
+/// Which HTTP statuses are retried and which are fatal.
+#[derive(Clone, Debug)]
+pub struct HttpRules {
+    pub retry: CodeSet,
+    /// The user's fatal list; without one, every 4xx not in `retry` is fatal.
+    pub fatal: Option<CodeSet>,
+}
+
+/// What an HTTP status says of an attempt, when it says anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpVerdict {
+    Retry,
+    Fatal,
+}
+
+impl HttpRules {
+    /// Fatal list → retry list → other 4xx fatal; anything else leaves it to the exit status.
+    pub fn classify(&self, code: u16) -> Option<HttpVerdict> {
+        let code = i32::from(code);
+        if self.fatal.as_ref().is_some_and(|f| f.contains(code)) {
+            Some(HttpVerdict::Fatal)
+        } else if self.retry.contains(code) {
+            Some(HttpVerdict::Retry)
+        } else if self.fatal.is_none() && (400..500).contains(&code) {
+            Some(HttpVerdict::Fatal)
+        } else {
+            None
+        }
+    }
+}
+
+/// Where the log goes and how much of it.
+#[derive(Clone, Debug)]
+pub struct LogSettings {
+    /// 2 with -v, 1 by default, 0 with -q (give-up only), below 0 with -qq (nothing).
+    pub level: i8,
+    pub format: LogFormat,
+    pub file: Option<PathBuf>,
+}
+
+/// `--stdin`: how the attempts get their input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StdinMode {
+    /// Rewind a regular file, replay a pipe or socket, pass a terminal or device through.
+    Auto,
+    /// Record what the attempts read and feed it again to the next one.
+    Replay,
+    /// Every attempt reads retry's own stdin directly; what one read, the next does not see.
+    Pass,
+    /// Attempts read from /dev/null.
+    Null,
+}
+
+/// `--stdout`: where each attempt's stdout goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StdoutMode {
+    /// The command writes straight to retry's stdout.
+    Pass,
+    /// Hold each attempt's stdout; only the attempt that ends the run writes to stdout, the
+    /// held output of retried attempts goes to stderr.
+    Hold,
+}
+
+/// The format of retry's log lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One line per event, prefixed `retry:`.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where a setting came from: a flag, a profile, a config file, or the built-in default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    Profile(String),
+    File(PathBuf),
+    Default,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Flag => f.write_str("flag"),
+            Origin::Profile(name) => write!(f, "profile {name}"),
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// Where each setting that was not a built-in default came from, by long flag name.
+pub type Origins = BTreeMap<String, Origin>;
+
+/// A combination of flags that cannot work together; reported as a usage error (125).
+#[derive(Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Policy {
+    /// Every status that is fatal before `--retry-on` is consulted.
+    pub fn fatal_list(&self) -> String {
+        let all = self.rules.never_better.union(&self.rules.fatal_on);
+        if all.is_empty() {
+            "none".into()
+        } else {
+            all.to_string()
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    /// One line: the policy as the -v log shows it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
+        let b = &self.backoff;
+        match self.attempts {
+            Some(n) => write!(f, "attempts={n}")?,
+            None => f.write_str("attempts=unlimited")?,
+        }
+        write!(
+            f,
+            " backoff={} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+            b.shape,
+            human(b.delay),
+            human(b.max_delay),
+            b.jitter,
+            opt(self.max_time),
+            opt(self.attempt_timeout),
+            self.rules.success,
+            self.rules
+                .retry_on
+                .as_ref()
+                .map_or("any".to_string(), ToString::to_string),
+            self.fatal_list(),
+        )
+    }
+}

@@ -1,0 +1,6 @@
+//! What retry tells: the log lines of a run (text or JSON), the summary and metrics files, and
+//! `--explain`. Reads the policy and what happened; decides nothing.
+
+pub mod explain;
+pub mod log;
+pub mod summary;

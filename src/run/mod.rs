@@ -1,0 +1,77 @@
+//! Running the attempts: the loop over a [`World`](attempt::World), and the real world it
+//! runs in (process groups, signals, stdin replay, output, the terminal, hooks).
+
+pub mod attempt;
+mod hint_dir;
+mod hooks;
+mod output;
+mod process;
+mod signals;
+mod spool;
+mod stdin;
+mod terminal;
+
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::exit::Exit;
+use crate::policy::Policy;
+use crate::report::log::Log;
+use crate::report::summary::Summary;
+
+/// Runs the command as the policy says, from `start` (when retry began), and writes the
+/// reports the policy asks for.
+pub fn run(policy: &Policy, start: Instant) -> Exit {
+    let mut log = match Log::open(&policy.log) {
+        Ok(log) => log,
+        Err(e) => {
+            let path = policy
+                .log
+                .file
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display();
+            eprintln!("retry: error: cannot open --log-file '{path}': {e}");
+            return Exit::FAILURE;
+        }
+    };
+    let signals = match signals::Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("retry: error: cannot install signal handlers: {e}");
+            return Exit::FAILURE;
+        }
+    };
+    let mut rng = match policy.seed {
+        Some(seed) => StdRng::seed_from_u64(seed),
+        None => rand::make_rng(),
+    };
+    let mut world = match process::Process::new(policy, signals, start) {
+        Ok(world) => world,
+        Err(e) => {
+            eprintln!("retry: error: cannot prepare the command: {e}");
+            return Exit::FAILURE;
+        }
+    };
+    let mut summary = Summary::new(&policy.name);
+    let exit = attempt::run(policy, &mut world, &mut rng, &mut log, &mut summary);
+    // A report that cannot be written is logged; the run's outcome stands.
+    let reports = [
+        (
+            &policy.summary,
+            "--summary",
+            Summary::write_json as fn(&_, &_) -> _,
+        ),
+        (&policy.metrics, "--metrics", Summary::write_metrics),
+    ];
+    for (path, flag, write) in reports {
+        if let Some(path) = path
+            && let Err(e) = write(&summary, path)
+        {
+            eprintln!("retry: cannot write {flag} file '{}': {e}", path.display());
+        }
+    }
+    exit
+}
