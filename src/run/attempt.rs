@@ -17,81 +17,7 @@ use crate::policy::{HttpVerdict, Policy};
 use crate::report::log::{Entry, Event as LogEvent, Log};
 use crate::report::summary::{AttemptSummary, Outcome, Summary};
 
-/// What woke the loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The running attempt ended.
-    Exited(Status),
-    /// The time the loop asked to be woken at has come.
-    Timer,
-    /// A signal reached retry.
-    Signal(i32),
-}
-
-/// What the loop may ask of the world: processes, time and signals.
-pub trait World {
-    /// Time since the run began.
-    fn elapsed(&self) -> Duration;
-    /// Starts an attempt with the given environment.
-    fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError>;
-    /// Waits until the running attempt ends, a signal arrives or `until` (time since the run
-    /// began) comes, whichever is first. Without an attempt running, only the last two wake it.
-    fn wait(&mut self, until: Option<Duration>) -> Event;
-    /// Sends a signal to the running attempt's process group.
-    fn kill(&mut self, signal: i32);
-    /// Whether any process of the attempt's group is still there after its first one ended.
-    fn group_alive(&mut self) -> bool;
-    /// What the attempt that just ended said besides its status.
-    fn findings(&mut self) -> Findings;
-    /// Nothing reads retry's stdout or stderr any more (a pipe whose reader went away, as when
-    /// `less` quits). Asked only before a retry: the run then ends as a shell pipeline would,
-    /// since every further attempt's output would have nowhere to go.
-    fn output_gone(&self) -> bool;
-    /// Runs a hook command with these variables added to the run's environment.
-    fn hook(
-        &mut self,
-        command: &str,
-        vars: Vec<(String, String)>,
-        timeout: Duration,
-    ) -> Result<Status, String>;
-    /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
-    /// stdout then, else to stderr).
-    fn finish(&mut self, last: bool);
-}
-
-/// What the child is told about its attempt (the `RETRY_*` environment).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttemptEnv {
-    /// 1-based.
-    pub attempt: u32,
-    /// `None` when there is no limit.
-    pub max_attempts: Option<u32>,
-    /// The previous attempt's status; `None` on the first.
-    pub previous: Option<i32>,
-    /// Time left before `--max-time`; `None` without one.
-    pub remaining: Option<Duration>,
-}
-
-/// What the attempt said besides its exit status: its output, and its hint file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Findings {
-    /// What the output rules found.
-    pub output: Option<Found>,
-    /// The status of the last HTTP response in a header dump.
-    pub http_status: Option<u16>,
-    /// The wait asked for by `Retry-After` or a `retry-after=` hint.
-    pub retry_after: Option<Duration>,
-    /// The command asked not to be retried.
-    pub stop: bool,
-}
-
-/// An attempt that could not be started.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpawnError {
-    /// 127 when the command was not found, 126 when it could not be executed.
-    pub status: i32,
-    pub message: String,
-}
+use super::world::{AttemptEnv, Event, Findings, World};
 
 /// How one attempt ended.
 #[derive(Clone, Debug)]
@@ -104,6 +30,8 @@ struct End {
     /// Why the attempt could not be started, if it could not.
     unstarted: Option<&'static str>,
     findings: Findings,
+    /// How long it ran.
+    ran: Duration,
 }
 
 /// Why retry stopped a running attempt.
@@ -133,41 +61,118 @@ impl End {
     }
 }
 
+/// One run of attempts: what the loop carries from one attempt to the next.
+///
+/// The run has three points where what other runs did can change its course, each one method:
+/// [`begin`](Attempts::begin) before the first attempt, [`judge`](Attempts::judge) after each
+/// attempt's verdict, and [`wait`](Attempts::wait) before each retry.
+pub struct Attempts<'a, W, R: ?Sized> {
+    policy: &'a Policy,
+    world: &'a mut W,
+    rng: &'a mut R,
+    log: &'a mut Log,
+    summary: &'a mut Summary,
+    schedule: Schedule<'a>,
+    /// The attempt running or last run, 1-based; 0 before the first.
+    attempt: u32,
+    /// The last attempt's status as the outcome lists judge it; `None` before the first.
+    previous: Option<i32>,
+}
+
 /// Runs the attempts the policy allows and returns how retry should exit.
 pub fn run<W: World, R: Rng + ?Sized>(
-    p: &Policy,
+    policy: &Policy,
     world: &mut W,
     rng: &mut R,
     log: &mut Log,
     summary: &mut Summary,
 ) -> Exit {
-    let mut schedule = p.backoff.schedule();
-    let mut previous = None;
-    let mut attempt = 0u32;
-    let entry = |event, attempt, world: &W| Entry::new(event, attempt, p.attempts, world.elapsed());
-    if log.shows(LogEvent::Policy) {
-        let mut e = entry(LogEvent::Policy, 0, world);
-        e.reason = Some(p.to_string());
-        log.write(&e);
-    }
-    loop {
-        attempt += 1;
-        let started = world.elapsed();
-        let env = AttemptEnv {
-            attempt,
-            max_attempts: p.attempts,
-            previous,
-            remaining: p.max_time.map(|max| max.saturating_sub(started)),
-        };
-        if log.shows(LogEvent::Start) {
-            log.write(&entry(LogEvent::Start, attempt, world));
+    Attempts::new(policy, world, rng, log, summary).run()
+}
+
+impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
+    pub fn new(
+        policy: &'a Policy,
+        world: &'a mut W,
+        rng: &'a mut R,
+        log: &'a mut Log,
+        summary: &'a mut Summary,
+    ) -> Self {
+        Attempts {
+            policy,
+            world,
+            rng,
+            log,
+            summary,
+            schedule: policy.backoff.schedule(),
+            attempt: 0,
+            previous: None,
         }
-        let end = match world.spawn(&env) {
-            Ok(()) => supervise(p, world, log, attempt, started),
+    }
+
+    /// Runs attempts until one ends the run, and returns how retry should exit.
+    pub fn run(mut self) -> Exit {
+        self.begin();
+        loop {
+            let end = self.attempt();
+            let decision = self.judge(&end);
+            match decision.next {
+                Next::Succeed => return self.succeed(&end),
+                Next::GiveUp(why) => {
+                    return self.give_up_after(&end, why, decision.verdict, decision.failed_anyway);
+                }
+                Next::Retry(delay) => {
+                    if let Some(exit) = self.wait(&end, decision.verdict, delay) {
+                        return exit;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A log entry for this attempt, at the current time.
+    fn entry(&self, event: LogEvent) -> Entry {
+        Entry::new(
+            event,
+            self.attempt,
+            self.policy.attempts,
+            self.world.elapsed(),
+        )
+    }
+
+    /// Logs a note about the attempt: a hook that failed, a signal passed on.
+    fn note(&mut self, msg: String) {
+        let mut e = self.entry(LogEvent::Signal);
+        e.reason = Some(msg);
+        self.log.write(&e);
+    }
+
+    /// Before the first attempt.
+    fn begin(&mut self) {
+        if self.log.shows(LogEvent::Policy) {
+            let mut e = self.entry(LogEvent::Policy);
+            e.reason = Some(self.policy.to_string());
+            self.log.write(&e);
+        }
+    }
+
+    /// Starts the next attempt and watches it until it ends; records it in the summary.
+    fn attempt(&mut self) -> End {
+        self.attempt += 1;
+        let started = self.world.elapsed();
+        let env = AttemptEnv {
+            attempt: self.attempt,
+            max_attempts: self.policy.attempts,
+            previous: self.previous,
+            remaining: self.policy.max_time.map(|max| max.saturating_sub(started)),
+        };
+        if self.log.shows(LogEvent::Start) {
+            self.log.write(&self.entry(LogEvent::Start));
+        }
+        let end = match self.world.spawn(&env) {
+            Ok(()) => self.supervise(started),
             Err(e) => {
-                let mut failure = entry(LogEvent::Signal, attempt, world);
-                failure.reason = Some(e.message);
-                log.write(&failure);
+                self.note(e.message);
                 End {
                     status: Status::Code(e.status),
                     stopped: None,
@@ -178,148 +183,269 @@ pub fn run<W: World, R: Rng + ?Sized>(
                         "cannot execute"
                     }),
                     findings: Findings::default(),
+                    ran: Duration::ZERO,
                 }
             }
         };
-        previous = Some(end.number());
-
-        let ran = world.elapsed().saturating_sub(started);
-        summary.attempts.push(AttemptSummary {
+        let end = End {
+            ran: self.world.elapsed().saturating_sub(started),
+            ..end
+        };
+        self.previous = Some(end.number());
+        self.summary.attempts.push(AttemptSummary {
             status: end.number(),
             signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
             timed_out: end.stopped.is_some(),
-            duration_ms: ran.as_millis(),
+            duration_ms: end.ran.as_millis(),
         });
-        summary.running_ms += ran.as_millis();
-        let now = world.elapsed();
-        let decision = decide(p, &end, attempt, &mut schedule, rng, now, || {
-            world.output_gone()
-        });
-        world.finish(!matches!(decision.next, Next::Retry(_)));
-        let mut report = entry(LogEvent::Failure, attempt, world);
+        self.summary.running_ms += end.ran.as_millis();
+        end
+    }
+
+    /// After the attempt's verdict: what comes next. Held output is released here, to stdout
+    /// when the attempt ends the run.
+    fn judge(&mut self, end: &End) -> Decision {
+        let now = self.world.elapsed();
+        let world = &*self.world;
+        let decision = decide(
+            self.policy,
+            end,
+            self.attempt,
+            &mut self.schedule,
+            self.rng,
+            now,
+            || world.output_gone(),
+        );
+        self.world.finish(!matches!(decision.next, Next::Retry(_)));
+        decision
+    }
+
+    /// The attempt's log line: how it ended and the verdict.
+    fn report(&self, end: &End, verdict: Option<String>) -> Entry {
+        let mut report = self.entry(LogEvent::Failure);
         report.status = Some(end.status);
         report.timed_out = end.stopped.is_some();
-        report.duration = Some(ran);
-        report.reason = decision.verdict;
-        match decision.next {
-            Next::Succeed => {
-                if attempt > 1 {
-                    log.write(&entry(LogEvent::Success, attempt, world));
-                }
-                let exit = end.exit();
-                summary.end(
-                    Outcome::Success,
-                    "succeeded",
-                    exit.status(),
-                    world.elapsed(),
-                );
-                return exit;
+        report.duration = Some(end.ran);
+        report.reason = verdict;
+        report
+    }
+
+    fn succeed(&mut self, end: &End) -> Exit {
+        if self.attempt > 1 {
+            self.log.write(&self.entry(LogEvent::Success));
+        }
+        let exit = end.exit();
+        let elapsed = self.world.elapsed();
+        self.summary
+            .end(Outcome::Success, "succeeded", exit.status(), elapsed);
+        exit
+    }
+
+    /// Ends the run on the attempt's verdict.
+    fn give_up_after(
+        &mut self,
+        end: &End,
+        why: String,
+        verdict: Option<String>,
+        failed_anyway: Option<u8>,
+    ) -> Exit {
+        let report = self.report(end, verdict);
+        self.log.write(&report);
+        let exit = failed_anyway.map_or(end.exit(), Exit::Code);
+        let outcome = match end.cancelled {
+            Some(_) => Outcome::Cancelled,
+            None => Outcome::Failure,
+        };
+        self.give_up(end, why, outcome, exit)
+    }
+
+    /// Before a retry: logs the attempt with its delay, runs `--on-retry` within the wait, and
+    /// waits. Returns how to exit when the run ends instead: a cancelling signal during the
+    /// wait, or a hook that outlasted the deadline.
+    fn wait(&mut self, end: &End, verdict: Option<String>, delay: Duration) -> Option<Exit> {
+        let mut report = self.report(end, verdict);
+        report.delay = Some(delay);
+        self.log.write(&report);
+        // The wait counts from the attempt's end: a hook runs within it, not before it.
+        let wake = self.world.elapsed().saturating_add(delay);
+        let vars = vec![
+            ("RETRY_STATUS".to_string(), end.number().to_string()),
+            (
+                "RETRY_NEXT_DELAY_MS".to_string(),
+                delay.as_millis().to_string(),
+            ),
+        ];
+        self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);
+        let slept_from = self.world.elapsed();
+        let woke = self.sleep(wake);
+        self.summary.sleeping_ms += self.world.elapsed().saturating_sub(slept_from).as_millis();
+        if let Some(sig) = woke {
+            let why = format!("cancelled by {} while waiting", signal_name(sig));
+            let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
+            return Some(self.give_up(end, why, Outcome::Cancelled, exit));
+        }
+        if self
+            .policy
+            .max_time
+            .is_some_and(|max| self.world.elapsed() >= max)
+        {
+            // A hook outlasted the wait and the deadline: no attempt starts after it.
+            let why = "--max-time reached while waiting".to_string();
+            return Some(self.give_up(end, why, Outcome::Failure, end.exit()));
+        }
+        None
+    }
+
+    /// Ends the run without success: the give-up line, the `--on-giveup` hook (not when the
+    /// run was cancelled), and the summary.
+    fn give_up(&mut self, end: &End, why: String, outcome: Outcome, exit: Exit) -> Exit {
+        let mut e = self.entry(LogEvent::GiveUp);
+        e.status = Some(end.status);
+        e.timed_out = end.stopped.is_some();
+        e.reason = Some(why.clone());
+        self.log.write(&e);
+        if outcome != Outcome::Cancelled {
+            let vars = vec![
+                ("RETRY_STATUS".to_string(), end.number().to_string()),
+                ("RETRY_REASON".to_string(), why.clone()),
+            ];
+            self.hook(self.policy.hooks.on_giveup.as_deref(), "--on-giveup", vars);
+        }
+        let elapsed = self.world.elapsed();
+        self.summary.end(outcome, why, exit.status(), elapsed);
+        exit
+    }
+
+    /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
+    fn hook(&mut self, command: Option<&str>, flag: &str, mut vars: Vec<(String, String)>) {
+        let Some(command) = command else { return };
+        vars.push(("RETRY_ATTEMPT".into(), self.attempt.to_string()));
+        vars.push((
+            "RETRY_MAX_ATTEMPTS".into(),
+            self.policy
+                .attempts
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+        ));
+        let failure = match self.world.hook(command, vars, self.policy.hooks.timeout) {
+            Ok(Status::Code(0)) => return,
+            Ok(status) => status.to_string(),
+            Err(why) => why,
+        };
+        self.note(format!("{flag} hook failed: {failure}"));
+    }
+
+    /// Waits until `until`, counting down on a terminal; returns the cancelling signal that
+    /// cut the wait short, if any.
+    fn sleep(&mut self, until: Duration) -> Option<i32> {
+        let world = &mut *self.world;
+        let log = &mut *self.log;
+        let counting = log.counts_down() && until.saturating_sub(world.elapsed()) >= COUNTDOWN_FROM;
+        let woke = loop {
+            // Wait at least once, even when the time has come: a signal that arrived meanwhile
+            // (in a hook, say) is seen here and ends the run, rather than after one more
+            // attempt.
+            let now = world.elapsed();
+            let left = until.saturating_sub(now);
+            let wake = if counting && !left.is_zero() {
+                log.count_down(left);
+                // The next whole second of the countdown.
+                let step = Duration::from_nanos(u64::from(left.subsec_nanos()))
+                    .max(Duration::from_millis(1));
+                now.saturating_add(if left.subsec_nanos() == 0 {
+                    Duration::from_secs(1)
+                } else {
+                    step
+                })
+            } else {
+                until
+            };
+            match world.wait(Some(wake.min(until))) {
+                Event::Timer if world.elapsed() >= until => break None,
+                Event::Timer => {}
+                Event::Signal(sig) if cancels(sig) => break Some(sig),
+                // With no attempt running, there is nobody to pass other signals on to.
+                Event::Signal(_) | Event::Exited(_) => {}
             }
-            Next::GiveUp(why) => {
-                log.write(&report);
-                let exit = decision.failed_anyway.map_or(end.exit(), Exit::Code);
-                let outcome = match end.cancelled {
-                    Some(_) => Outcome::Cancelled,
-                    None => Outcome::Failure,
+        };
+        log.clear_countdown();
+        woke
+    }
+
+    /// Watches a running attempt until it ends: stops it when its time is up and passes
+    /// signals on. An attempt that retry stopped or cancelled is over only when its whole
+    /// process group is gone: whatever is left of it when `--kill-after` has passed gets
+    /// SIGKILL.
+    fn supervise(&mut self, started: Duration) -> End {
+        let p = self.policy;
+        let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
+        let (limit, why) = match (timeout_at, p.max_time) {
+            (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
+            (Some(t), _) => (Some(t), Stop::AttemptTimeout),
+            (None, d) => (d, Stop::Deadline),
+        };
+        let mut stopped = None;
+        let mut cancelled = None;
+        // When SIGKILL goes to the group, once it was asked to stop.
+        let mut kill_at: Option<Duration> = None;
+        // The first process's status, once it ended.
+        let mut ended: Option<Status> = None;
+        loop {
+            if let Some(status) = ended
+                && (kill_at.is_none() || !self.world.group_alive())
+            {
+                return End {
+                    status,
+                    stopped,
+                    cancelled,
+                    unstarted: None,
+                    findings: self.world.findings(),
+                    ran: Duration::ZERO,
                 };
-                return give_up(p, world, log, summary, &end, attempt, why, outcome, exit);
             }
-            Next::Retry(delay) => {
-                report.delay = Some(delay);
-                log.write(&report);
-                // The wait counts from the attempt's end: a hook runs within it, not before it.
-                let wake = world.elapsed().saturating_add(delay);
-                let vars = vec![
-                    ("RETRY_STATUS".to_string(), end.number().to_string()),
-                    (
-                        "RETRY_NEXT_DELAY_MS".to_string(),
-                        delay.as_millis().to_string(),
-                    ),
-                ];
-                hook(
-                    p,
-                    world,
-                    log,
-                    attempt,
-                    p.hooks.on_retry.as_deref(),
-                    "--on-retry",
-                    vars,
-                );
-                let slept_from = world.elapsed();
-                let woke = sleep(world, log, wake);
-                summary.sleeping_ms += world.elapsed().saturating_sub(slept_from).as_millis();
-                if let Some(sig) = woke {
-                    let why = format!("cancelled by {} while waiting", signal_name(sig));
-                    let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
-                    let (o, a) = (Outcome::Cancelled, attempt);
-                    return give_up(p, world, log, summary, &end, a, why, o, exit);
+            let poll = ended.map(|_| self.world.elapsed().saturating_add(STRAGGLER_POLL));
+            let limit = limit.filter(|_| stopped.is_none());
+            let until = [limit, kill_at, poll].into_iter().flatten().min();
+            match self.world.wait(until) {
+                Event::Exited(status) => ended = Some(status),
+                Event::Timer if kill_at.is_some_and(|at| self.world.elapsed() >= at) => {
+                    self.world.kill(Signal::SIGKILL as i32);
+                    kill_at = None;
+                    self.note("the command outlived --kill-after; sent SIGKILL".into());
                 }
-                if p.max_time.is_some_and(|max| world.elapsed() >= max) {
-                    // A hook outlasted the wait and the deadline: no attempt starts after it.
-                    let why = "--max-time reached while waiting".to_string();
-                    let (o, a) = (Outcome::Failure, attempt);
-                    return give_up(p, world, log, summary, &end, a, why, o, end.exit());
+                Event::Timer if limit.is_some_and(|at| self.world.elapsed() >= at) => {
+                    stopped = Some(why);
+                    self.world.kill(p.kill_signal);
+                    kill_at = Some(self.world.elapsed().saturating_add(p.kill_after));
+                    let what = match why {
+                        Stop::AttemptTimeout => "--attempt-timeout",
+                        Stop::Deadline => "--max-time",
+                    };
+                    let sig = signal_name(p.kill_signal);
+                    self.note(format!("{what} reached; sent {sig} to the command"));
                 }
+                Event::Timer => {}
+                Event::Signal(sig) if cancels(sig) => {
+                    let again = cancelled.is_some()
+                        && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
+                    let name = signal_name(sig);
+                    if again {
+                        self.world.kill(Signal::SIGKILL as i32);
+                        kill_at = None;
+                        self.note(format!("{name} again; killed the command"));
+                    } else {
+                        self.world.kill(sig);
+                        kill_at.get_or_insert(self.world.elapsed().saturating_add(p.kill_after));
+                        self.note(format!(
+                            "{name} received; passed on to the command; no more attempts"
+                        ));
+                    }
+                    cancelled.get_or_insert(sig);
+                }
+                Event::Signal(sig) => self.world.kill(sig),
             }
         }
     }
-}
-
-/// Ends the run without success: the give-up line, the `--on-giveup` hook (not when the run
-/// was cancelled), and the summary.
-#[allow(clippy::too_many_arguments)]
-fn give_up<W: World>(
-    p: &Policy,
-    world: &mut W,
-    log: &mut Log,
-    summary: &mut Summary,
-    end: &End,
-    attempt: u32,
-    why: String,
-    outcome: Outcome,
-    exit: Exit,
-) -> Exit {
-    let mut e = Entry::new(LogEvent::GiveUp, attempt, p.attempts, world.elapsed());
-    e.status = Some(end.status);
-    e.timed_out = end.stopped.is_some();
-    e.reason = Some(why.clone());
-    log.write(&e);
-    if outcome != Outcome::Cancelled {
-        let vars = vec![
-            ("RETRY_STATUS".to_string(), end.number().to_string()),
-            ("RETRY_REASON".to_string(), why.clone()),
-        ];
-        let on_giveup = p.hooks.on_giveup.as_deref();
-        hook(p, world, log, attempt, on_giveup, "--on-giveup", vars);
-    }
-    summary.end(outcome, why, exit.status(), world.elapsed());
-    exit
-}
-
-/// Runs a hook, if one is given, with the attempt's variables; logs its failure.
-fn hook<W: World>(
-    p: &Policy,
-    world: &mut W,
-    log: &mut Log,
-    attempt: u32,
-    command: Option<&str>,
-    flag: &str,
-    mut vars: Vec<(String, String)>,
-) {
-    let Some(command) = command else { return };
-    vars.push(("RETRY_ATTEMPT".into(), attempt.to_string()));
-    vars.push((
-        "RETRY_MAX_ATTEMPTS".into(),
-        p.attempts.map(|n| n.to_string()).unwrap_or_default(),
-    ));
-    let failure = match world.hook(command, vars, p.hooks.timeout) {
-        Ok(Status::Code(0)) => return,
-        Ok(status) => status.to_string(),
-        Err(why) => why,
-    };
-    let mut e = Entry::new(LogEvent::Signal, attempt, p.attempts, world.elapsed());
-    e.reason = Some(format!("{flag} hook failed: {failure}"));
-    log.write(&e);
 }
 
 /// What follows an attempt.
@@ -486,136 +612,9 @@ fn follow<R: Rng + ?Sized>(asked: Duration, cap: Duration, rng: &mut R) -> Durat
 /// Waits shorter than this are not counted down.
 const COUNTDOWN_FROM: Duration = Duration::from_secs(2);
 
-/// Waits until `until`, counting down on a terminal; returns the cancelling signal that cut the
-/// wait short, if any.
-fn sleep<W: World>(world: &mut W, log: &mut Log, until: Duration) -> Option<i32> {
-    let counting = log.counts_down() && until.saturating_sub(world.elapsed()) >= COUNTDOWN_FROM;
-    let woke = loop {
-        // Wait at least once, even when the time has come: a signal that arrived meanwhile (in a
-        // hook, say) is seen here and ends the run, rather than after one more attempt.
-        let now = world.elapsed();
-        let left = until.saturating_sub(now);
-        let wake = if counting && !left.is_zero() {
-            log.count_down(left);
-            // The next whole second of the countdown.
-            let step =
-                Duration::from_nanos(u64::from(left.subsec_nanos())).max(Duration::from_millis(1));
-            now.saturating_add(if left.subsec_nanos() == 0 {
-                Duration::from_secs(1)
-            } else {
-                step
-            })
-        } else {
-            until
-        };
-        match world.wait(Some(wake.min(until))) {
-            Event::Timer if world.elapsed() >= until => break None,
-            Event::Timer => {}
-            Event::Signal(sig) if cancels(sig) => break Some(sig),
-            // With no attempt running, there is nobody to pass other signals on to.
-            Event::Signal(_) | Event::Exited(_) => {}
-        }
-    };
-    log.clear_countdown();
-    woke
-}
-
 /// How often to look for processes an attempt left behind once its first process ended; they
 /// are not retry's children, so nothing wakes the loop when they end.
 pub(crate) const STRAGGLER_POLL: Duration = Duration::from_millis(20);
-
-/// Watches a running attempt until it ends: stops it when its time is up and passes signals on.
-/// An attempt that retry stopped or cancelled is over only when its whole process group is gone:
-/// whatever is left of it when `--kill-after` has passed gets SIGKILL.
-fn supervise<W: World>(
-    p: &Policy,
-    world: &mut W,
-    log: &mut Log,
-    attempt: u32,
-    started: Duration,
-) -> End {
-    let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
-    let (limit, why) = match (timeout_at, p.max_time) {
-        (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
-        (Some(t), _) => (Some(t), Stop::AttemptTimeout),
-        (None, d) => (d, Stop::Deadline),
-    };
-    let mut stopped = None;
-    let mut cancelled = None;
-    // When SIGKILL goes to the group, once it was asked to stop.
-    let mut kill_at: Option<Duration> = None;
-    // The first process's status, once it ended.
-    let mut ended: Option<Status> = None;
-    let note = |world: &W, log: &mut Log, msg: String| {
-        let mut e = Entry::new(LogEvent::Signal, attempt, p.attempts, world.elapsed());
-        e.reason = Some(msg);
-        log.write(&e);
-    };
-    loop {
-        if let Some(status) = ended
-            && (kill_at.is_none() || !world.group_alive())
-        {
-            return End {
-                status,
-                stopped,
-                cancelled,
-                unstarted: None,
-                findings: world.findings(),
-            };
-        }
-        let poll = ended.map(|_| world.elapsed().saturating_add(STRAGGLER_POLL));
-        let limit = limit.filter(|_| stopped.is_none());
-        let until = [limit, kill_at, poll].into_iter().flatten().min();
-        match world.wait(until) {
-            Event::Exited(status) => ended = Some(status),
-            Event::Timer if kill_at.is_some_and(|at| world.elapsed() >= at) => {
-                world.kill(Signal::SIGKILL as i32);
-                kill_at = None;
-                note(
-                    world,
-                    log,
-                    "the command outlived --kill-after; sent SIGKILL".into(),
-                );
-            }
-            Event::Timer if limit.is_some_and(|at| world.elapsed() >= at) => {
-                stopped = Some(why);
-                world.kill(p.kill_signal);
-                kill_at = Some(world.elapsed().saturating_add(p.kill_after));
-                let what = match why {
-                    Stop::AttemptTimeout => "--attempt-timeout",
-                    Stop::Deadline => "--max-time",
-                };
-                let sig = signal_name(p.kill_signal);
-                note(
-                    world,
-                    log,
-                    format!("{what} reached; sent {sig} to the command"),
-                );
-            }
-            Event::Timer => {}
-            Event::Signal(sig) if cancels(sig) => {
-                let again = cancelled.is_some()
-                    && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
-                let name = signal_name(sig);
-                if again {
-                    world.kill(Signal::SIGKILL as i32);
-                    kill_at = None;
-                    note(world, log, format!("{name} again; killed the command"));
-                } else {
-                    world.kill(sig);
-                    kill_at.get_or_insert(world.elapsed().saturating_add(p.kill_after));
-                    note(
-                        world,
-                        log,
-                        format!("{name} received; passed on to the command; no more attempts"),
-                    );
-                }
-                cancelled.get_or_insert(sig);
-            }
-            Event::Signal(sig) => world.kill(sig),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -628,6 +627,7 @@ mod tests {
     use rand::rngs::StdRng;
 
     use super::*;
+    use crate::run::world::SpawnError;
     use crate::setup::cli::Cli;
 
     const TERM: i32 = Signal::SIGTERM as i32;

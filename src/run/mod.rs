@@ -10,6 +10,7 @@ mod signals;
 mod spool;
 mod stdin;
 mod terminal;
+pub mod world;
 
 use std::time::Instant;
 

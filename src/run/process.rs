@@ -20,12 +20,12 @@ use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use super::attempt::{AttemptEnv, Event, Findings, SpawnError, World};
 use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
+use super::world::{AttemptEnv, Event, Findings, SpawnError, World};
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
 use crate::policy::{Policy, StdoutMode};

@@ -1,0 +1,85 @@
+//! What the attempt loop may ask of the world: processes, time and signals. [`Process`] is the
+//! real world; the loop's tests script a fake one with a fake clock.
+//!
+//! [`Process`]: super::process::Process
+
+use std::time::Duration;
+
+use crate::policy::output_rules::Found;
+use crate::policy::status::Status;
+
+/// What woke the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The running attempt ended.
+    Exited(Status),
+    /// The time the loop asked to be woken at has come.
+    Timer,
+    /// A signal reached retry.
+    Signal(i32),
+}
+
+/// What the loop may ask of the world: processes, time and signals.
+pub trait World {
+    /// Time since the run began.
+    fn elapsed(&self) -> Duration;
+    /// Starts an attempt with the given environment.
+    fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError>;
+    /// Waits until the running attempt ends, a signal arrives or `until` (time since the run
+    /// began) comes, whichever is first. Without an attempt running, only the last two wake it.
+    fn wait(&mut self, until: Option<Duration>) -> Event;
+    /// Sends a signal to the running attempt's process group.
+    fn kill(&mut self, signal: i32);
+    /// Whether any process of the attempt's group is still there after its first one ended.
+    fn group_alive(&mut self) -> bool;
+    /// What the attempt that just ended said besides its status.
+    fn findings(&mut self) -> Findings;
+    /// Nothing reads retry's stdout or stderr any more (a pipe whose reader went away, as when
+    /// `less` quits). Asked only before a retry: the run then ends as a shell pipeline would,
+    /// since every further attempt's output would have nowhere to go.
+    fn output_gone(&self) -> bool;
+    /// Runs a hook command with these variables added to the run's environment.
+    fn hook(
+        &mut self,
+        command: &str,
+        vars: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> Result<Status, String>;
+    /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
+    /// stdout then, else to stderr).
+    fn finish(&mut self, last: bool);
+}
+
+/// What the child is told about its attempt (the `RETRY_*` environment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptEnv {
+    /// 1-based.
+    pub attempt: u32,
+    /// `None` when there is no limit.
+    pub max_attempts: Option<u32>,
+    /// The previous attempt's status; `None` on the first.
+    pub previous: Option<i32>,
+    /// Time left before `--max-time`; `None` without one.
+    pub remaining: Option<Duration>,
+}
+
+/// What the attempt said besides its exit status: its output, and its hint file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// What the output rules found.
+    pub output: Option<Found>,
+    /// The status of the last HTTP response in a header dump.
+    pub http_status: Option<u16>,
+    /// The wait asked for by `Retry-After` or a `retry-after=` hint.
+    pub retry_after: Option<Duration>,
+    /// The command asked not to be retried.
+    pub stop: bool,
+}
+
+/// An attempt that could not be started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnError {
+    /// 127 when the command was not found, 126 when it could not be executed.
+    pub status: i32,
+    pub message: String,
+}
