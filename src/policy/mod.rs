@@ -3,11 +3,14 @@
 //! processes; setup builds a [`Policy`], and the run and the reports read it.
 
 pub mod backoff;
+pub mod breaker;
+pub mod budget;
 pub mod codes;
 pub mod duration;
 pub mod hints;
 pub mod outcome;
 pub mod output_rules;
+pub mod shared;
 pub mod status;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,462 @@
+//! The circuit breaker a key's runs share (SPEC §9), as pure transitions: closed → open after
+//! enough consecutive retryable failures within a window; open → half-open when one process
+//! takes the lease for a single probe; half-open → closed on the probe's success, or open again
+//! for twice as long on its failure. Times are milliseconds on the store's own clock, given by
+//! the caller, so the same code runs against a file, Redis, or the simulator's virtual time.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The breaker's flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BreakerSettings {
+    /// Consecutive failed attempts that open it; 0 turns it off.
+    pub failures: u32,
+    /// Failures older than this do not count.
+    pub window: Duration,
+    /// How long it stays open the first time.
+    pub open: Duration,
+    /// The longest it stays open.
+    pub open_max: Duration,
+}
+
+impl BreakerSettings {
+    pub fn enabled(&self) -> bool {
+        self.failures > 0
+    }
+
+    /// The first open time, never longer than the longest.
+    fn first_open(&self) -> u64 {
+        ms(self.open.min(self.open_max))
+    }
+}
+
+/// The breaker's state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Breaker {
+    /// Commands run. `failures` holds the times of the latest consecutive retryable failures,
+    /// oldest first, no more of them than open the breaker.
+    Closed { failures: Vec<u64> },
+    /// Runs are refused until `until`. `open_for` is this opening's length before it was
+    /// shortened at random: the next one doubles it.
+    Open { until: u64, open_for: u64 },
+    /// One process holds the lease to probe until `lease_until`; the others are refused.
+    HalfOpen { lease_until: u64, open_for: u64 },
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker::Closed {
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// What the breaker says to a run that wants to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Run as usual.
+    Run,
+    /// Run one probe attempt, holding the lease.
+    Probe,
+    /// Do not run: the breaker is open until then.
+    Open { until: u64 },
+    /// Do not run: another process is probing, with a lease until then.
+    Probing { lease_until: u64 },
+}
+
+/// How an attempt ended, as the breaker counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    Success,
+    /// A status that would be retried, whether or not the run has attempts left.
+    Failure,
+    /// A fatal status or a cancellation: the breaker does not count it.
+    Uncounted,
+}
+
+/// The breaker's move after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing changed, or a failure was counted.
+    None,
+    /// It opened, until then.
+    Opened { until: u64 },
+    /// The probe succeeded and it closed.
+    Closed,
+    /// The probe ended neither way (a fatal status, a cancellation): the lease is given back
+    /// and the next run to start probes.
+    Released,
+}
+
+impl Breaker {
+    /// A run wants to start at `now`. `lease` is how long a probe may hold the lease.
+    pub fn enter(&mut self, s: &BreakerSettings, now: u64, lease: Duration) -> Admission {
+        if !s.enabled() {
+            return Admission::Run;
+        }
+        match *self {
+            Breaker::Closed { .. } => Admission::Run,
+            Breaker::Open { until, .. } if now < until => Admission::Open { until },
+            Breaker::HalfOpen { lease_until, .. } if now < lease_until => {
+                Admission::Probing { lease_until }
+            }
+            // Open and its time is up, or the probe's lease expired (its process died).
+            Breaker::Open { open_for, .. } | Breaker::HalfOpen { open_for, .. } => {
+                *self = Breaker::HalfOpen {
+                    lease_until: now.saturating_add(ms(lease)),
+                    open_for,
+                };
+                Admission::Probe
+            }
+        }
+    }
+
+    /// Counts an attempt that ended at `now`. `probe` says the attempt was the probe of the
+    /// current half-open state; `u` in [0, 1) shortens a new open time at random.
+    pub fn record(
+        &mut self,
+        s: &BreakerSettings,
+        now: u64,
+        probe: bool,
+        result: Attempt,
+        u: f64,
+    ) -> Change {
+        if !s.enabled() {
+            return Change::None;
+        }
+        match self {
+            Breaker::HalfOpen { open_for, .. } if probe => {
+                let open_for = *open_for;
+                match result {
+                    Attempt::Success => {
+                        *self = Breaker::default();
+                        Change::Closed
+                    }
+                    Attempt::Failure => {
+                        let doubled = open_for.saturating_mul(2).min(ms(s.open_max));
+                        self.open(now, doubled, u)
+                    }
+                    Attempt::Uncounted => {
+                        *self = Breaker::Open {
+                            until: now,
+                            open_for,
+                        };
+                        Change::Released
+                    }
+                }
+            }
+            Breaker::Closed { failures } if !probe => match result {
+                Attempt::Success => {
+                    failures.clear();
+                    Change::None
+                }
+                Attempt::Failure => {
+                    let since = now.saturating_sub(ms(s.window));
+                    failures.retain(|&at| at >= since);
+                    failures.push(now);
+                    let keep = usize::try_from(s.failures).unwrap_or(usize::MAX);
+                    if failures.len() > keep {
+                        failures.drain(..failures.len() - keep);
+                    }
+                    if failures.len() >= keep {
+                        self.open(now, s.first_open(), u)
+                    } else {
+                        Change::None
+                    }
+                }
+                Attempt::Uncounted => Change::None,
+            },
+            // The caller checks that the attempt started under the current state; anything else
+            // is a late result that must not count twice.
+            _ => Change::None,
+        }
+    }
+
+    /// Opens for `open_for`, shortened at random by up to a fifth.
+    fn open(&mut self, now: u64, open_for: u64, u: f64) -> Change {
+        let cut = (open_for as f64 * 0.2 * u.clamp(0.0, 1.0)) as u64;
+        let until = now.saturating_add(open_for - cut.min(open_for));
+        *self = Breaker::Open { until, open_for };
+        Change::Opened { until }
+    }
+
+    /// Failures that still count at `now`.
+    pub fn failures(&self, s: &BreakerSettings, now: u64) -> usize {
+        match self {
+            Breaker::Closed { failures } => {
+                let since = now.saturating_sub(ms(s.window));
+                failures.iter().filter(|&&at| at >= since).count()
+            }
+            _ => 0,
+        }
+    }
+
+    /// Keeps every time read from a store within what the settings allow at `now`, so that no
+    /// clock set back or forward keeps the breaker open longer than `--breaker-open-max` (or a
+    /// lease longer than `lease`).
+    pub fn clamp(&mut self, s: &BreakerSettings, now: u64, lease: Duration) {
+        let max = ms(s.open_max);
+        match self {
+            Breaker::Closed { failures } => {
+                for at in failures.iter_mut() {
+                    *at = (*at).min(now);
+                }
+            }
+            Breaker::Open { until, open_for } => {
+                *until = (*until).min(now.saturating_add(max));
+                *open_for = (*open_for).min(max);
+            }
+            Breaker::HalfOpen {
+                lease_until,
+                open_for,
+            } => {
+                *lease_until = (*lease_until).min(now.saturating_add(ms(lease)));
+                *open_for = (*open_for).min(max);
+            }
+        }
+    }
+
+    /// The state's name, as logs and metrics show it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Breaker::Closed { .. } => "closed",
+            Breaker::Open { .. } => "open",
+            Breaker::HalfOpen { .. } => "half-open",
+        }
+    }
+}
+
+/// A duration in whole milliseconds.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: u64 = 60_000;
+
+    fn settings() -> BreakerSettings {
+        BreakerSettings {
+            failures: 3,
+            window: Duration::from_secs(3600),
+            open: Duration::from_secs(60),
+            open_max: Duration::from_secs(900),
+        }
+    }
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    /// A breaker opened at `now` for a minute (not shortened).
+    fn opened(now: u64) -> Breaker {
+        let s = settings();
+        let mut b = Breaker::default();
+        for _ in 0..3 {
+            b.record(&s, now, false, Attempt::Failure, 0.0);
+        }
+        b
+    }
+
+    #[test]
+    fn consecutive_failures_open_it_and_a_success_resets_the_count() {
+        let s = settings();
+        let mut b = Breaker::default();
+        assert_eq!(b.record(&s, 0, false, Attempt::Failure, 0.0), Change::None);
+        assert_eq!(b.record(&s, 1, false, Attempt::Failure, 0.0), Change::None);
+        assert_eq!(b.record(&s, 2, false, Attempt::Success, 0.0), Change::None);
+        assert_eq!(b.failures(&s, 2), 0);
+        b.record(&s, 3, false, Attempt::Failure, 0.0);
+        b.record(&s, 4, false, Attempt::Failure, 0.0);
+        assert_eq!(
+            b.record(&s, 5, false, Attempt::Failure, 0.0),
+            Change::Opened { until: 5 + MIN }
+        );
+        assert_eq!(b.enter(&s, 6, LEASE), Admission::Open { until: 5 + MIN });
+    }
+
+    #[test]
+    fn failures_older_than_the_window_do_not_count() {
+        let s = settings();
+        let mut b = Breaker::default();
+        b.record(&s, 0, false, Attempt::Failure, 0.0);
+        b.record(&s, 1, false, Attempt::Failure, 0.0);
+        let later = 3600 * 1000 + 2;
+        assert_eq!(b.failures(&s, later), 0);
+        assert_eq!(
+            b.record(&s, later, false, Attempt::Failure, 0.0),
+            Change::None
+        );
+        assert_eq!(b.failures(&s, later), 1);
+    }
+
+    #[test]
+    fn fatal_statuses_and_cancellations_are_not_counted() {
+        let s = settings();
+        let mut b = Breaker::default();
+        b.record(&s, 0, false, Attempt::Failure, 0.0);
+        b.record(&s, 1, false, Attempt::Uncounted, 0.0);
+        assert_eq!(b.failures(&s, 1), 1);
+        b.record(&s, 2, false, Attempt::Failure, 0.0);
+        assert!(matches!(
+            b.record(&s, 3, false, Attempt::Failure, 0.0),
+            Change::Opened { .. }
+        ));
+    }
+
+    #[test]
+    fn once_its_time_is_up_exactly_one_run_gets_the_probe_lease() {
+        let s = settings();
+        let mut b = opened(0);
+        assert_eq!(b.enter(&s, MIN - 1, LEASE), Admission::Open { until: MIN });
+        assert_eq!(b.enter(&s, MIN, LEASE), Admission::Probe);
+        let lease_until = MIN + 60_000;
+        for now in [MIN, MIN + 1, lease_until - 1] {
+            assert_eq!(b.enter(&s, now, LEASE), Admission::Probing { lease_until });
+        }
+    }
+
+    #[test]
+    fn an_expired_lease_goes_to_the_next_run() {
+        let s = settings();
+        let mut b = opened(0);
+        assert_eq!(b.enter(&s, MIN, LEASE), Admission::Probe);
+        // The probe's process died without a word: after the lease, another run probes.
+        assert_eq!(b.enter(&s, MIN + 60_000, LEASE), Admission::Probe);
+        assert_eq!(
+            b.enter(&s, MIN + 60_001, LEASE),
+            Admission::Probing {
+                lease_until: MIN + 120_000
+            }
+        );
+    }
+
+    #[test]
+    fn a_successful_probe_closes_it() {
+        let s = settings();
+        let mut b = opened(0);
+        b.enter(&s, MIN, LEASE);
+        assert_eq!(
+            b.record(&s, MIN + 5, true, Attempt::Success, 0.0),
+            Change::Closed
+        );
+        assert_eq!(b, Breaker::default());
+        assert_eq!(b.enter(&s, MIN + 6, LEASE), Admission::Run);
+    }
+
+    #[test]
+    fn failed_probes_double_the_open_time_up_to_the_cap() {
+        let s = settings();
+        let mut b = opened(0);
+        let mut now = 0;
+        let mut open_for = MIN;
+        for expected in [2, 4, 8, 15, 15].map(|m| m * MIN) {
+            now += open_for;
+            assert_eq!(b.enter(&s, now, LEASE), Admission::Probe);
+            assert_eq!(
+                b.record(&s, now, true, Attempt::Failure, 0.0),
+                Change::Opened {
+                    until: now + expected
+                }
+            );
+            open_for = expected;
+        }
+    }
+
+    #[test]
+    fn each_open_time_is_shortened_at_random_by_at_most_a_fifth() {
+        let s = settings();
+        for u in [0.0, 0.25, 0.5, 0.999_999] {
+            let mut b = Breaker::default();
+            b.record(&s, 0, false, Attempt::Failure, u);
+            b.record(&s, 0, false, Attempt::Failure, u);
+            let Change::Opened { until } = b.record(&s, 0, false, Attempt::Failure, u) else {
+                panic!("opens");
+            };
+            assert!((MIN * 4 / 5..=MIN).contains(&until), "{u}: {until}");
+            assert_eq!(until, MIN - (MIN as f64 * 0.2 * u) as u64);
+        }
+    }
+
+    #[test]
+    fn a_probe_that_ends_neither_way_gives_the_lease_back() {
+        let s = settings();
+        let mut b = opened(0);
+        b.enter(&s, MIN, LEASE);
+        assert_eq!(
+            b.record(&s, MIN + 3, true, Attempt::Uncounted, 0.0),
+            Change::Released
+        );
+        assert_eq!(b.enter(&s, MIN + 4, LEASE), Admission::Probe);
+    }
+
+    #[test]
+    fn a_late_result_from_an_older_state_changes_nothing() {
+        let s = settings();
+        let mut b = opened(0);
+        let before = b.clone();
+        // A run admitted while closed reports after the breaker opened.
+        assert_eq!(b.record(&s, 10, false, Attempt::Failure, 0.0), Change::None);
+        assert_eq!(b.record(&s, 10, false, Attempt::Success, 0.0), Change::None);
+        assert_eq!(b, before);
+        // A probe's result arriving when the breaker is closed again counts for nothing either.
+        let mut closed = Breaker::default();
+        assert_eq!(
+            closed.record(&s, 10, true, Attempt::Failure, 0.0),
+            Change::None
+        );
+        assert_eq!(closed.failures(&s, 10), 0);
+    }
+
+    #[test]
+    fn a_breaker_that_is_off_never_refuses() {
+        let s = BreakerSettings {
+            failures: 0,
+            ..settings()
+        };
+        let mut b = Breaker::default();
+        for now in 0..10 {
+            assert_eq!(
+                b.record(&s, now, false, Attempt::Failure, 0.0),
+                Change::None
+            );
+        }
+        assert_eq!(b.enter(&s, 10, LEASE), Admission::Run);
+    }
+
+    #[test]
+    fn times_from_a_store_are_clamped_to_what_the_settings_allow() {
+        let s = settings();
+        let mut b = Breaker::Open {
+            until: u64::MAX,
+            open_for: u64::MAX,
+        };
+        b.clamp(&s, 1000, LEASE);
+        assert_eq!(
+            b,
+            Breaker::Open {
+                until: 1000 + 15 * MIN,
+                open_for: 15 * MIN
+            }
+        );
+        let mut b = Breaker::HalfOpen {
+            lease_until: u64::MAX,
+            open_for: MIN,
+        };
+        b.clamp(&s, 1000, LEASE);
+        assert_eq!(b.enter(&s, 1000 + 60_000, LEASE), Admission::Probe);
+        let mut b = Breaker::Closed {
+            failures: vec![5000, 9000],
+        };
+        b.clamp(&s, 1000, LEASE);
+        assert_eq!(
+            b,
+            Breaker::Closed {
+                failures: vec![1000, 1000]
+            }
+        );
+    }
+}

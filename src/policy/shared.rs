@@ -1,0 +1,336 @@
+//! The state that runs sharing a key keep together (SPEC §9): a breaker, a budget, and a
+//! generation number that counts the breaker's moves, so that a result from an attempt that
+//! started under an older state counts for nothing. Each function is one atomic operation of a
+//! store: the local file store runs it under its lock, and Redis runs the same rules in a
+//! script.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::breaker::{Admission, Attempt, Breaker, BreakerSettings, Change};
+use super::budget::{Budget, BudgetSettings};
+
+/// The flags of the breaker and the budget, and how long a probe may hold its lease.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedSettings {
+    pub breaker: BreakerSettings,
+    pub budget: BudgetSettings,
+    /// How long a probe holds the lease: the attempt timeout, else a minute.
+    pub lease: Duration,
+}
+
+/// A key's state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyState {
+    /// Goes up by one at each move of the breaker.
+    pub generation: u64,
+    pub breaker: Breaker,
+    pub budget: Budget,
+}
+
+/// A run's standing with its key: the state its current attempt started under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    pub generation: u64,
+    /// The attempt is the probe of a half-open breaker.
+    pub probe: bool,
+}
+
+/// Why a run is not let in, or not let go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The breaker is open until then.
+    Open { until: u64 },
+    /// Another process holds the probe's lease until then.
+    Probing { lease_until: u64 },
+    /// No token is left for a retry.
+    Budget,
+}
+
+/// What a run that wants to start is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Run, with this ticket (a probe's, when `ticket.probe`).
+    Run(Ticket),
+    Refused(Refusal),
+}
+
+/// What the store says after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct After {
+    /// The run's ticket for its next attempt.
+    pub ticket: Ticket,
+    /// The breaker's move, if this attempt made one.
+    pub change: Change,
+    /// Set when the run wanted a retry and may not have it.
+    pub refusal: Option<Refusal>,
+}
+
+/// A key's state as `--explain` and the reports show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct View {
+    pub breaker: &'static str,
+    /// Failures that count towards opening it.
+    pub failures: usize,
+    pub open_until: Option<u64>,
+    pub lease_until: Option<u64>,
+    pub tokens: f64,
+}
+
+impl KeyState {
+    /// The state of a key seen for the first time.
+    pub fn new(s: &SharedSettings, now: u64) -> KeyState {
+        KeyState {
+            generation: 0,
+            breaker: Breaker::default(),
+            budget: Budget::full(&s.budget, now),
+        }
+    }
+
+    /// Keeps every time read from a store within what the settings allow at `now`.
+    pub fn clamp(&mut self, s: &SharedSettings, now: u64) {
+        self.breaker.clamp(&s.breaker, now, s.lease);
+        self.budget.clamp(&s.budget, now);
+    }
+
+    /// A run wants to start: run, probe, or be refused.
+    pub fn admit(&mut self, s: &SharedSettings, now: u64) -> Admit {
+        let ticket = |generation, probe| Admit::Run(Ticket { generation, probe });
+        match self.breaker.enter(&s.breaker, now, s.lease) {
+            Admission::Run => ticket(self.generation, false),
+            Admission::Probe => {
+                self.generation += 1;
+                ticket(self.generation, true)
+            }
+            Admission::Open { until } => Admit::Refused(Refusal::Open { until }),
+            Admission::Probing { lease_until } => Admit::Refused(Refusal::Probing { lease_until }),
+        }
+    }
+
+    /// Counts an attempt that ended at `now` and, when the run `wants_retry`, asks for one.
+    /// `u` in [0, 1) is the random cut of a new open time.
+    pub fn after_attempt(
+        &mut self,
+        s: &SharedSettings,
+        now: u64,
+        mut ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> After {
+        let mut change = Change::None;
+        if ticket.generation == self.generation {
+            change = self
+                .breaker
+                .record(&s.breaker, now, ticket.probe, attempt, u);
+            if change != Change::None {
+                self.generation += 1;
+                if change == Change::Closed {
+                    ticket = Ticket {
+                        generation: self.generation,
+                        probe: false,
+                    };
+                }
+            }
+        }
+        if attempt == Attempt::Success {
+            self.budget.succeeded(&s.budget, now);
+        }
+        let mut refusal = None;
+        if wants_retry {
+            refusal = self.refusal(s, &mut ticket);
+            if refusal.is_none() && !self.budget.take(&s.budget, now) {
+                refusal = Some(Refusal::Budget);
+            }
+        }
+        After {
+            ticket,
+            change,
+            refusal,
+        }
+    }
+
+    /// Checked again just before a retry starts, after the wait: has the breaker left the
+    /// state the run was let in under? Reads only.
+    pub fn before_retry(&self, s: &SharedSettings, ticket: &mut Ticket) -> Option<Refusal> {
+        self.refusal(s, ticket)
+    }
+
+    /// A retry may go ahead only while the breaker is closed; its attempt then starts under
+    /// the current state.
+    fn refusal(&self, s: &SharedSettings, ticket: &mut Ticket) -> Option<Refusal> {
+        if !s.breaker.enabled() {
+            return None;
+        }
+        match self.breaker {
+            Breaker::Closed { .. } => {
+                *ticket = Ticket {
+                    generation: self.generation,
+                    probe: false,
+                };
+                None
+            }
+            Breaker::Open { until, .. } => Some(Refusal::Open { until }),
+            Breaker::HalfOpen { lease_until, .. } => Some(Refusal::Probing { lease_until }),
+        }
+    }
+
+    /// What the state says at `now`, without changing it.
+    pub fn view(&self, s: &SharedSettings, now: u64) -> View {
+        let (open_until, lease_until) = match self.breaker {
+            Breaker::Closed { .. } => (None, None),
+            Breaker::Open { until, .. } => (Some(until), None),
+            Breaker::HalfOpen { lease_until, .. } => (None, Some(lease_until)),
+        };
+        View {
+            breaker: self.breaker.name(),
+            failures: self.breaker.failures(&s.breaker, now),
+            open_until,
+            lease_until,
+            tokens: self.budget.left(&s.budget, now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> SharedSettings {
+        SharedSettings {
+            breaker: BreakerSettings {
+                failures: 2,
+                window: Duration::from_secs(3600),
+                open: Duration::from_secs(60),
+                open_max: Duration::from_secs(900),
+            },
+            budget: BudgetSettings {
+                burst: 3,
+                ratio: 0.5,
+                refill: Duration::from_secs(60),
+            },
+            lease: Duration::from_secs(10),
+        }
+    }
+
+    fn run(admit: Admit) -> Ticket {
+        match admit {
+            Admit::Run(t) => t,
+            Admit::Refused(r) => panic!("refused: {r:?}"),
+        }
+    }
+
+    #[test]
+    fn a_run_whose_failure_opens_the_breaker_is_refused_its_retry() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let t = run(k.admit(&s, 0));
+        let a = k.after_attempt(&s, 1, t, Attempt::Failure, true, 0.0);
+        assert_eq!((a.change, a.refusal), (Change::None, None));
+        let a = k.after_attempt(&s, 2, a.ticket, Attempt::Failure, true, 0.0);
+        assert_eq!(a.change, Change::Opened { until: 60_002 });
+        assert_eq!(a.refusal, Some(Refusal::Open { until: 60_002 }));
+        assert_eq!(k.generation, 1);
+        assert_eq!(
+            k.admit(&s, 3),
+            Admit::Refused(Refusal::Open { until: 60_002 })
+        );
+    }
+
+    #[test]
+    fn a_run_going_on_stops_at_its_next_retry_once_another_opened_it() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let mine = run(k.admit(&s, 0));
+        let other = run(k.admit(&s, 0));
+        let a = k.after_attempt(&s, 1, other, Attempt::Failure, true, 0.0);
+        k.after_attempt(&s, 2, a.ticket, Attempt::Failure, false, 0.0);
+        let mut ticket = mine;
+        assert_eq!(
+            k.before_retry(&s, &mut ticket),
+            Some(Refusal::Open { until: 60_002 })
+        );
+        // Its own late failure counts for nothing and does not reopen or double anything.
+        let before = k.clone();
+        let a = k.after_attempt(&s, 3, mine, Attempt::Failure, true, 0.0);
+        assert_eq!(a.change, Change::None);
+        assert_eq!(k.breaker, before.breaker);
+    }
+
+    #[test]
+    fn the_probe_that_succeeds_closes_the_breaker_and_its_run_goes_on() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        k.breaker = Breaker::Open {
+            until: 100,
+            open_for: 100,
+        };
+        let probe = run(k.admit(&s, 100));
+        assert!(probe.probe);
+        assert_eq!(
+            k.admit(&s, 101),
+            Admit::Refused(Refusal::Probing {
+                lease_until: 10_100
+            })
+        );
+        let a = k.after_attempt(&s, 150, probe, Attempt::Success, false, 0.0);
+        assert_eq!(a.change, Change::Closed);
+        assert!(!a.ticket.probe);
+        assert_eq!(a.ticket.generation, k.generation);
+        assert!(matches!(k.admit(&s, 151), Admit::Run(t) if !t.probe));
+    }
+
+    #[test]
+    fn a_retry_costs_a_token_and_a_spent_budget_refuses_it() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let mut t = run(k.admit(&s, 0));
+        for _ in 0..3 {
+            let a = k.after_attempt(&s, 0, t, Attempt::Uncounted, true, 0.0);
+            assert_eq!(a.refusal, None);
+            t = a.ticket;
+        }
+        let a = k.after_attempt(&s, 0, t, Attempt::Uncounted, true, 0.0);
+        assert_eq!(a.refusal, Some(Refusal::Budget));
+        // A first attempt is always allowed.
+        assert!(matches!(k.admit(&s, 0), Admit::Run(_)));
+        // A success adds half a token; two buy a retry.
+        k.after_attempt(&s, 0, t, Attempt::Success, false, 0.0);
+        let a = k.after_attempt(&s, 0, t, Attempt::Success, true, 0.0);
+        assert_eq!(a.refusal, None);
+    }
+
+    #[test]
+    fn a_run_let_in_under_an_older_closed_state_counts_again_from_its_next_attempt() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let old = Ticket {
+            generation: 0,
+            probe: false,
+        };
+        k.generation = 4;
+        let a = k.after_attempt(&s, 5, old, Attempt::Failure, true, 0.0);
+        assert_eq!(k.breaker.failures(&s.breaker, 5), 0, "late: not counted");
+        assert_eq!(
+            a.ticket.generation, 4,
+            "its retry starts under the current state"
+        );
+        k.after_attempt(&s, 6, a.ticket, Attempt::Failure, false, 0.0);
+        assert_eq!(k.breaker.failures(&s.breaker, 6), 1);
+    }
+
+    #[test]
+    fn the_view_reports_without_changing_anything() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let t = run(k.admit(&s, 0));
+        k.after_attempt(&s, 1, t, Attempt::Failure, true, 0.0);
+        let before = k.clone();
+        let v = k.view(&s, 30_001);
+        assert_eq!(k, before);
+        assert_eq!((v.breaker, v.failures), ("closed", 1));
+        assert_eq!(v.tokens, 2.5);
+        assert_eq!((v.open_until, v.lease_until), (None, None));
+    }
+}
