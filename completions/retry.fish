@@ -41,12 +41,22 @@ complete -c retry -l hook-timeout -d 'Longest a hook may run before its process 
 complete -c retry -l summary -d 'Write a JSON summary of the run to FILE at the end (attempts, statuses, time running and waiting, outcome, reason)' -r -F
 complete -c retry -l metrics -d 'Write Prometheus metrics to FILE at the end, atomically, for node_exporter\'s textfile collector; counters carry on from the file\'s previous version' -r -F
 complete -c retry -l name -d 'The job\'s name in the summary and the metrics\' `name` label [default: the command\'s file name]' -r
+complete -c retry -l key -d 'Share a circuit breaker and a retry budget with every run that uses this key: name the target (a host or an API), not "everything"' -r
+complete -c retry -l state-dir -d 'Where the keys\' state lives [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
+complete -c retry -l breaker-failures -d 'Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it off' -r
+complete -c retry -l breaker-window -d 'Failures older than this do not count towards opening the breaker' -r
+complete -c retry -l breaker-open -d 'How long the breaker stays open the first time: runs exit 75 without running the command; then one run probes. Doubles after each failed probe' -r
+complete -c retry -l breaker-open-max -d 'The longest the breaker stays open' -r
+complete -c retry -l budget-burst -d 'Tokens in a full retry budget; a retry costs one, a first attempt none; 0 turns the budget off' -r
+complete -c retry -l budget-ratio -d 'Tokens a successful attempt adds to the budget' -r
+complete -c retry -l budget-refill -d 'One token comes back to the budget every DUR, whatever happens' -r
 complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
 complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
+complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

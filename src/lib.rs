@@ -10,6 +10,7 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod setup;
+pub mod state;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -28,12 +29,43 @@ where
         Ok(setup) => setup,
         Err(exit) => return exit,
     };
+    let policy = &setup.policy;
+    if setup.reset_state {
+        return reset_state(policy);
+    }
     if setup.explain {
-        let text = report::explain::explain(&setup.policy, &setup.origins);
+        // The key's state, read without changing it.
+        let key = policy.state.as_ref().map(|settings| {
+            let mut shared = state::open(settings);
+            let view = shared.view().map_err(|e| e.to_string());
+            report::explain::KeyReport {
+                place: shared.describe(),
+                view,
+                now: shared.now(),
+            }
+        });
+        let text = report::explain::explain(policy, &setup.origins, key.as_ref());
         return match std::io::stdout().lock().write_all(text.as_bytes()) {
             Ok(()) => Exit::Code(0),
             Err(_) => Exit::FAILURE,
         };
     }
-    run::run(&setup.policy, start)
+    run::run(policy, start)
+}
+
+/// `--reset-state`: forgets the key's breaker and budget.
+fn reset_state(policy: &policy::Policy) -> Exit {
+    let Some(settings) = &policy.state else {
+        return Exit::FAILURE;
+    };
+    match state::open(settings).reset() {
+        Ok(()) => {
+            eprintln!("retry: forgot the state of key '{}'", settings.key);
+            Exit::Code(0)
+        }
+        Err(e) => {
+            eprintln!("retry: error: cannot forget key '{}': {e}", settings.key);
+            Exit::FAILURE
+        }
+    }
 }

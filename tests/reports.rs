@@ -495,7 +495,8 @@ fn metrics_after_one_failing_run() {
         0.0,
         "never succeeded"
     );
-    assert_eq!(m.samples.len(), 3 + 1 + 1 + 3 + 5, "{}", m.text);
+    assert_eq!(m.get("retry_runs_total", "job", Some("refused")), 0.0);
+    assert_eq!(m.samples.len(), 4 + 1 + 1 + 4 + 5, "{}", m.text);
     let mode = fs::metadata(&file).expect("metadata").permissions().mode();
     assert_eq!(mode & 0o777, 0o644, "{mode:o}");
 }
@@ -603,7 +604,7 @@ fn a_name_with_a_quote_a_backslash_or_a_newline_is_escaped() {
     );
     assert_eq!(
         m.text.lines().count(),
-        9 * 2 + 13,
+        9 * 2 + 15,
         "no raw newline:\n{}",
         m.text
     );

@@ -25,6 +25,7 @@ use self::backoff::Backoff;
 use self::codes::CodeSet;
 use self::duration::human;
 use self::outcome::Rules;
+use self::shared::SharedSettings;
 
 /// Everything that decides how a run goes.
 #[derive(Clone, Debug)]
@@ -69,6 +70,17 @@ pub struct Policy {
     pub name: String,
     /// Where and how much to log.
     pub log: LogSettings,
+    /// State shared with other runs (`--key`); `None` without a key.
+    pub state: Option<StateSettings>,
+}
+
+/// The key a run shares its breaker and budget under, where they are kept, and their rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateSettings {
+    pub key: String,
+    /// The state directory; `None` when none is set and there is no home to put one in.
+    pub dir: Option<PathBuf>,
+    pub shared: SharedSettings,
 }
 
 /// Shell commands run at points of the run.

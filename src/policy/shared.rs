@@ -94,6 +94,24 @@ impl KeyState {
         self.budget.clamp(&s.budget, now);
     }
 
+    /// Moves every time from one timeline to another: the moment `from` on the old one is
+    /// `to` on the new one. A store whose clock restarted (a reboot) calls this, then `clamp`.
+    pub fn shift(&mut self, from: u64, to: u64) {
+        let moved = |t: &mut u64| {
+            *t = if to >= from {
+                t.saturating_add(to - from)
+            } else {
+                t.saturating_sub(from - to)
+            }
+        };
+        match &mut self.breaker {
+            Breaker::Closed { failures } => failures.iter_mut().for_each(moved),
+            Breaker::Open { until, .. } => moved(until),
+            Breaker::HalfOpen { lease_until, .. } => moved(lease_until),
+        }
+        moved(&mut self.budget.at);
+    }
+
     /// A run wants to start: run, probe, or be refused.
     pub fn admit(&mut self, s: &SharedSettings, now: u64) -> Admit {
         let ticket = |generation, probe| Admit::Run(Ticket { generation, probe });
@@ -318,6 +336,24 @@ mod tests {
         );
         k.after_attempt(&s, 6, a.ticket, Attempt::Failure, false, 0.0);
         assert_eq!(k.breaker.failures(&s.breaker, 6), 1);
+    }
+
+    #[test]
+    fn a_state_moved_to_a_new_timeline_keeps_its_times_relative() {
+        let s = settings();
+        let mut k = KeyState::new(&s, 1_000);
+        k.breaker = Breaker::Open {
+            until: 61_000,
+            open_for: 60_000,
+        };
+        k.shift(1_000, 500_000);
+        assert_eq!(k.budget.at, 500_000);
+        assert_eq!(
+            k.admit(&s, 559_999),
+            Admit::Refused(Refusal::Open { until: 560_000 })
+        );
+        k.shift(500_000, 10);
+        assert_eq!(k.budget.at, 10);
     }
 
     #[test]

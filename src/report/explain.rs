@@ -10,8 +10,9 @@ use rand::rngs::StdRng;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::outcome::NEVER_BETTER;
+use crate::policy::shared::View;
 use crate::policy::status::signal_name;
-use crate::policy::{Origins, Policy};
+use crate::policy::{Origins, Policy, StateSettings};
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -20,12 +21,24 @@ const SAMPLES: u64 = 2000;
 /// Retries simulated per schedule; past this, the last one's mean stands for the rest.
 const SIMULATED: u32 = 200;
 
+/// A key's state as `--explain` shows it: where it is kept, and what it says now (or why it
+/// cannot be read).
+pub struct KeyReport {
+    pub place: String,
+    pub view: Result<View, String>,
+    /// The store's time, to show how long the breaker stays open.
+    pub now: u64,
+}
+
 /// The whole explanation, as printed.
-pub fn explain(p: &Policy, origins: &Origins) -> String {
+pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String {
     let mut out = String::new();
     let retries = p.attempts.map(|n| n.saturating_sub(1));
     policy(&mut out, p, origins);
     schedule(&mut out, p, retries);
+    if let (Some(state), Some(report)) = (&p.state, key) {
+        shared_state(&mut out, state, report);
+    }
     let warnings = warnings(p, retries);
     if !warnings.is_empty() {
         out.push_str("\nWarnings\n");
@@ -95,6 +108,66 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
 }
 
 /// Where a row's value came from, when not from a built-in default: ` (profile ci)`.
+/// The key's breaker and budget: the settings, and the state as it stands.
+fn shared_state(out: &mut String, st: &StateSettings, report: &KeyReport) {
+    let s = &st.shared;
+    let _ = writeln!(out, "\nShared state (key '{}', {})", st.key, report.place);
+    let breaker = if s.breaker.enabled() {
+        format!(
+            "opens after {} failures in a row within {}; open {} at first, doubling up to {}",
+            s.breaker.failures,
+            human(s.breaker.window),
+            human(s.breaker.open.min(s.breaker.open_max)),
+            human(s.breaker.open_max)
+        )
+    } else {
+        "off (--breaker-failures 0)".into()
+    };
+    let budget = if s.budget.enabled() {
+        format!(
+            "{} tokens at most; a retry costs 1, a success adds {}, 1 comes back every {}",
+            s.budget.burst,
+            s.budget.ratio,
+            human(s.budget.refill)
+        )
+    } else {
+        "off (--budget-burst 0)".into()
+    };
+    let _ = writeln!(out, "  breaker          {breaker}");
+    let _ = writeln!(out, "  budget           {budget}");
+    let v = match &report.view {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(out, "  now              cannot be read: {e}");
+            return;
+        }
+    };
+    let left = |t: u64| human(Duration::from_millis(t.saturating_sub(report.now)));
+    let state = match (v.open_until, v.lease_until) {
+        (Some(until), _) if until > report.now => {
+            format!("open for another {}: runs exit 75", left(until))
+        }
+        (Some(_), _) => "open, and its time is up: the next run probes".into(),
+        (_, Some(lease)) if lease > report.now => {
+            format!(
+                "half-open: a run is probing (lease for another {})",
+                left(lease)
+            )
+        }
+        (_, Some(_)) => "half-open, and the probe's lease expired: the next run probes".into(),
+        (None, None) => format!(
+            "closed, {} counted towards opening it",
+            if v.failures == 1 {
+                "1 failure".to_string()
+            } else {
+                format!("{} failures", v.failures)
+            }
+        ),
+    };
+    let _ = writeln!(out, "  breaker now      {state}");
+    let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
+}
+
 fn origin(row: &str, origins: &Origins) -> String {
     let keys: &[&str] = match row {
         "attempts" => &["attempts", "retries", "forever"],

@@ -25,6 +25,10 @@ pub enum Event {
     Signal,
     /// The run ends without success.
     GiveUp,
+    /// A key's breaker moved, or its state could not be used (`--key`).
+    State,
+    /// The run was refused without running the command: the key's breaker is open.
+    Refused,
 }
 
 /// One log entry; fields that do not apply are `None`.
@@ -41,6 +45,20 @@ pub struct Entry {
     pub reason: Option<String>,
     /// Time since the run began.
     pub elapsed: Duration,
+    /// The key's state, with `--key`.
+    pub key: Option<KeyFields>,
+}
+
+/// What every log entry of a run with `--key` tells of the key's state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KeyFields {
+    pub key: String,
+    /// closed, open or half-open.
+    pub breaker: &'static str,
+    /// This run probes the half-open breaker.
+    pub probe: bool,
+    /// Tokens left in the budget.
+    pub tokens: f64,
 }
 
 impl Entry {
@@ -55,6 +73,7 @@ impl Entry {
             delay: None,
             reason: None,
             elapsed,
+            key: None,
         }
     }
 
@@ -82,8 +101,8 @@ impl Event {
     fn level(self) -> i8 {
         match self {
             Event::Policy | Event::Start => 2,
-            Event::Failure | Event::Success | Event::Signal => 1,
-            Event::GiveUp => 0,
+            Event::Failure | Event::Success | Event::Signal | Event::State => 1,
+            Event::GiveUp | Event::Refused => 0,
         }
     }
 }
@@ -224,7 +243,8 @@ fn text(e: &Entry, colour: bool) -> String {
             plural(e.attempt - 1, "attempt"),
             human(e.elapsed)
         ),
-        Event::Signal => format!("retry: {reason}"),
+        Event::Signal | Event::State => format!("retry: {reason}"),
+        Event::Refused => format!("retry: {}: {reason}", paint("not running", BOLD_RED)),
         Event::GiveUp => {
             // A fatal reason names the status already.
             let last = match e.what() {
@@ -253,6 +273,8 @@ struct Json<'a> {
     reason: Option<&'a str>,
     elapsed_ms: u128,
     timestamp: String,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    key: Option<&'a KeyFields>,
 }
 
 fn json(e: &Entry) -> String {
@@ -264,6 +286,8 @@ fn json(e: &Entry) -> String {
             Event::Success => "success",
             Event::Signal => "signal",
             Event::GiveUp => "give_up",
+            Event::State => "state",
+            Event::Refused => "refused",
         },
         attempt: e.attempt,
         max_attempts: e.max_attempts,
@@ -274,6 +298,7 @@ fn json(e: &Entry) -> String {
         reason: e.reason.as_deref(),
         elapsed_ms: e.elapsed.as_millis(),
         timestamp: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        key: e.key.as_ref(),
     };
     // A struct of plain fields always serializes.
     serde_json::to_string(&record).unwrap_or_default()

@@ -16,6 +16,8 @@ pub enum Outcome {
     #[default]
     Failure,
     Cancelled,
+    /// Refused without running the command: the key's breaker was open.
+    Refused,
 }
 
 /// One attempt, as the summary reports it.
@@ -45,6 +47,23 @@ pub struct Summary {
     pub elapsed_ms: u128,
     /// When the run ended, RFC 3339.
     pub finished_at: String,
+    /// The key's state as the run left it, with `--key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeySummary>,
+}
+
+/// What a run with `--key` reports of the key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct KeySummary {
+    pub key: String,
+    /// closed, open or half-open, as the run last saw it.
+    pub breaker: &'static str,
+    /// The run probed the half-open breaker.
+    pub probe: bool,
+    /// Tokens left in the budget.
+    pub tokens: f64,
+    /// What stopped the run, if the key did: `breaker` or `budget`.
+    pub refused: Option<&'static str>,
 }
 
 impl Summary {
@@ -115,7 +134,13 @@ impl Summary {
             "retry_runs_total",
             "counter",
             "Runs of retry, by how they ended.",
-            &[Outcome::Success, Outcome::Failure, Outcome::Cancelled].map(|o| {
+            &[
+                Outcome::Success,
+                Outcome::Failure,
+                Outcome::Cancelled,
+                Outcome::Refused,
+            ]
+            .map(|o| {
                 let labels = format!("{label},outcome=\"{}\"", outcome_name(o));
                 let this = f64::from(u8::from(self.outcome == o));
                 let before = value(before, "retry_runs_total", &labels).unwrap_or(0.0);
@@ -144,7 +169,13 @@ impl Summary {
             "retry_last_outcome",
             "gauge",
             "How the last run ended: 1 for the outcome it had, 0 for the others.",
-            &[Outcome::Success, Outcome::Failure, Outcome::Cancelled].map(|o| {
+            &[
+                Outcome::Success,
+                Outcome::Failure,
+                Outcome::Cancelled,
+                Outcome::Refused,
+            ]
+            .map(|o| {
                 let labels = format!("{label},outcome=\"{}\"", outcome_name(o));
                 (labels, f64::from(u8::from(self.outcome == o)))
             }),
@@ -177,8 +208,11 @@ impl Summary {
             "retry_last_success_timestamp_seconds",
             "gauge",
             "When a run last succeeded (0: never, as far as this file knows).",
-            &[(label, last_success)],
+            &[(label.clone(), last_success)],
         );
+        if let Some(key) = &self.key {
+            out.push_str(&key_metrics(key, before, &label));
+        }
         out
     }
 }
@@ -188,7 +222,47 @@ fn outcome_name(o: Outcome) -> &'static str {
         Outcome::Success => "success",
         Outcome::Failure => "failure",
         Outcome::Cancelled => "cancelled",
+        Outcome::Refused => "refused",
     }
+}
+
+/// The metrics of a run's key: its breaker and budget, and the refusals counted.
+fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
+    let label = format!("{name_label},key=\"{}\"", escape(&key.key));
+    let open = f64::from(u8::from(key.breaker != "closed"));
+    let refusals = ["breaker", "budget"].map(|reason| {
+        let labels = format!("{label},reason=\"{reason}\"");
+        let before = value(before, "retry_state_refusals_total", &labels).unwrap_or(0.0);
+        let this = f64::from(u8::from(key.refused == Some(reason)));
+        (labels, before + this)
+    });
+    let mut out = String::new();
+    for (name, kind, help, samples) in [
+        (
+            "retry_breaker_open",
+            "gauge",
+            "1 while the key's breaker is open or half-open, as the last run saw it.",
+            vec![(label.clone(), open)],
+        ),
+        (
+            "retry_budget_tokens",
+            "gauge",
+            "Tokens left in the key's retry budget after the last run.",
+            vec![(label.clone(), key.tokens)],
+        ),
+        (
+            "retry_state_refusals_total",
+            "counter",
+            "Runs or retries the key refused: by an open breaker, or for lack of budget.",
+            refusals.to_vec(),
+        ),
+    ] {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (labels, value) in samples {
+            out.push_str(&format!("{name}{{{labels}}} {value}\n"));
+        }
+    }
+    out
 }
 
 /// A label value with `\`, `"` and newlines escaped, as the text format asks.

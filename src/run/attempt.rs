@@ -2,20 +2,24 @@
 //! arrived" are events. Everything that touches the world comes through [`World`], so the loop
 //! is tested with a scripted world and a fake clock, without sleeping.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use nix::sys::signal::Signal;
 use rand::{Rng, RngExt};
 
 use crate::exit::Exit;
 use crate::policy::backoff::Schedule;
+use crate::policy::breaker::{Attempt, Change};
 use crate::policy::duration::human;
 use crate::policy::outcome::{Reason, Verdict};
 use crate::policy::output_rules::Found;
+use crate::policy::shared::Refusal;
 use crate::policy::status::{Status, cancels, signal_name};
 use crate::policy::{HttpVerdict, Policy};
+use crate::report::log::KeyFields;
 use crate::report::log::{Entry, Event as LogEvent, Log};
-use crate::report::summary::{AttemptSummary, Outcome, Summary};
+use crate::report::summary::{AttemptSummary, KeySummary, Outcome, Summary};
+use crate::state::{self, Refused, Shared};
 
 use super::world::{AttemptEnv, Event, Findings, World};
 
@@ -77,6 +81,8 @@ pub struct Attempts<'a, W, R: ?Sized> {
     attempt: u32,
     /// The last attempt's status as the outcome lists judge it; `None` before the first.
     previous: Option<i32>,
+    /// The breaker and budget shared with other runs (`--key`); dropped after a state error.
+    shared: Option<Shared>,
 }
 
 /// Runs the attempts the policy allows and returns how retry should exit.
@@ -107,12 +113,21 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             schedule: policy.backoff.schedule(),
             attempt: 0,
             previous: None,
+            shared: None,
         }
+    }
+
+    /// Shares the run's breaker and budget with other runs through `shared`.
+    pub fn with_state(mut self, shared: Option<Shared>) -> Self {
+        self.shared = shared;
+        self
     }
 
     /// Runs attempts until one ends the run, and returns how retry should exit.
     pub fn run(mut self) -> Exit {
-        self.begin();
+        if let Some(refused) = self.begin() {
+            return refused;
+        }
         loop {
             let end = self.attempt();
             let decision = self.judge(&end);
@@ -132,12 +147,50 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// A log entry for this attempt, at the current time.
     fn entry(&self, event: LogEvent) -> Entry {
-        Entry::new(
+        let mut e = Entry::new(
             event,
             self.attempt,
             self.policy.attempts,
             self.world.elapsed(),
-        )
+        );
+        e.key = self.key_fields();
+        e
+    }
+
+    /// The key's state as the run last saw it, for the log.
+    fn key_fields(&self) -> Option<KeyFields> {
+        let shared = self.shared.as_ref()?;
+        let view = shared.view.as_ref()?;
+        Some(KeyFields {
+            key: shared.key.clone(),
+            breaker: view.breaker,
+            probe: shared.probing(),
+            tokens: view.tokens,
+        })
+    }
+
+    /// Logs a line about the key's state.
+    fn state_note(&mut self, msg: String) {
+        let mut e = self.entry(LogEvent::State);
+        e.reason = Some(msg);
+        self.log.write(&e);
+    }
+
+    /// A state problem is a warning: the run goes on without the key's state.
+    fn state_failed(&mut self, e: state::Error) {
+        if let Some(shared) = self.shared.take() {
+            self.state_note(format!(
+                "warning: key '{}': {e}; going on without its breaker and budget",
+                shared.key
+            ));
+        }
+    }
+
+    /// Passes on a warning the key's store left.
+    fn state_warning(&mut self) {
+        if let Some(warning) = self.shared.as_mut().and_then(|s| s.warning.take()) {
+            self.state_note(format!("warning: {warning}"));
+        }
     }
 
     /// Logs a note about the attempt: a hook that failed, a signal passed on.
@@ -147,13 +200,138 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         self.log.write(&e);
     }
 
-    /// Before the first attempt.
-    fn begin(&mut self) {
+    /// Before the first attempt: the key's breaker may refuse the run, which then exits 75.
+    fn begin(&mut self) -> Option<Exit> {
         if self.log.shows(LogEvent::Policy) {
             let mut e = self.entry(LogEvent::Policy);
             e.reason = Some(self.policy.to_string());
             self.log.write(&e);
         }
+        let admitted = self.shared.as_mut()?.admit();
+        self.state_warning();
+        match admitted {
+            Ok(None) => {
+                if let Some(shared) = self.shared.as_ref().filter(|s| s.probing()) {
+                    let msg = format!(
+                        "key '{}': the breaker is half-open; this run probes with one attempt",
+                        shared.key
+                    );
+                    self.state_note(msg);
+                }
+                None
+            }
+            Ok(Some(refused)) => {
+                let why = self.refusal_words(refused);
+                self.refused_by(refused);
+                let mut e = self.entry(LogEvent::Refused);
+                e.reason = Some(why.clone());
+                self.log.write(&e);
+                let exit = Exit::Code(REFUSED);
+                let elapsed = self.world.elapsed();
+                self.summary
+                    .end(Outcome::Refused, why, exit.status(), elapsed);
+                Some(exit)
+            }
+            Err(e) => {
+                self.state_failed(e);
+                None
+            }
+        }
+    }
+
+    /// Why the key refuses, in words.
+    fn refusal_words(&self, refused: Refused) -> String {
+        let key = self.shared.as_ref().map_or("", |s| s.key.as_str());
+        let left = human(refused.left);
+        let until = humantime::format_rfc3339_seconds(SystemTime::now() + refused.left);
+        match refused.refusal {
+            Refusal::Open { .. } => format!(
+                "the breaker for key '{key}' is open for another {left} (until {until}): runs on the key kept failing"
+            ),
+            Refusal::Probing { .. } => format!(
+                "the breaker for key '{key}' is half-open and another run is probing it (for up to {left})"
+            ),
+            Refusal::Budget => format!("the retry budget for key '{key}' is spent"),
+        }
+    }
+
+    /// Records in the summary that the key stopped the run.
+    fn refused_by(&mut self, refused: Refused) {
+        self.key_summary();
+        if let Some(key) = &mut self.summary.key {
+            key.refused = Some(match refused.refusal {
+                Refusal::Budget => "budget",
+                _ => "breaker",
+            });
+        }
+    }
+
+    /// The key's state in the summary, as the run last saw it.
+    fn key_summary(&mut self) {
+        if let Some(fields) = self.key_fields() {
+            let refused = self.summary.key.as_ref().and_then(|k| k.refused);
+            self.summary.key = Some(KeySummary {
+                key: fields.key,
+                breaker: fields.breaker,
+                probe: fields.probe,
+                tokens: fields.tokens,
+                refused,
+            });
+        }
+    }
+
+    /// Counts the attempt in the key's state and asks for the retry the decision wants; a
+    /// refused retry ends the run with the attempt's status.
+    fn share(&mut self, decision: &mut Decision) {
+        let Some(shared) = self.shared.as_mut() else {
+            return;
+        };
+        let counted = match decision.next {
+            Next::Succeed => Attempt::Success,
+            _ if decision.retryable => Attempt::Failure,
+            _ => Attempt::Uncounted,
+        };
+        let wants_retry = matches!(decision.next, Next::Retry(_));
+        let was_probe = shared.probing();
+        let u = self.rng.random::<f64>();
+        let answer = shared.after_attempt(counted, wants_retry, u);
+        self.state_warning();
+        let (change, refused) = match answer {
+            Ok(answer) => answer,
+            Err(e) => return self.state_failed(e),
+        };
+        let key = self
+            .shared
+            .as_ref()
+            .map_or(String::new(), |s| s.key.clone());
+        match change {
+            Change::Opened { until } => {
+                let now = self.shared.as_ref().map_or(until, Shared::now);
+                let open = human(Duration::from_millis(until.saturating_sub(now)));
+                let why = if was_probe {
+                    "the probe failed"
+                } else {
+                    "too many failures in a row"
+                };
+                self.state_note(format!("key '{key}': the breaker opened for {open}: {why}"));
+            }
+            Change::Closed => {
+                self.state_note(format!(
+                    "key '{key}': the breaker closed: the probe succeeded"
+                ));
+            }
+            Change::None | Change::Released => {}
+        }
+        if let Some(refused) = refused {
+            let why = self.refusal_words(refused);
+            decision.next = Next::GiveUp(why.clone());
+            decision.verdict = Some(match decision.verdict.take() {
+                Some(verdict) => format!("{verdict}; not retried: {why}"),
+                None => format!("not retried: {why}"),
+            });
+            self.refused_by(refused);
+        }
+        self.key_summary();
     }
 
     /// Starts the next attempt and watches it until it ends; records it in the summary.
@@ -207,7 +385,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     fn judge(&mut self, end: &End) -> Decision {
         let now = self.world.elapsed();
         let world = &*self.world;
-        let decision = decide(
+        let mut decision = decide(
             self.policy,
             end,
             self.attempt,
@@ -216,6 +394,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             now,
             || world.output_gone(),
         );
+        self.share(&mut decision);
         self.world.finish(!matches!(decision.next, Next::Retry(_)));
         decision
     }
@@ -283,6 +462,19 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             let why = format!("cancelled by {} while waiting", signal_name(sig));
             let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
             return Some(self.give_up(end, why, Outcome::Cancelled, exit));
+        }
+        if let Some(shared) = self.shared.as_mut() {
+            let answer = shared.before_retry();
+            self.state_warning();
+            match answer {
+                Ok(Some(refused)) => {
+                    let why = self.refusal_words(refused);
+                    self.refused_by(refused);
+                    return Some(self.give_up(end, why, Outcome::Failure, end.exit()));
+                }
+                Ok(None) => self.key_summary(),
+                Err(e) => self.state_failed(e),
+            }
         }
         if self
             .policy
@@ -465,6 +657,20 @@ struct Decision {
     /// retry's exit when the run ends here on an attempt whose status counts as success but
     /// whose HTTP status (22, as `curl --fail` exits) or output (1) said it failed.
     failed_anyway: Option<u8>,
+    /// The attempt failed in a way that is retried, whether or not the run has attempts or
+    /// time left: what a key's breaker counts as a failure.
+    retryable: bool,
+}
+
+impl Decision {
+    /// The same judgement, but to retry after `delay`.
+    fn retry(self, delay: Duration) -> Decision {
+        Decision {
+            next: Next::Retry(delay),
+            failed_anyway: None,
+            ..self
+        }
+    }
 }
 
 /// Judges an ended attempt: what comes next, and why. Whatever says "fatal" (a `stop` hint,
@@ -485,6 +691,7 @@ fn decide<R: Rng + ?Sized>(
         next,
         verdict,
         failed_anyway: None,
+        retryable: false,
     };
     if let Some(sig) = end.cancelled {
         let name = signal_name(sig);
@@ -520,6 +727,7 @@ fn decide<R: Rng + ?Sized>(
         next: Next::GiveUp(why),
         verdict,
         failed_anyway,
+        retryable: false,
     };
     if let Some(why) = fatal {
         return give_up(why.clone(), Some(format!("fatal: {why}")));
@@ -545,11 +753,16 @@ fn decide<R: Rng + ?Sized>(
         }
         (None, Verdict::Retry(reason)) => Some(reason.to_string()),
     };
+    // From here on the attempt failed in a way that is retried; only limits stop the run.
+    let out_of = |why: String, verdict: Option<String>| Decision {
+        retryable: true,
+        ..give_up(why, verdict)
+    };
     if p.attempts.is_some_and(|max| attempt >= max) {
-        return give_up("attempts used up".into(), reason);
+        return out_of("attempts used up".into(), reason);
     }
     if end.stopped == Some(Stop::Deadline) {
-        return give_up("--max-time reached".into(), reason);
+        return out_of("--max-time reached".into(), reason);
     }
     if output_gone() {
         let why = "nothing reads its output any more";
@@ -566,7 +779,7 @@ fn decide<R: Rng + ?Sized>(
                 human(asked),
                 human(max.saturating_sub(now))
             );
-            return give_up(why, reason);
+            return out_of(why, reason);
         }
         let wait = follow(asked, p.retry_after_max, rng);
         delay = delay.max(wait);
@@ -589,9 +802,9 @@ fn decide<R: Rng + ?Sized>(
             human(delay),
             human(max.saturating_sub(now))
         );
-        return give_up(why, reason);
+        return out_of(why, reason);
     }
-    decision(Next::Retry(delay), reason)
+    out_of(String::new(), reason).retry(delay)
 }
 
 /// The wait for a `Retry-After` of `asked`: never sooner than asked (up to `cap`), never past
@@ -608,6 +821,9 @@ fn follow<R: Rng + ?Sized>(asked: Duration, cap: Duration, rng: &mut R) -> Durat
         asked.saturating_add(spread(asked)).min(cap)
     }
 }
+
+/// retry's exit when the key's breaker refuses the run (SPEC §5; EX_TEMPFAIL in sysexits.h).
+const REFUSED: u8 = 75;
 
 /// Waits shorter than this are not counted down.
 const COUNTDOWN_FROM: Duration = Duration::from_secs(2);

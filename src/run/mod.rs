@@ -57,7 +57,10 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         }
     };
     let mut summary = Summary::new(&policy.name);
-    let exit = attempt::run(policy, &mut world, &mut rng, &mut log, &mut summary);
+    let shared = policy.state.as_ref().map(crate::state::open);
+    let exit = attempt::Attempts::new(policy, &mut world, &mut rng, &mut log, &mut summary)
+        .with_state(shared)
+        .run();
     // A report that cannot be written is logged; the run's outcome stands.
     let reports = [
         (

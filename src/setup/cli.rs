@@ -213,6 +213,67 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", help_heading = "Hooks and reports")]
     pub name: Option<String>,
 
+    /// Share a circuit breaker and a retry budget with every run that uses this key: name the
+    /// target (a host or an API), not "everything".
+    #[arg(long, value_name = "NAME", value_parser = key, help_heading = "Shared state (--key)")]
+    pub key: Option<String>,
+
+    /// Where the keys' state lives [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry,
+    /// else ~/.local/state/retry].
+    #[arg(long, value_name = "DIR", help_heading = "Shared state (--key)")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it
+    /// off.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(0..=1000),
+          help_heading = "Shared state (--key)")]
+    pub breaker_failures: u32,
+
+    /// Failures older than this do not count towards opening the breaker.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1h",
+          help_heading = "Shared state (--key)")]
+    pub breaker_window: Duration,
+
+    /// How long the breaker stays open the first time: runs exit 75 without running the
+    /// command; then one run probes. Doubles after each failed probe.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
+          help_heading = "Shared state (--key)")]
+    pub breaker_open: Duration,
+
+    /// The longest the breaker stays open.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "15m",
+          help_heading = "Shared state (--key)")]
+    pub breaker_open_max: Duration,
+
+    /// Tokens in a full retry budget; a retry costs one, a first attempt none; 0 turns the
+    /// budget off.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        help_heading = "Shared state (--key)"
+    )]
+    pub budget_burst: u32,
+
+    /// Tokens a successful attempt adds to the budget.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.1,
+        help_heading = "Shared state (--key)"
+    )]
+    pub budget_ratio: f64,
+
+    /// One token comes back to the budget every DUR, whatever happens.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
+          help_heading = "Shared state (--key)")]
+    pub budget_refill: Duration,
+
+    /// Forget the key's breaker and budget, run nothing, and exit.
+    #[arg(long, requires = "key", help_heading = "Shared state (--key)")]
+    pub reset_state: bool,
+
     /// Read settings from this config file instead of $RETRY_CONFIG or
     /// ~/.config/retry/config.toml.
     #[arg(long, value_name = "PATH", help_heading = "Configuration")]
@@ -228,7 +289,7 @@ pub struct Cli {
 
     /// The command to run and its arguments, passed on byte for byte.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1..,
-          value_parser = clap::value_parser!(OsString), required_unless_present = "explain")]
+          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state"])]
     pub command: Vec<OsString>,
 }
 
@@ -373,6 +434,17 @@ pub enum BackoffKind {
 /// The clap definition, for completions and the man page.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// A state key: a name of printable characters.
+fn key(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 200 || s.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' is not a key: use 1 to 200 printable characters, such as api.example.com",
+            s.escape_debug()
+        ));
+    }
+    Ok(s.to_string())
 }
 
 fn preset(s: &str) -> Result<&'static Preset, String> {

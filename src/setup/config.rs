@@ -15,7 +15,14 @@ use super::{cli, presets};
 use crate::policy::{Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
-const NOT_SETTINGS: [&str; 5] = ["config", "profile", "explain", "help", "version"];
+const NOT_SETTINGS: [&str; 6] = [
+    "config",
+    "profile",
+    "explain",
+    "reset-state",
+    "help",
+    "version",
+];
 
 /// Flags of which only one may be given; a setting of one hides the file's others below it.
 const EXCLUSIVE: [&[&str]; 2] = [&["attempts", "retries", "forever"], &["backoff", "delays"]];

@@ -21,6 +21,8 @@ pub struct Setup {
     pub origins: Origins,
     /// Print the policy and run nothing.
     pub explain: bool,
+    /// Forget the key's state and run nothing.
+    pub reset_state: bool,
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
@@ -49,12 +51,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
             return Err(Exit::FAILURE);
         }
     };
-    let explain = cli.explain;
+    let (explain, reset_state) = (cli.explain, cli.reset_state);
     match Policy::try_from(cli) {
         Ok(policy) => Ok(Setup {
             policy,
             origins,
             explain,
+            reset_state,
         }),
         Err(e) => {
             eprintln!("retry: error: {e}");

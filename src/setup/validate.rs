@@ -1,12 +1,21 @@
 //! Builds the [`Policy`] from the parsed command line: checks how the flags relate to each
 //! other, and fills in what follows from them (a preset's lists, the job's name).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::{BackoffKind, Cli};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
+use crate::policy::breaker::BreakerSettings;
+use crate::policy::budget::BudgetSettings;
 use crate::policy::outcome::Rules;
-use crate::policy::{Hooks, HttpRules, LogSettings, Policy, UsageError, output_rules};
+use crate::policy::shared::SharedSettings;
+use crate::policy::{
+    Hooks, HttpRules, LogSettings, Policy, StateSettings, UsageError, output_rules,
+};
+
+/// How long a probe holds the breaker's lease without --attempt-timeout.
+const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
 impl TryFrom<Cli> for Policy {
     type Error = UsageError;
@@ -70,6 +79,41 @@ impl TryFrom<Cli> for Policy {
             (false, None, None) => Some(5),
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
+        if !cli.budget_ratio.is_finite() || cli.budget_ratio < 0.0 {
+            return usage(format!(
+                "--budget-ratio {} must be a number of at least 0",
+                cli.budget_ratio
+            ));
+        }
+        for (flag, value) in [
+            ("--breaker-window", cli.breaker_window),
+            ("--breaker-open", cli.breaker_open),
+            ("--budget-refill", cli.budget_refill),
+        ] {
+            if value.is_zero() {
+                return usage(format!(
+                    "{flag} 0 is not a time; give a duration such as 1m"
+                ));
+            }
+        }
+        let state = cli.key.map(|key| StateSettings {
+            key,
+            dir: cli.state_dir.or_else(state_dir),
+            shared: SharedSettings {
+                breaker: BreakerSettings {
+                    failures: cli.breaker_failures,
+                    window: cli.breaker_window,
+                    open: cli.breaker_open,
+                    open_max: cli.breaker_open_max,
+                },
+                budget: BudgetSettings {
+                    burst: cli.budget_burst,
+                    ratio: cli.budget_ratio,
+                    refill: cli.budget_refill,
+                },
+                lease: cli.attempt_timeout.unwrap_or(DEFAULT_LEASE),
+            },
+        });
         Ok(Policy {
             command: cli.command.clone(),
             attempts,
@@ -135,8 +179,27 @@ impl TryFrom<Cli> for Policy {
                 format: cli.log_format,
                 file: cli.log_file,
             },
+            state,
         })
     }
+}
+
+/// The state directory when --state-dir is not given: $RETRY_STATE_DIR, else
+/// $XDG_STATE_HOME/retry, else ~/.local/state/retry.
+fn state_dir() -> Option<PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("RETRY_STATE_DIR")
+        .or_else(|| {
+            // The XDG spec says a relative path is invalid and to be ignored.
+            var("XDG_STATE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("retry"))
+        })
+        .or_else(|| var("HOME").map(|home| home.join(".local/state/retry")))
 }
 
 /// The user's output rules and a preset's, together.

@@ -1,0 +1,93 @@
+//! The clock a local store keeps time by: the boot-time clock, which neither a wall-clock
+//! change nor a suspend can move back, tied to the boot it belongs to.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use nix::time::{ClockId, clock_gettime};
+
+/// A moment, on both clocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// The kernel's id of this boot; empty where it cannot be read.
+    pub boot_id: String,
+    /// Milliseconds since boot (CLOCK_BOOTTIME, which counts suspended time too).
+    pub boot_ms: u64,
+    /// Milliseconds since the Unix epoch.
+    pub wall_ms: u64,
+}
+
+impl Clock {
+    pub fn now() -> Clock {
+        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        let wall_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let boot_ms = clock_gettime(ClockId::CLOCK_BOOTTIME).ok().and_then(|t| {
+            let ms = i128::from(t.tv_sec()) * 1000 + i128::from(t.tv_nsec()) / 1_000_000;
+            u64::try_from(ms).ok()
+        });
+        match boot_ms {
+            Some(boot_ms) if !boot_id.is_empty() => Clock {
+                boot_id,
+                boot_ms,
+                wall_ms,
+            },
+            // Without a boot id (or a boot clock), the wall clock is the timeline; the clamps
+            // on every time read back still bound what a clock change can do.
+            _ => Clock {
+                boot_id: String::new(),
+                boot_ms: wall_ms,
+                wall_ms,
+            },
+        }
+    }
+
+    /// Where a moment saved as `then` falls on this clock's timeline: exactly, by the boot
+    /// clock, in the same boot; else by the wall clock, never before the saved moment.
+    pub fn place(&self, then: &Clock) -> u64 {
+        if !self.boot_id.is_empty() && self.boot_id == then.boot_id {
+            then.boot_ms.min(self.boot_ms)
+        } else {
+            let passed = self.wall_ms.saturating_sub(then.wall_ms);
+            self.boot_ms.saturating_sub(passed)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(boot_id: &str, boot_ms: u64, wall_ms: u64) -> Clock {
+        Clock {
+            boot_id: boot_id.into(),
+            boot_ms,
+            wall_ms,
+        }
+    }
+
+    #[test]
+    fn in_the_same_boot_the_boot_clock_places_a_moment_whatever_the_wall_clock_did() {
+        let now = clock("a", 50_000, 0);
+        assert_eq!(now.place(&clock("a", 20_000, 99_999_999)), 20_000);
+    }
+
+    #[test]
+    fn after_a_reboot_the_wall_clock_places_it_and_a_clock_set_back_counts_as_no_time() {
+        let now = clock("b", 5_000, 1_000_000);
+        assert_eq!(now.place(&clock("a", 80_000, 998_000)), 3_000);
+        assert_eq!(now.place(&clock("a", 80_000, 2_000_000)), 5_000);
+        assert_eq!(now.place(&clock("a", 80_000, 0)), 0);
+    }
+
+    #[test]
+    fn the_clock_reads_this_boot() {
+        let a = Clock::now();
+        let b = Clock::now();
+        assert_eq!(a.boot_id, b.boot_id);
+        assert!(b.boot_ms >= a.boot_ms);
+        assert_eq!(b.place(&a), a.boot_ms);
+    }
+}

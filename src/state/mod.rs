@@ -1,0 +1,279 @@
+//! State shared between runs (`--key`): where a key's breaker and budget are kept. The rules
+//! are [`crate::policy::shared`]'s; a [`Store`] runs each of them as one atomic operation, and
+//! [`Shared`] is a run's handle on its key.
+
+mod clock;
+pub mod file;
+pub mod memory;
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::StateSettings;
+use crate::policy::breaker::{Attempt, Change};
+use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket, View};
+
+/// A run's handle on the key its policy names, in the local state directory.
+pub fn open(settings: &StateSettings) -> Shared {
+    let store = file::FileStore::new(settings.dir.clone(), &settings.key);
+    Shared::new(
+        settings.key.clone(),
+        settings.shared.clone(),
+        Box::new(store),
+    )
+}
+
+/// What a store answers: the operation's result, and the key's state and time just after it.
+#[derive(Clone, Debug)]
+pub struct Reply<T> {
+    pub value: T,
+    /// The store's time, in the milliseconds its state is kept in.
+    pub now: u64,
+    pub view: View,
+    /// Something the run should be told, though the operation went through (a corrupt state
+    /// file moved aside).
+    pub warning: Option<String>,
+}
+
+/// Where a key's state is kept. Each operation is one rule of [`KeyState`], run atomically
+/// with respect to every other process that uses the key, at the store's own time.
+pub trait Store {
+    /// A run wants to start.
+    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error>;
+    /// An attempt ended; the run may want a retry.
+    fn after_attempt(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<Reply<After>, Error>;
+    /// A retry is about to start, after its wait.
+    fn before_retry(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error>;
+    /// The key's state now, changing nothing.
+    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error>;
+    /// Forgets the key.
+    fn reset(&mut self) -> Result<(), Error>;
+    /// Where the state is, for `--explain`.
+    fn describe(&self) -> String;
+}
+
+/// A store that runs the rules itself, on a [`KeyState`] it reads and writes whole (a file, or
+/// memory): it needs only this one operation to be a [`Store`].
+pub trait Local {
+    /// Runs `op` on the key's state at the store's time, atomically, and keeps what it leaves.
+    /// `op` is a pure function of the state and the time: a store may run it more than once
+    /// (without its lock first, to find that it changes nothing and need not be written).
+    fn update<T>(
+        &mut self,
+        s: &SharedSettings,
+        op: impl Fn(&mut KeyState, u64) -> T,
+    ) -> Result<Reply<T>, Error>;
+    fn reset(&mut self) -> Result<(), Error>;
+    fn describe(&self) -> String;
+}
+
+impl<L: Local> Store for L {
+    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
+        self.update(s, |state, now| state.admit(s, now))
+    }
+
+    fn after_attempt(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<Reply<After>, Error> {
+        self.update(s, |state, now| {
+            state.after_attempt(s, now, ticket, attempt, wants_retry, u)
+        })
+    }
+
+    fn before_retry(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
+        self.update(s, |state, _| {
+            let mut ticket = ticket;
+            (state.before_retry(s, &mut ticket), ticket)
+        })
+    }
+
+    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+        self.update(s, |_, _| ())
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Local::reset(self)
+    }
+
+    fn describe(&self) -> String {
+        Local::describe(self)
+    }
+}
+
+/// A state problem: a warning, never a change to the command's outcome.
+#[derive(Debug)]
+pub enum Error {
+    /// No state directory: none given, and neither `$XDG_STATE_HOME` nor `$HOME` is set.
+    NoDirectory,
+    /// Another process held the key's lock for too long.
+    Busy(PathBuf),
+    /// Reading or writing the state failed.
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoDirectory => f.write_str(
+                "no state directory: set --state-dir, RETRY_STATE_DIR, XDG_STATE_HOME or HOME",
+            ),
+            Error::Busy(path) => write!(f, "'{}' stayed locked too long", path.display()),
+            Error::Io {
+                doing,
+                path,
+                source,
+            } => write!(f, "cannot {doing} '{}': {source}", path.display()),
+        }
+    }
+}
+
+/// Why a run is refused, and for how long at most, as the log says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub refusal: Refusal,
+    /// Until the breaker's open time or the probe's lease ends; zero for the budget.
+    pub left: Duration,
+}
+
+/// A run's handle on its key: the store, and the run's ticket.
+pub struct Shared {
+    pub key: String,
+    settings: SharedSettings,
+    store: Box<dyn Store>,
+    ticket: Option<Ticket>,
+    /// The key's state as the store last answered.
+    pub view: Option<View>,
+    /// A warning the last operation left, for the log.
+    pub warning: Option<String>,
+    now: u64,
+}
+
+impl Shared {
+    pub fn new(key: String, settings: SharedSettings, store: Box<dyn Store>) -> Shared {
+        Shared {
+            key,
+            settings,
+            store,
+            ticket: None,
+            view: None,
+            warning: None,
+            now: 0,
+        }
+    }
+
+    /// The store's time at its last answer.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// This run probes the half-open breaker.
+    pub fn probing(&self) -> bool {
+        self.ticket.is_some_and(|t| t.probe)
+    }
+
+    /// Remembers what a reply says of the key.
+    fn heard<T>(&mut self, reply: Reply<T>) -> (T, u64) {
+        self.view = Some(reply.view);
+        self.warning = reply.warning;
+        self.now = reply.now;
+        (reply.value, reply.now)
+    }
+
+    /// Before the first attempt: `Some` when the run may not start.
+    pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
+        let reply = self.store.admit(&self.settings)?;
+        match self.heard(reply) {
+            (Admit::Run(ticket), _) => {
+                self.ticket = Some(ticket);
+                Ok(None)
+            }
+            (Admit::Refused(refusal), now) => Ok(Some(refused(refusal, now))),
+        }
+    }
+
+    /// After an attempt's verdict: counts it, and when the run wants a retry, asks for one.
+    /// Returns the breaker's move and, when the retry is refused, why.
+    pub fn after_attempt(
+        &mut self,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<(Change, Option<Refused>), Error> {
+        let Some(ticket) = self.ticket else {
+            return Ok((Change::None, None));
+        };
+        let reply = self
+            .store
+            .after_attempt(&self.settings, ticket, attempt, wants_retry, u)?;
+        let (after, now) = self.heard(reply);
+        self.ticket = Some(after.ticket);
+        Ok((after.change, after.refusal.map(|r| refused(r, now))))
+    }
+
+    /// Just before a retry starts, after its wait: has the breaker opened since?
+    pub fn before_retry(&mut self) -> Result<Option<Refused>, Error> {
+        let Some(ticket) = self.ticket else {
+            return Ok(None);
+        };
+        let reply = self.store.before_retry(&self.settings, ticket)?;
+        let ((refusal, ticket), now) = self.heard(reply);
+        self.ticket = Some(ticket);
+        Ok(refusal.map(|r| refused(r, now)))
+    }
+
+    /// The key's state, for `--explain`, changing nothing.
+    pub fn view(&mut self) -> Result<View, Error> {
+        let reply = self.store.view(&self.settings)?;
+        let view = reply.view.clone();
+        self.heard(reply);
+        Ok(view)
+    }
+
+    /// Forgets the key's state.
+    pub fn reset(&mut self) -> Result<(), Error> {
+        self.store.reset()
+    }
+
+    /// Where the key's state is kept.
+    pub fn describe(&self) -> String {
+        self.store.describe()
+    }
+}
+
+fn refused(refusal: Refusal, now: u64) -> Refused {
+    let until = match refusal {
+        Refusal::Open { until } => until,
+        Refusal::Probing { lease_until } => lease_until,
+        Refusal::Budget => now,
+    };
+    Refused {
+        refusal,
+        left: Duration::from_millis(until.saturating_sub(now)),
+    }
+}
