@@ -843,8 +843,11 @@ mod tests {
     use rand::rngs::StdRng;
 
     use super::*;
+    use crate::policy::shared::{Admit, After, SharedSettings, Ticket};
     use crate::run::world::SpawnError;
     use crate::setup::cli::Cli;
+    use crate::state::memory::MemoryStore;
+    use crate::state::{Reply, Store};
 
     const TERM: i32 = Signal::SIGTERM as i32;
     const INT: i32 = Signal::SIGINT as i32;
@@ -1026,7 +1029,12 @@ mod tests {
         summary: Summary,
     }
 
-    fn run_with(args: &[&str], mut world: Fake) -> Run {
+    fn run_with(args: &[&str], world: Fake) -> Run {
+        run_shared(args, world, None)
+    }
+
+    /// Runs the loop with the key's state in `store`.
+    fn run_shared(args: &[&str], mut world: Fake, store: Option<Box<dyn Store>>) -> Run {
         let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "cmd"]))
             .expect("flags parse");
         let policy = Policy::try_from(cli).expect("valid policy");
@@ -1034,7 +1042,13 @@ mod tests {
         let mut log = Log::to(&policy.log, Box::new(sink.clone()));
         let mut rng = StdRng::seed_from_u64(7);
         let mut summary = Summary::new(&policy.name);
-        let exit = run(&policy, &mut world, &mut rng, &mut log, &mut summary);
+        let shared = store.map(|store| {
+            let settings = policy.state.as_ref().expect("--key");
+            Shared::new(settings.key.clone(), settings.shared.clone(), store)
+        });
+        let exit = Attempts::new(&policy, &mut world, &mut rng, &mut log, &mut summary)
+            .with_state(shared)
+            .run();
         drop(log);
         let log = String::from_utf8(sink.0.lock().expect("sink lock").clone()).expect("UTF-8 log");
         Run {
@@ -1539,5 +1553,151 @@ mod tests {
             (r.summary.outcome, r.summary.exit),
             (Outcome::Cancelled, 143)
         );
+    }
+
+    const KEY: [&str; 4] = ["--key", "api", "--breaker-failures", "2"];
+
+    fn keyed<'a>(more: &[&'a str]) -> Vec<&'a str> {
+        KEY.iter().chain(more).copied().collect()
+    }
+
+    #[test]
+    fn an_open_breaker_refuses_the_run_with_75_and_starts_nothing() {
+        let store = MemoryStore::default();
+        let r = run_shared(
+            &keyed(&["-n", "5", "--jitter", "none"]),
+            Fake::new([exits(1, 10); 2]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
+        assert_eq!(r.world.envs.len(), 2, "stopped at its next retry");
+        assert!(r.log.contains("the breaker opened for"), "{}", r.log);
+        assert!(
+            r.log
+                .contains("not retried: the breaker for key 'api' is open")
+        );
+        let r = run_shared(&keyed(&[]), Fake::new([]), Some(Box::new(store.clone())));
+        assert_eq!(r.exit, Exit::Code(75));
+        assert!(r.world.envs.is_empty(), "nothing ran");
+        assert_eq!(r.summary.outcome, Outcome::Refused);
+        assert_eq!(
+            r.summary.key.as_ref().and_then(|k| k.refused),
+            Some("breaker")
+        );
+        // Once the open time is over, one run probes and its success closes the breaker.
+        store.now.set(store.now.get() + 60_000);
+        let r = run_shared(
+            &keyed(&[]),
+            Fake::new([exits(0, 10)]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert!(
+            r.log.contains("this run probes with one attempt"),
+            "{}",
+            r.log
+        );
+        assert!(r.log.contains("the breaker closed"), "{}", r.log);
+        assert_eq!(store.state().map(|s| s.breaker.name()), Some("closed"));
+    }
+
+    #[test]
+    fn a_failed_probe_makes_one_attempt_only() {
+        let store = MemoryStore::default();
+        run_shared(
+            &keyed(&["-n", "2"]),
+            Fake::new([exits(1, 10); 2]),
+            Some(Box::new(store.clone())),
+        );
+        store.now.set(60_000);
+        let r = run_shared(
+            &keyed(&["-n", "5"]),
+            Fake::new([exits(1, 10)]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(1));
+        assert_eq!(r.world.envs.len(), 1);
+        assert!(r.log.contains("the probe failed"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_spent_budget_ends_the_run_with_its_last_status() {
+        let store = MemoryStore::default();
+        let args = [
+            "--key",
+            "api",
+            "--breaker-failures",
+            "0",
+            "--budget-burst",
+            "2",
+            "-n",
+            "9",
+        ];
+        let r = run_shared(
+            &args,
+            Fake::new([exits(3, 10); 3]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(3));
+        assert_eq!(r.world.envs.len(), 3, "two tokens, two retries");
+        assert!(
+            r.log.contains("the retry budget for key 'api' is spent"),
+            "{}",
+            r.log
+        );
+        assert_eq!(
+            r.summary.key.as_ref().and_then(|k| k.refused),
+            Some("budget")
+        );
+        assert_eq!(r.summary.key.as_ref().map(|k| k.tokens), Some(0.0));
+    }
+
+    /// A store that cannot be reached.
+    struct Broken;
+
+    impl Store for Broken {
+        fn admit(&mut self, _: &SharedSettings) -> Result<Reply<Admit>, state::Error> {
+            Err(state::Error::NoDirectory)
+        }
+        fn after_attempt(
+            &mut self,
+            _: &SharedSettings,
+            _: Ticket,
+            _: Attempt,
+            _: bool,
+            _: f64,
+        ) -> Result<Reply<After>, state::Error> {
+            panic!("a store that failed once is not asked again")
+        }
+        fn before_retry(
+            &mut self,
+            _: &SharedSettings,
+            _: Ticket,
+        ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+            panic!("a store that failed once is not asked again")
+        }
+        fn view(&mut self, _: &SharedSettings) -> Result<Reply<()>, state::Error> {
+            Err(state::Error::NoDirectory)
+        }
+        fn reset(&mut self) -> Result<(), state::Error> {
+            Err(state::Error::NoDirectory)
+        }
+        fn describe(&self) -> String {
+            "broken".into()
+        }
+    }
+
+    #[test]
+    fn a_state_error_is_one_warning_and_the_run_goes_on_as_without_a_key() {
+        let r = run_shared(
+            &keyed(&["-n", "4", "--jitter", "none"]),
+            Fake::new([exits(1, 10), exits(1, 10), exits(1, 10), exits(0, 10)]),
+            Some(Box::new(Broken)),
+        );
+        assert_eq!(r.exit, Exit::Code(0));
+        assert_eq!(r.world.slept, [ms(1000), ms(2000), ms(4000)]);
+        assert_eq!(r.log.matches("warning").count(), 1, "{}", r.log);
+        assert!(r.log.contains("going on without its breaker and budget"));
+        assert!(r.summary.key.is_none());
     }
 }
