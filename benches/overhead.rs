@@ -7,6 +7,10 @@
 //!    the GNU coreutils wrapper that likewise forks, execs and waits. Target: ≤ 1.1.
 //! 3. retry's own peak RSS, read with wait4 on its pid (RUSAGE_CHILDREN would mix in the
 //!    attempts it ran), beside GNU timeout's. Target: < 3 MiB.
+//! 4. What `--key` adds: `retry --key K -- /bin/true` against `retry -- /bin/true`, the median
+//!    of per-pair differences. Target: < 0.3 ms. Then 50 processes that update one key at once
+//!    (two failing attempts each, so each writes the key twice under its lock), against the
+//!    same 50 without a key.
 //!
 //! The cost of one bare spawn and wait of `/bin/true` is printed too, as the unit everything
 //! else is made of.
@@ -41,6 +45,13 @@ const RSS_RUNS: usize = 5;
 const ATTEMPT_TARGET: f64 = 1.05;
 const STARTUP_TARGET: f64 = 1.1;
 const RSS_TARGET_MIB: f64 = 3.0;
+/// Pairs of runs in the `--key` comparison.
+const KEY_PAIRS: usize = 201;
+const KEY_TARGET_MICROS: f64 = 300.0;
+/// Processes started at once on one key.
+const CROWD: usize = 50;
+/// Times the crowd is started, each side.
+const CROWD_ROUNDS: usize = 7;
 
 /// A measured command could not be run, or ended other than expected.
 type Outcome<T> = Result<T, String>;
@@ -259,11 +270,12 @@ fn print_compared(labels: [&str; 2], compared: &Compared) {
     row("median of per-pair ratios", &format!("{ratio:>21.3}"));
 }
 
-/// The three figures, each against its target.
+/// The figures, each against its target.
 struct Figures {
     attempt_ratio: f64,
     startup_ratio: f64,
     rss_mib: f64,
+    key_micros: f64,
 }
 
 fn print_summary(f: &Figures) {
@@ -292,6 +304,12 @@ fn print_summary(f: &Figures) {
         format!("{:.2} MiB", f.rss_mib),
         format!("< {RSS_TARGET_MIB:.2} MiB"),
         f.rss_mib < RSS_TARGET_MIB,
+    );
+    line(
+        "--key, added to one run",
+        format!("{:.0} µs", f.key_micros),
+        format!("< {KEY_TARGET_MICROS:.0} µs"),
+        f.key_micros < KEY_TARGET_MICROS,
     );
 }
 
@@ -340,6 +358,74 @@ fn rss_row(label: &str, command: Command, expected: i32) -> Outcome<f64> {
     Ok(mib)
 }
 
+/// What `--key` adds to one successful run, in µs; the key's state in a fresh directory.
+fn key_section(state: &str) -> Outcome<f64> {
+    let key = ["--key", "bench", "--state-dir", state, "--", "/bin/true"];
+    let compared = pairs(
+        KEY_PAIRS,
+        || run(&mut retry(&key), 0).map(|r| micros(r.wall)),
+        || run(&mut retry(&["--", "/bin/true"]), 0).map(|r| micros(r.wall)),
+    )?;
+    println!("4. what --key adds to one successful run, {KEY_PAIRS} pairs");
+    print_compared(
+        ["retry --key bench -- /bin/true", "retry -- /bin/true"],
+        &compared,
+    );
+    Ok(compared.difference())
+}
+
+/// Starts `CROWD` retry processes with `args` at once and waits for all; the time, in ms.
+fn crowd(args: &[&str]) -> Outcome<f64> {
+    let started = Instant::now();
+    let children = (0..CROWD)
+        .map(|_| {
+            let mut command = retry(args);
+            command
+                .spawn()
+                .map(|child| (command, child))
+                .map_err(|e| format!("cannot run retry: {e}"))
+        })
+        .collect::<Outcome<Vec<_>>>()?;
+    for (command, child) in children {
+        let (status, _) = wait4(child.id())?;
+        check(&command, status, 1)?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e3)
+}
+
+/// 50 processes updating one key at once, against the same 50 without a key.
+fn crowd_section(state: &str) -> Outcome<()> {
+    let failing = ["-n", "2", "-d", "0", "-qq", "--", "/bin/false"];
+    let keyed: Vec<&str> = [
+        "--key",
+        "crowd",
+        "--state-dir",
+        state,
+        "--breaker-failures",
+        "1000",
+        "--budget-burst",
+        "1000",
+    ]
+    .into_iter()
+    .chain(failing)
+    .collect();
+    let compared = pairs(CROWD_ROUNDS, || crowd(&keyed), || crowd(&failing))?;
+    println!("5. {CROWD} processes at once, 2 failing attempts each, {CROWD_ROUNDS} rounds");
+    row("", &format!("{:>10} {:>10}", "min ms", "median ms"));
+    for (label, samples) in ["on one key (100 locked writes)", "without a key"]
+        .iter()
+        .zip([&compared.a, &compared.b])
+    {
+        let s = spread(samples);
+        row(label, &format!("{:>10.1} {:>10.1}", s.min, s.median));
+    }
+    row(
+        "median of per-round differences",
+        &format!("{:>21.1}", compared.difference()),
+    );
+    Ok(())
+}
+
 fn measure() -> Outcome<Figures> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     // The bench is built with the same flags as retry, so this is how retry was linked too.
@@ -357,10 +443,17 @@ fn measure() -> Outcome<Figures> {
     println!();
     let rss_mib = rss_section()?;
     println!();
+    let state = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
+    let state_dir = state.path().display().to_string();
+    let key_micros = key_section(&state_dir)?;
+    println!();
+    crowd_section(&state_dir)?;
+    println!();
     Ok(Figures {
         attempt_ratio,
         startup_ratio,
         rss_mib,
+        key_micros,
     })
 }
 

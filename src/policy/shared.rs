@@ -369,4 +369,56 @@ mod tests {
         assert_eq!(v.tokens, 2.5);
         assert_eq!((v.open_until, v.lease_until), (None, None));
     }
+
+    /// The README's worked example: a cron job every 5 minutes with `-n 5` and the default
+    /// breaker and budget, through a 47-minute outage. Returns the calls made into the outage
+    /// and the minute of the first success; `u` is every random cut of an open time.
+    fn cron_through_an_outage(u: f64) -> (u32, u64) {
+        let s = SharedSettings {
+            breaker: BreakerSettings {
+                failures: 5,
+                window: Duration::from_secs(3600),
+                open: Duration::from_secs(60),
+                open_max: Duration::from_secs(900),
+            },
+            budget: BudgetSettings {
+                burst: 10,
+                ratio: 0.1,
+                refill: Duration::from_secs(60),
+            },
+            lease: Duration::from_secs(60),
+        };
+        const MIN: u64 = 60_000;
+        let outage_ends = 47 * MIN;
+        let mut k = KeyState::new(&s, 0);
+        let mut calls = 0;
+        for run in 0..24 {
+            let start = run * 5 * MIN;
+            let Admit::Run(mut ticket) = k.admit(&s, start) else {
+                continue;
+            };
+            // Attempts a few seconds apart (the backoff's waits).
+            for attempt in 1..=5u64 {
+                let now = start + (attempt - 1) * 3_000;
+                if now >= outage_ends {
+                    k.after_attempt(&s, now, ticket, Attempt::Success, false, u);
+                    return (calls, start / MIN);
+                }
+                calls += 1;
+                let a = k.after_attempt(&s, now, ticket, Attempt::Failure, attempt < 5, u);
+                ticket = a.ticket;
+                if a.refusal.is_some() {
+                    break;
+                }
+            }
+        }
+        panic!("never succeeded");
+    }
+
+    #[test]
+    fn a_cron_job_through_a_47_minute_outage_makes_10_calls_instead_of_50() {
+        for u in [0.0, 0.5, 0.999] {
+            assert_eq!(cron_through_an_outage(u), (10, 55), "cut {u}");
+        }
+    }
 }

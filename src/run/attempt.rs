@@ -83,6 +83,8 @@ pub struct Attempts<'a, W, R: ?Sized> {
     previous: Option<i32>,
     /// The breaker and budget shared with other runs (`--key`); dropped after a state error.
     shared: Option<Shared>,
+    /// What the key's breaker did after an attempt, logged after that attempt's own line.
+    moves: Vec<String>,
 }
 
 /// Runs the attempts the policy allows and returns how retry should exit.
@@ -114,6 +116,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             attempt: 0,
             previous: None,
             shared: None,
+            moves: Vec::new(),
         }
     }
 
@@ -174,6 +177,13 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let mut e = self.entry(LogEvent::State);
         e.reason = Some(msg);
         self.log.write(&e);
+    }
+
+    /// Logs the breaker's moves after the attempt that made them.
+    fn log_moves(&mut self) {
+        for msg in std::mem::take(&mut self.moves) {
+            self.state_note(msg);
+        }
     }
 
     /// A state problem is a warning: the run goes on without the key's state.
@@ -309,14 +319,20 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 let now = self.shared.as_ref().map_or(until, Shared::now);
                 let open = human(Duration::from_millis(until.saturating_sub(now)));
                 let why = if was_probe {
-                    "the probe failed"
+                    "the probe failed".to_string()
                 } else {
-                    "too many failures in a row"
+                    let n = self
+                        .policy
+                        .state
+                        .as_ref()
+                        .map_or(0, |s| s.shared.breaker.failures);
+                    format!("{n} failed attempts in a row")
                 };
-                self.state_note(format!("key '{key}': the breaker opened for {open}: {why}"));
+                self.moves
+                    .push(format!("key '{key}': the breaker opened for {open}: {why}"));
             }
             Change::Closed => {
-                self.state_note(format!(
+                self.moves.push(format!(
                     "key '{key}': the breaker closed: the probe succeeded"
                 ));
             }
@@ -413,6 +429,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         if self.attempt > 1 {
             self.log.write(&self.entry(LogEvent::Success));
         }
+        self.log_moves();
         let exit = end.exit();
         let elapsed = self.world.elapsed();
         self.summary
@@ -430,6 +447,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     ) -> Exit {
         let report = self.report(end, verdict);
         self.log.write(&report);
+        self.log_moves();
         let exit = failed_anyway.map_or(end.exit(), Exit::Code);
         let outcome = match end.cancelled {
             Some(_) => Outcome::Cancelled,
@@ -445,6 +463,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let mut report = self.report(end, verdict);
         report.delay = Some(delay);
         self.log.write(&report);
+        self.log_moves();
         // The wait counts from the attempt's end: a hook runs within it, not before it.
         let wake = self.world.elapsed().saturating_add(delay);
         let vars = vec![

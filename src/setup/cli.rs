@@ -320,6 +320,10 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             ),
             ("128+N", "retry was cancelled by signal N between attempts"),
             (
+                "75",
+                "the run was refused without running the command: the --key's breaker is open",
+            ),
+            (
                 "22, 1",
                 "the HTTP status (22) or an output rule (1) failed an attempt that exited 0",
             ),
@@ -363,6 +367,14 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             ),
             ("XDG_CONFIG_HOME", "read: where the default config file is"),
             (
+                "RETRY_STATE_DIR",
+                "read: where --key keeps its state, when --state-dir is not given",
+            ),
+            (
+                "XDG_STATE_HOME",
+                "read: the state is in $XDG_STATE_HOME/retry otherwise",
+            ),
+            (
                 "NO_COLOR",
                 "read: when set, the log on a terminal has no colour",
             ),
@@ -370,10 +382,16 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
     ),
     (
         "FILES",
-        &[(
-            "$XDG_CONFIG_HOME/retry/config.toml",
-            "the default config file (else ~/.config/retry/config.toml): defaults, and [profiles.NAME] tables, keyed by long flag names",
-        )],
+        &[
+            (
+                "$XDG_CONFIG_HOME/retry/config.toml",
+                "the default config file (else ~/.config/retry/config.toml): defaults, and [profiles.NAME] tables, keyed by long flag names",
+            ),
+            (
+                "$XDG_STATE_HOME/retry/KEY.json",
+                "the breaker and budget of --key KEY (else ~/.local/state/retry), beside KEY.lock",
+            ),
+        ],
     ),
     (
         "EXAMPLES",
@@ -393,6 +411,10 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             (
                 "retry -p ci -- ./deploy.sh",
                 "the policy of the profile ci of the config file",
+            ),
+            (
+                "retry --key api.example.com -- curl -fsS URL",
+                "share a breaker and a retry budget with every run on the key",
             ),
             (
                 "retry --explain -n 6 --seed 1",
