@@ -536,3 +536,29 @@ fn bad_state_flags_are_usage_errors_naming_the_value() {
     }
     assert_eq!(s.ran(), 0);
 }
+
+#[test]
+fn a_lock_held_too_long_by_another_process_means_going_on_without_state() {
+    let s = Setup::new();
+    fs::create_dir_all(s.state()).expect("state dir");
+    let lock = fs::File::create(s.state().join("api.lock")).expect("lock file");
+    lock.lock().expect("held by the test");
+    let started = Instant::now();
+    let out = s.run(&["--key", "api", "-n", "3", "-d", "1ms"], 2);
+    assert_eq!(out.status.code(), Some(2), "the outcome stands");
+    assert_eq!(s.ran(), 3, "the run went on without state");
+    assert!(
+        stderr(&out).contains("stayed locked too long"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "it did not wait for the lock"
+    );
+    drop(lock);
+    assert!(
+        !s.file("api").exists(),
+        "nothing was written without the lock"
+    );
+}

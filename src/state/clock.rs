@@ -1,6 +1,7 @@
 //! The clock a local store keeps time by: the boot-time clock, which neither a wall-clock
 //! change nor a suspend can move back, tied to the boot it belongs to.
 
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::time::{ClockId, clock_gettime};
@@ -18,9 +19,15 @@ pub struct Clock {
 
 impl Clock {
     pub fn now() -> Clock {
-        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
+        // The boot does not change while retry runs: read its id once.
+        static BOOT_ID: OnceLock<String> = OnceLock::new();
+        let boot_id = BOOT_ID
+            .get_or_init(|| {
+                std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default()
+            })
+            .clone();
         let wall_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -136,13 +136,13 @@ impl FileStore {
             .open(&path)
             .map_err(|source| io_error("open", &path, source))?;
         let deadline = Instant::now() + LOCK_WAIT;
-        let mut pause = Duration::from_micros(200);
+        let mut pause = Duration::from_micros(50);
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(file),
                 Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(10));
+                    pause = (pause * 2).min(Duration::from_millis(2));
                 }
                 Err(TryLockError::WouldBlock) => return Err(Error::Busy(path)),
                 Err(TryLockError::Error(source)) => return Err(io_error("lock", &path, source)),
