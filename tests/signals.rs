@@ -4,11 +4,12 @@
 
 mod common;
 
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, start, wait};
-use nix::sys::signal::{Signal, kill};
+use common::{Lines, PATIENCE, retry, start, wait};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
 fn send(child: &std::process::Child, signal: Signal) {
@@ -190,5 +191,83 @@ trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;
         status.code(),
         Some(0),
         "the second attempt ran and succeeded"
+    );
+}
+
+/// retry, started with these signals blocked, as some launchers and thread pools start
+/// their children.
+fn retry_blocking(signals: &[Signal]) -> Command {
+    let mut set = SigSet::empty();
+    for s in signals {
+        set.add(*s);
+    }
+    let mut c = retry();
+    // SAFETY: sigprocmask is async-signal-safe, as the child side of fork requires.
+    unsafe {
+        c.pre_exec(move || {
+            sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?;
+            Ok(())
+        });
+    }
+    c
+}
+
+/// The `SigBlk:` line of /proc/PID/status for a mask of these signals.
+fn sigblk(signals: &[Signal]) -> String {
+    let mask: u64 = signals.iter().map(|s| 1u64 << (*s as i32 - 1)).sum();
+    format!("SigBlk:\t{mask:016x}")
+}
+
+#[test]
+fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on() {
+    let blocked = [Signal::SIGCHLD, Signal::SIGTERM];
+    let mut child = retry_blocking(&blocked)
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--",
+            "grep",
+            "^SigBlk:",
+            "/proc/self/status",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let out = Lines::of(child.stdout.take().expect("stdout"));
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(out.rest(), [sigblk(&blocked)]);
+}
+
+#[test]
+fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
+    let mut child = retry_blocking(&[Signal::SIGCHLD, Signal::SIGTERM])
+        .args([
+            "--kill-after",
+            "200ms",
+            "--",
+            "sh",
+            "-c",
+            "echo ready; exec sleep 1000",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let out = Lines::of(child.stdout.take().expect("stdout"));
+    let err = Lines::of(child.stderr.take().expect("stderr"));
+    out.until("ready");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
+    let status = wait(&mut child);
+    assert!(!status.success());
+    let lines = err.rest();
+    assert!(
+        lines.iter().any(|l| l.contains("SIGTERM received")),
+        "{lines:?}"
     );
 }

@@ -95,7 +95,7 @@ impl Process {
             program,
             argv,
             envp,
-            attr: spawn_attributes()?,
+            attr: spawn_attributes(signals.inherited_mask())?,
             run_vars,
             start,
             signals,
@@ -294,9 +294,10 @@ fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
 }
 
 /// How every attempt starts: in a process group of its own (so that a timeout or a forwarded
-/// signal reaches every process it starts), with no signal blocked, and SIGPIPE back to its
-/// default, which Rust programs ignore and an exec would otherwise keep ignored.
-fn spawn_attributes() -> nix::Result<PosixSpawnAttr> {
+/// signal reaches every process it starts), with the signal mask retry was started with (as if
+/// retry were not there), and SIGPIPE back to its default, which Rust programs ignore and an
+/// exec would otherwise keep ignored.
+fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
     let mut attr = PosixSpawnAttr::init()?;
     attr.set_flags(
         PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
@@ -304,7 +305,7 @@ fn spawn_attributes() -> nix::Result<PosixSpawnAttr> {
             | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
     )?;
     attr.set_pgroup(Pid::from_raw(0))?;
-    attr.set_sigmask(&SigSet::empty())?;
+    attr.set_sigmask(mask)?;
     let mut default = SigSet::empty();
     default.add(Signal::SIGPIPE);
     attr.set_sigdefault(&default)?;

@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::fcntl::OFlag;
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::unistd::pipe2;
 
 /// The signals retry handles: the first four cancel the run, the others are only passed on.
@@ -30,11 +30,13 @@ pub struct Signals {
     seen: [usize; HANDLED.len()],
     /// A signal that cancels the run was taken.
     cancelled: bool,
+    /// The signal mask retry was started with, which the command gets.
+    inherited: SigSet,
 }
 
 impl Signals {
-    /// Installs the handlers. From here on, the handled signals no longer end retry: the loop
-    /// decides what each one does.
+    /// Installs the handlers and unblocks their signals. From here on, the handled signals no
+    /// longer end retry: the loop decides what each one does.
     pub fn install() -> io::Result<Signals> {
         let (wake, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
         // The write end lives as long as retry: the handlers may run until it exits.
@@ -57,12 +59,28 @@ impl Signals {
         }
         // SAFETY: as above, without a count: an ended child is found by waiting for it.
         unsafe { signal_hook::low_level::register(Signal::SIGCHLD as i32, wake_up) }?;
+        // A launcher may start retry with signals blocked (some Python and Java ones do, and
+        // pass the mask on through exec): a blocked SIGCHLD would never wake the loop when an
+        // attempt ends, and a blocked SIGTERM could not stop it. GNU timeout unblocks what it
+        // relies on in the same way. The command still gets the mask retry was started with.
+        let mut ours = SigSet::empty();
+        for signal in HANDLED.iter().chain([&Signal::SIGCHLD]) {
+            ours.add(*signal);
+        }
+        let mut inherited = SigSet::empty();
+        pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&ours), Some(&mut inherited))?;
         let seen = std::array::from_fn(|i| ARRIVED[i].load(Ordering::SeqCst));
         Ok(Signals {
             wake,
             seen,
             cancelled: false,
+            inherited,
         })
+    }
+
+    /// The signal mask retry was started with.
+    pub fn inherited_mask(&self) -> &SigSet {
+        &self.inherited
     }
 
     /// Readable when a signal may have arrived.
