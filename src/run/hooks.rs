@@ -11,6 +11,7 @@ use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::attempt::STRAGGLER_POLL;
+use super::process::group_alive;
 use super::signals::Signals;
 use crate::policy::status::Status;
 
@@ -51,6 +52,7 @@ pub fn run(
     let group = Pid::from_raw(child.id() as i32);
     let started = Instant::now();
     let mut stopped: Option<(Instant, String)> = None;
+    let mut killed = false;
     let mut ended = None;
     loop {
         if ended.is_none() {
@@ -59,7 +61,7 @@ pub fn run(
                 Err(e) => return Err(format!("cannot wait for it: {e}")),
             };
         }
-        let gone = || killpg(group, None).is_err();
+        let gone = || !group_alive(group);
         match (ended, &stopped) {
             (Some(status), None) => return Ok(status),
             (Some(_), Some((_, why))) if gone() => return Err(why.clone()),
@@ -81,12 +83,19 @@ pub fn run(
                 let _ = killpg(group, Signal::SIGTERM);
                 stopped = Some((now, why));
             }
-        } else if let Some((at, _)) = &stopped
+        } else if let Some((at, why)) = &stopped
             && now >= *at + GRACE
         {
-            let _ = killpg(group, Signal::SIGKILL);
+            if !killed {
+                let _ = killpg(group, Signal::SIGKILL);
+                killed = true;
+            } else if now >= *at + GRACE + GRACE {
+                // SIGKILL ends any process but one stuck in the kernel: wait no longer.
+                return Err(format!("{why}; some of its processes outlived SIGKILL"));
+            }
         }
         let wake = match &stopped {
+            Some((at, _)) if killed => (*at + GRACE + GRACE).min(now + STRAGGLER_POLL),
             Some((at, _)) if ended.is_some() => (*at + GRACE).min(now + STRAGGLER_POLL),
             Some((at, _)) => *at + GRACE,
             None => started + timeout,
