@@ -3,12 +3,13 @@
 
 mod common;
 
-use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
-use std::process::Stdio;
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::thread;
 
-use common::{cmd, retry, wait};
+use common::{Lines, cmd, retry, wait};
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -417,4 +418,135 @@ fn an_attempt_whose_reader_went_away_is_not_retried() {
     assert_eq!(signal, Some(13), "{status:?} {log}");
     assert!(log.contains("nothing reads its output any more"), "{log}");
     assert!(!log.contains("attempt 2/5"), "{log}");
+}
+
+/// Runs retry with `input` on a pipe, TMPDIR pointing nowhere; returns its output.
+fn without_tmpdir(args: &[&str], extra: &Path, input: Vec<u8>) -> Output {
+    let mut child = retry()
+        .env("TMPDIR", "/nonexistent/retry-tests")
+        .args(args)
+        .arg(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // retry may stop reading once the attempts are over: a write that fails then is expected.
+    let writer = thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let err = Lines::of(child.stderr.take().expect("stderr"));
+    let status = wait(&mut child);
+    writer.join().expect("writer");
+    Output {
+        status,
+        stdout: reader.join().expect("reader"),
+        stderr: err.rest().join("\n").into_bytes(),
+    }
+}
+
+#[test]
+fn stdin_replay_that_cannot_spill_feeds_the_first_attempt_whole_and_starts_no_other() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = binary(8 << 20);
+    let out = without_tmpdir(
+        &[
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "cat > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
+        ],
+        dir.path(),
+        data.clone(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let first = fs::read(dir.path().join("in.1")).expect("the first attempt's copy");
+    assert!(
+        first == data,
+        "the first attempt read {} bytes",
+        first.len()
+    );
+    assert!(
+        !dir.path().join("in.2").exists(),
+        "a second attempt was started: {stderr}"
+    );
+    assert!(stderr.contains("stdin"), "the log says why: {stderr}");
+}
+
+#[test]
+fn stdout_hold_that_cannot_hold_fails_loudly_and_lets_no_attempt_through() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = without_tmpdir(
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--stdout",
+            "hold",
+            "--",
+            "sh",
+            "-c",
+            "head -c 3000000 /dev/zero | tr '\\0' \"$RETRY_ATTEMPT\"; exit 1",
+        ],
+        dir.path(),
+        Vec::new(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{} bytes reached stdout",
+        out.stdout.len()
+    );
+    assert!(stderr.contains("--stdout hold"), "{stderr}");
+}
+
+/// /dev/full, opened for writing, or `None` (and a message) where there is none.
+fn dev_full() -> Option<File> {
+    match File::options().write(true).open("/dev/full") {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("SKIPPED: no /dev/full to write to ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn held_output_that_cannot_be_written_is_a_failure() {
+    let Some(full) = dev_full() else { return };
+    let out = retry()
+        .args(["--stdout", "hold", "--", "echo", "hi"])
+        .stdout(full)
+        .output()
+        .expect("run retry");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+}
+
+#[test]
+fn output_read_by_the_rules_that_cannot_be_written_is_a_failure() {
+    let Some(full) = dev_full() else { return };
+    let out = retry()
+        .args(["--retry-if-output", "zzz", "--", "echo", "hi"])
+        .stdout(full)
+        .output()
+        .expect("run retry");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
 }

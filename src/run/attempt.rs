@@ -410,8 +410,19 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             now,
             || world.output_gone(),
         );
+        if matches!(decision.next, Next::Retry(_))
+            && let Some(why) = self.world.unrepeatable()
+        {
+            decision.verdict = Some(format!("not retried: {why}"));
+            decision.next = Next::GiveUp(why);
+        }
         self.share(&mut decision);
-        self.world.finish(!matches!(decision.next, Next::Retry(_)));
+        if let Err(why) = self.world.finish(!matches!(decision.next, Next::Retry(_))) {
+            // Output retry carries that could not be delivered: retry itself failed.
+            decision.verdict = Some(format!("not retried: {why}"));
+            decision.next = Next::GiveUp(why);
+            decision.failed_anyway = Some(125);
+        }
         decision
     }
 
@@ -981,8 +992,9 @@ mod tests {
             self.stragglers
         }
 
-        fn finish(&mut self, last: bool) {
+        fn finish(&mut self, last: bool) -> Result<(), String> {
             self.finished.push(last);
+            Ok(())
         }
 
         fn findings(&mut self) -> Findings {

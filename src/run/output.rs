@@ -41,6 +41,9 @@ struct Capture {
     /// as without retry, the command's next write fails with SIGPIPE.
     pipe: Option<OwnedFd>,
     held: Spool,
+    /// Holding failed (no room for the temporary file): what is held is incomplete, and
+    /// nothing of this attempt may reach stdout.
+    unheld: Option<std::io::Error>,
     scan: Scan,
 }
 
@@ -66,6 +69,7 @@ impl Stream {
         self.current = Some(Capture {
             pipe: Some(read),
             held: Spool::default(),
+            unheld: None,
             scan: Scan::default(),
         });
         Ok(ChildFd::Pipe(write))
@@ -111,9 +115,14 @@ impl Stream {
                     if scan {
                         capture.scan.feed(rules, bytes);
                     }
-                    // Held output that cannot be kept is let through rather than lost.
-                    if !hold || capture.held.append(bytes).is_err() {
+                    // Held output that cannot be kept is dropped, never let through: only the
+                    // attempt that ends the run may write to stdout. The run then fails.
+                    if !hold {
                         self.out.send(bytes);
+                    } else if capture.unheld.is_none()
+                        && let Err(e) = capture.held.append(bytes)
+                    {
+                        capture.unheld = Some(e);
                     }
                 }
                 Err(Errno::EINTR) => {}
@@ -143,15 +152,23 @@ impl Stream {
     }
 
     /// The attempt's fate is known: its held stdout goes to stdout if it ends the run, else to
-    /// stderr.
-    pub fn release(&mut self, last: bool, signals: &mut Signals) {
+    /// stderr. Fails when the attempt's output could not be delivered: a write that failed
+    /// (other than to a reader that went away), or held output that could not be held whole,
+    /// which then goes to stderr and not to stdout.
+    pub fn release(&mut self, last: bool, signals: &mut Signals) -> Result<(), String> {
+        let name = if self.stdout { "stdout" } else { "stderr" };
+        let failed = |e: Errno| format!("cannot write the command's {name}: {}", e.desc());
+        if let Some(e) = self.out.failed.take() {
+            return Err(failed(e));
+        }
         let Some(capture) = self.current.take() else {
-            return;
+            return Ok(());
         };
         if !self.hold {
-            return;
+            return Ok(());
         }
-        let mut out = Out::new(Sink::own(last && self.stdout));
+        let whole = capture.unheld.is_none();
+        let mut out = Out::new(Sink::own(last && self.stdout && whole));
         let mut buf = vec![0u8; CHUNK];
         let mut at = 0;
         // A spool that cannot be read back has nothing more to give.
@@ -161,6 +178,13 @@ impl Stream {
             out.send(&buf[..n]);
             out.flush_all(signals);
             at += n as u64;
+        }
+        match (capture.unheld, out.failed) {
+            (Some(e), _) => Err(format!(
+                "cannot hold the command's {name} for --stdout hold ({e}); it went to stderr"
+            )),
+            (None, Some(e)) => Err(failed(e)),
+            (None, None) => Ok(()),
         }
     }
 }
@@ -172,6 +196,9 @@ struct Out {
     /// The reader downstream went away, or the run was cancelled while the reader took
     /// nothing: output is still read and shown to the rules, and dropped.
     gone: bool,
+    /// A write failed for another reason (a full disk, an I/O error): output that could not be
+    /// delivered, which fails the run.
+    failed: Option<Errno>,
 }
 
 impl Out {
@@ -180,6 +207,7 @@ impl Out {
             sink,
             pending: Vec::new(),
             gone: false,
+            failed: None,
         }
     }
 
@@ -190,7 +218,7 @@ impl Out {
         }
         match self.sink.write_ready(bytes) {
             Ok(n) => self.pending.extend_from_slice(&bytes[n..]),
-            Err(()) => self.gone = true,
+            Err(e) => self.fail(e),
         }
     }
 
@@ -200,7 +228,10 @@ impl Out {
             Ok(n) => {
                 self.pending.drain(..n);
             }
-            Err(()) => self.drop_pending(),
+            Err(e) => {
+                self.fail(e);
+                self.drop_pending();
+            }
         }
     }
 
@@ -223,6 +254,15 @@ impl Out {
             // EINTR is a signal arriving, which is looked at below.
             let _ = ppoll(&mut fds, None, None);
             signals.drain();
+        }
+    }
+
+    /// A write failed: the output has nowhere to go. A reader that went away (EPIPE) or a
+    /// closed descriptor (`>&-`, EBADF) is not retry's failure; anything else is.
+    fn fail(&mut self, e: Errno) {
+        self.gone = true;
+        if !matches!(e, Errno::EPIPE | Errno::EBADF) {
+            self.failed.get_or_insert(e);
         }
     }
 
@@ -261,7 +301,7 @@ impl Sink {
     /// The descriptor is shared with the shell and the command, so it cannot be made
     /// non-blocking. Instead a pipe, terminal or socket is written PIPE_BUF bytes at a time,
     /// each once poll says there is room: a pipe with room takes that much at once.
-    fn write_ready(&self, bytes: &[u8]) -> Result<usize, ()> {
+    fn write_ready(&self, bytes: &[u8]) -> Result<usize, Errno> {
         let mut done = 0;
         while done < bytes.len() {
             let rest = &bytes[done..];
@@ -273,7 +313,7 @@ impl Sink {
                     Ok(0) => break,
                     Ok(_) => {}
                     Err(Errno::EINTR) => continue,
-                    Err(_) => return Err(()),
+                    Err(e) => return Err(e),
                 }
                 &rest[..rest.len().min(nix::libc::PIPE_BUF)]
             };
@@ -281,9 +321,7 @@ impl Sink {
                 Ok(n) => done += n,
                 Err(Errno::EINTR) => {}
                 Err(Errno::EAGAIN) => break,
-                // EPIPE, EBADF: a reader that went away is not retry's failure; the output
-                // has nowhere to go.
-                Err(_) => return Err(()),
+                Err(e) => return Err(e),
             }
         }
         Ok(done)

@@ -451,6 +451,13 @@ impl World for Process {
                 Some(replay) => replay.need(),
                 None => (Need::Nothing, None),
             };
+            let timeout = match need {
+                Need::Drain(after) => {
+                    let after = TimeSpec::from_duration(after);
+                    Some(timeout.map_or(after, |t| t.min(after)))
+                }
+                _ => timeout,
+            };
             let mut fds = vec![PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
             match (need, pipe) {
                 (Need::Room, Some(pipe)) => fds.push(PollFd::new(pipe, PollFlags::POLLOUT)),
@@ -481,8 +488,13 @@ impl World for Process {
                 match need {
                     Need::Room => replay.on_room(),
                     Need::Input => replay.on_input(),
-                    Need::Nothing => {}
+                    Need::Nothing | Need::Drain(_) => {}
                 }
+            }
+            if let Need::Drain(_) = need
+                && let Some(replay) = self.input.replay()
+            {
+                replay.on_drain();
             }
             if output_ready {
                 // Each stream passes on what it can and reads until its pipe is empty, so
@@ -542,8 +554,13 @@ impl World for Process {
         output_has_no_reader()
     }
 
-    fn finish(&mut self, last: bool) {
-        self.stdout.release(last, &mut self.signals);
-        self.stderr.release(last, &mut self.signals);
+    fn unrepeatable(&self) -> Option<String> {
+        self.input.unrepeatable()
+    }
+
+    fn finish(&mut self, last: bool) -> Result<(), String> {
+        let stdout = self.stdout.release(last, &mut self.signals);
+        let stderr = self.stderr.release(last, &mut self.signals);
+        stdout.and(stderr)
     }
 }

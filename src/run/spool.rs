@@ -2,7 +2,11 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
+
+use nix::errno::Errno;
+use nix::fcntl::{SpliceFFlags, splice};
 
 /// Bytes kept in memory before the rest goes to a temporary file.
 pub const MEMORY_LIMIT: usize = 1 << 20;
@@ -44,6 +48,55 @@ impl Spool {
         Ok(())
     }
 
+    /// Takes up to `n` bytes from the pipe `from` and appends them: read into memory while it
+    /// has room, then spliced into the file, never through a buffer of retry's. Returns how
+    /// many (0 at the end of the pipe). On an error of the file, nothing was taken.
+    pub fn append_from(&mut self, from: BorrowedFd<'_>, n: usize) -> io::Result<usize> {
+        let room = MEMORY_LIMIT.saturating_sub(self.memory.len()).min(n);
+        let got = if self.file.is_none() && room > 0 {
+            let old = self.memory.len();
+            self.memory.resize(old + room, 0);
+            let read = retrying(|| nix::unistd::read(from, &mut self.memory[old..]));
+            self.memory.truncate(old + *read.as_ref().unwrap_or(&0));
+            read?
+        } else {
+            let file = match &mut self.file {
+                Some(file) => file,
+                None => self.file.insert(tempfile::tempfile()?),
+            };
+            let mut at = i64::try_from(self.len - self.memory.len() as u64)
+                .map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
+            retrying(|| splice(from, None, &*file, Some(&mut at), n, SpliceFFlags::empty()))?
+        };
+        self.len += got as u64;
+        Ok(got)
+    }
+
+    /// Writes what is kept from position `pos` on into the non-blocking pipe `to`, as much as
+    /// it takes at once, up to `max` bytes; returns how many (0 at the end).
+    pub fn write_to(&self, pos: u64, to: BorrowedFd<'_>, max: usize) -> nix::Result<usize> {
+        let in_memory = self.memory.len() as u64;
+        if pos < in_memory {
+            let from = &self.memory[pos as usize..];
+            return nix::unistd::write(to, &from[..from.len().min(max)]);
+        }
+        match &self.file {
+            Some(file) if pos < self.len => {
+                let mut at = i64::try_from(pos - in_memory).map_err(|_| Errno::EFBIG)?;
+                let n = (self.len - pos).min(max as u64) as usize;
+                splice(
+                    file,
+                    Some(&mut at),
+                    to,
+                    None,
+                    n,
+                    SpliceFFlags::SPLICE_F_NONBLOCK,
+                )
+            }
+            _ => Ok(0),
+        }
+    }
+
     /// Reads bytes from position `pos` into `buf`; returns how many (0 at the end).
     pub fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
         let in_memory = self.memory.len() as u64;
@@ -60,6 +113,16 @@ impl Spool {
                 Ok(n)
             }
             _ => Ok(0),
+        }
+    }
+}
+
+/// A system call, again while a signal interrupts it.
+fn retrying<T>(mut call: impl FnMut() -> nix::Result<T>) -> nix::Result<T> {
+    loop {
+        match call() {
+            Err(Errno::EINTR) => {}
+            done => return done,
         }
     }
 }

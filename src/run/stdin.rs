@@ -4,6 +4,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
@@ -14,12 +15,18 @@ use super::process::ChildFd;
 use super::spool::Spool;
 use crate::policy::StdinMode;
 
-/// One page: the attempt's pipe holds this much, so that "the pipe has room" means "the
-/// attempt has read everything it was given", and nothing is taken from stdin ahead of it.
+/// One page: the attempt's pipe holds this much at first, so that "the pipe has room" means
+/// "the attempt has read everything it was given", and nothing is taken from stdin ahead of it.
 const PAGE: usize = 4096;
-/// Reading in this size when replaying the record, or when stdin cannot be peeked at.
+/// The attempt's pipe, and retry's stdin pipe, once the attempt has shown that it reads: the
+/// largest an unprivileged process may ask for by default (`/proc/sys/fs/pipe-max-size`).
+const BIG: usize = 1 << 20;
+/// Reading in this size when stdin cannot be peeked at (a socket).
 const CHUNK: usize = 64 * 1024;
-const GROWN_PIPE: i32 = 256 * 1024;
+/// How soon, then how seldom at most, to look whether an attempt has read all it was given,
+/// when its pipe is large: no poll event says "this pipe is empty".
+const DRAIN_FIRST: Duration = Duration::from_micros(100);
+const DRAIN_MAX: Duration = Duration::from_millis(50);
 
 /// The run's stdin, as the attempts see it.
 pub enum Input {
@@ -70,6 +77,16 @@ impl Input {
         }
     }
 
+    /// Why a later attempt cannot be fed what the earlier ones read, if it cannot.
+    pub fn unrepeatable(&self) -> Option<String> {
+        match self {
+            Input::Replay(Replay { lost: Some(e), .. }) => Some(format!(
+                "stdin could not be kept for the next attempt ({e})"
+            )),
+            _ => None,
+        }
+    }
+
     /// The replay, when there is one.
     pub fn replay(&mut self) -> Option<&mut Replay> {
         match self {
@@ -81,11 +98,13 @@ impl Input {
 
 /// A pipe or socket on stdin, recorded as the attempts read it.
 ///
-/// From a pipe, nothing is taken that no attempt read: each page is first copied to the
-/// attempt with tee(2), which leaves it in retry's stdin, and taken from stdin into the record
-/// only once the attempt has read it. So `cmd | while read l; do retry -- true; done` keeps its
-/// lines. A socket cannot be peeked at that way; from one, retry reads at most a page ahead of
-/// an attempt that has not shown it reads stdin.
+/// From a pipe, nothing is taken that no attempt read: bytes are first copied to the attempt
+/// with tee(2), which leaves them in retry's stdin, and taken from stdin into the record only
+/// once the attempt has read them all. So `cmd | while read l; do retry -- true; done` keeps
+/// its lines. The attempt's pipe holds one page until the attempt has read one; then it, and
+/// retry's stdin, grow to a MiB, and the bytes move a MiB at a time, by tee and splice, without
+/// passing through retry. A socket cannot be peeked at that way; from one, retry reads at most
+/// a page ahead of an attempt that has not shown it reads stdin.
 #[derive(Default)]
 pub struct Replay {
     record: Spool,
@@ -93,22 +112,31 @@ pub struct Replay {
     eof: bool,
     /// stdin cannot be peeked at with tee(2): read it instead.
     no_tee: bool,
+    /// retry's own stdin pipe was asked to grow.
+    stdin_grown: bool,
+    /// The record could not be kept (no room for its temporary file): the attempt running
+    /// still gets all of its input, and no later attempt is started.
+    lost: Option<io::Error>,
     feed: Option<Feed>,
 }
 
 /// The current attempt's stdin pipe.
 struct Feed {
     pipe: OwnedFd,
-    /// The read end, kept to ask how much the attempt left unread when it ends.
+    /// The read end, kept to ask how much the attempt left unread.
     reader: OwnedFd,
     /// How much of the record this attempt was given.
     sent: u64,
-    /// The pipe had room (was empty) when last polled.
+    /// The pipe had room when last polled (with one page, room means empty).
     room: bool,
     /// Bytes peeked into the pipe from stdin and not yet taken from it.
     peeked: usize,
-    /// The pipe was made larger, for speed, when peeking is not possible.
-    grown: bool,
+    /// Bytes read from a socket that could not be recorded, still to be given to the attempt.
+    unkept: Vec<u8>,
+    /// The pipe's size, once grown: then its room no longer means it is empty.
+    big: Option<usize>,
+    /// The next look for an empty pipe, when it is big.
+    drain_in: Duration,
 }
 
 /// What the replay waits for next.
@@ -120,6 +148,8 @@ pub enum Need {
     Room,
     /// More bytes on retry's stdin.
     Input,
+    /// The attempt to read what it was given: look again after this long.
+    Drain(Duration),
 }
 
 /// Reads retry's stdin with one read(2), unbuffered: std's buffered stdin would take more
@@ -145,6 +175,14 @@ fn unread(pipe: &OwnedFd) -> usize {
     }
 }
 
+/// Asks for a pipe of `size` bytes; returns the size it has.
+fn grow(pipe: BorrowedFd<'_>, size: usize) -> Option<usize> {
+    let _ = fcntl(pipe, FcntlArg::F_SETPIPE_SZ(i32::try_from(size).ok()?));
+    fcntl(pipe, FcntlArg::F_GETPIPE_SZ)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+}
+
 impl Replay {
     fn start(&mut self) -> io::Result<ChildFd> {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
@@ -159,7 +197,9 @@ impl Replay {
             sent: 0,
             room: false,
             peeked: 0,
-            grown: false,
+            unkept: Vec::new(),
+            big: None,
+            drain_in: DRAIN_FIRST,
         });
         self.settle();
         Ok(ChildFd::Pipe(read))
@@ -176,11 +216,17 @@ impl Replay {
         }
     }
 
-    /// What to poll for: the attempt's pipe (writable) or retry's stdin (readable).
+    /// What to poll for: the attempt's pipe (writable), retry's stdin (readable), or the time
+    /// to look whether the attempt has read what it was given.
     pub fn need(&self) -> (Need, Option<BorrowedFd<'_>>) {
         match &self.feed {
             None => (Need::Nothing, None),
-            Some(feed) if feed.sent < self.record.len() || !feed.room => {
+            Some(feed) if feed.peeked > 0 && feed.big.is_some() => {
+                (Need::Drain(feed.drain_in), None)
+            }
+            Some(feed)
+                if feed.sent < self.record.len() || !feed.unkept.is_empty() || !feed.room =>
+            {
                 (Need::Room, Some(feed.pipe.as_fd()))
             }
             Some(_) if !self.eof => (Need::Input, None),
@@ -188,38 +234,73 @@ impl Replay {
         }
     }
 
-    /// The attempt's pipe has room: what was peeked is read, so take it from stdin; then send
-    /// what is recorded and not yet sent.
+    /// The attempt's pipe has room: with one page, what was peeked is read, so take it from
+    /// stdin, and grow the pipe; then send what is recorded and not yet sent.
     pub fn on_room(&mut self) {
         let Some(feed) = &mut self.feed else { return };
         feed.room = true;
         let peeked = std::mem::take(&mut feed.peeked);
+        if peeked > 0 || (self.no_tee && feed.sent > 0) {
+            // It read what it was given: it reads stdin, so speed matters more now.
+            self.grow();
+        }
         if peeked > 0 {
             self.take(peeked);
-        } else if self.no_tee && feed.sent > 0 && !feed.grown {
-            // It read the first page: it reads stdin, so speed matters more now.
-            let _ = fcntl(&feed.pipe, FcntlArg::F_SETPIPE_SZ(GROWN_PIPE));
-            feed.grown = true;
         }
         self.send();
     }
 
-    /// retry's stdin is readable: give the attempt one page of it.
+    /// The time to look has come: if the attempt has read all it was given, take it from
+    /// stdin; else look again later, less often.
+    pub fn on_drain(&mut self) {
+        let Some(feed) = &mut self.feed else { return };
+        if feed.peeked == 0 {
+            return;
+        }
+        if unread(&feed.reader) > 0 {
+            feed.drain_in = (feed.drain_in * 2).min(DRAIN_MAX);
+            return;
+        }
+        feed.drain_in = DRAIN_FIRST;
+        feed.room = true;
+        let peeked = std::mem::take(&mut feed.peeked);
+        self.take(peeked);
+    }
+
+    /// The attempt reads: its pipe, and retry's stdin pipe, grow, so that the bytes move a
+    /// MiB at a time rather than a page.
+    fn grow(&mut self) {
+        let Some(feed) = &mut self.feed else { return };
+        if feed.big.is_none() {
+            feed.big = grow(feed.pipe.as_fd(), BIG).filter(|size| *size > PAGE);
+        }
+        if !self.stdin_grown {
+            self.stdin_grown = true;
+            // Not ours to keep small; a writer ahead of the attempts simply gets further.
+            let _ = grow(io::stdin().as_fd(), BIG);
+        }
+    }
+
+    /// retry's stdin is readable: give the attempt what it holds, as far as the pipe takes it.
     pub fn on_input(&mut self) {
         let Some(feed) = &mut self.feed else { return };
         if !self.no_tee {
+            let size = feed.big.unwrap_or(PAGE);
             match tee(
                 io::stdin(),
                 &feed.pipe,
-                PAGE,
+                size,
                 SpliceFFlags::SPLICE_F_NONBLOCK,
             ) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     feed.peeked = n;
                     feed.room = false;
+                    feed.drain_in = DRAIN_FIRST;
                 }
-                Err(Errno::EAGAIN | Errno::EINTR) => {}
+                // The attempt's pipe is full (stdin was readable).
+                Err(Errno::EAGAIN) => feed.room = false,
+                Err(Errno::EINTR) => {}
                 // The attempt closed its stdin: it wants no more.
                 Err(Errno::EPIPE) => self.feed = None,
                 // Not a pipe (a socket): read it instead.
@@ -228,7 +309,7 @@ impl Replay {
             self.settle();
             return;
         }
-        let size = if feed.grown { CHUNK } else { PAGE };
+        let size = if feed.big.is_some() { CHUNK } else { PAGE };
         let mut buf = vec![0u8; size];
         match read_stdin(&mut buf) {
             Ok(0) | Err(_) => self.eof = true,
@@ -239,51 +320,75 @@ impl Replay {
 
     /// Takes `n` bytes that an attempt has read from stdin into the record.
     fn take(&mut self, mut n: usize) {
-        let mut buf = vec![0u8; n.min(CHUNK)];
+        let mut scratch = Vec::new();
         while n > 0 {
-            let want = n.min(buf.len());
-            match read_stdin(&mut buf[..want]) {
+            let got = if self.lost.is_none() {
+                match self.record.append_from(io::stdin().as_fd(), n) {
+                    Ok(got) => {
+                        if let Some(feed) = &mut self.feed {
+                            feed.sent += got as u64;
+                        }
+                        Ok(got)
+                    }
+                    Err(e) => {
+                        self.lost = Some(e);
+                        continue;
+                    }
+                }
+            } else {
+                // The attempt has these bytes already; later ones will not be started.
+                scratch.resize(n.min(CHUNK), 0);
+                read_stdin(&mut scratch)
+            };
+            match got {
                 Ok(0) | Err(_) => {
                     self.eof = true;
                     break;
                 }
-                Ok(got) => {
-                    self.keep(&buf[..got]);
-                    if let Some(feed) = &mut self.feed {
-                        feed.sent += got as u64;
-                    }
-                    n -= got;
-                }
+                Ok(got) => n -= got,
             }
         }
         self.settle();
     }
 
     fn keep(&mut self, bytes: &[u8]) {
-        if self.record.append(bytes).is_err() {
-            // Nowhere to keep it: this attempt still gets it, later ones cannot.
-            self.eof = true;
+        if self.lost.is_none()
+            && let Err(e) = self.record.append(bytes)
+        {
+            self.lost = Some(e);
+        }
+        if self.lost.is_some()
+            && let Some(feed) = &mut self.feed
+        {
+            // Not in the record: this attempt still gets it from here.
+            feed.unkept.extend_from_slice(bytes);
         }
     }
 
     /// Sends recorded bytes until the pipe is full or all are sent.
     fn send(&mut self) {
         let Some(feed) = &mut self.feed else { return };
-        // No more than the pipe can take: what does not fit would only be copied again.
-        let mut buf = vec![0u8; if feed.grown { CHUNK } else { PAGE }];
-        while feed.room && feed.sent < self.record.len() {
-            let n = match self.record.read_at(feed.sent, &mut buf) {
-                Ok(n) if n > 0 => n,
-                _ => break,
+        let size = feed.big.unwrap_or(PAGE);
+        while feed.room && (feed.sent < self.record.len() || !feed.unkept.is_empty()) {
+            let written = if feed.sent < self.record.len() {
+                self.record.write_to(feed.sent, feed.pipe.as_fd(), size)
+            } else {
+                nix::unistd::write(&feed.pipe, &feed.unkept)
             };
-            match nix::unistd::write(&feed.pipe, &buf[..n]) {
-                Ok(written) => {
-                    feed.sent += written as u64;
-                    // Ask the kernel again before the next write: a full pipe is polled until
-                    // the attempt reads it.
-                    feed.room = false;
+            match written {
+                Ok(0) => break,
+                Ok(n) if feed.sent < self.record.len() => {
+                    feed.sent += n as u64;
+                    // With one page, ask the kernel again before the next write: a full pipe
+                    // is polled until the attempt reads it.
+                    feed.room = feed.big.is_some();
+                }
+                Ok(n) => {
+                    feed.unkept.drain(..n);
+                    feed.room = feed.big.is_some();
                 }
                 Err(Errno::EAGAIN) => feed.room = false,
+                Err(Errno::EINTR) => {}
                 // EPIPE: the attempt closed its stdin; it wants no more.
                 Err(_) => {
                     self.feed = None;
@@ -297,10 +402,9 @@ impl Replay {
     /// Closes the pipe once everything is sent and stdin has ended, so the attempt sees EOF.
     fn settle(&mut self) {
         if self.eof
-            && self
-                .feed
-                .as_ref()
-                .is_some_and(|f| f.sent == self.record.len() && f.peeked == 0)
+            && self.feed.as_ref().is_some_and(|f| {
+                f.sent == self.record.len() && f.peeked == 0 && f.unkept.is_empty()
+            })
         {
             self.feed = None;
         }

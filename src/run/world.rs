@@ -45,9 +45,15 @@ pub trait World {
         vars: Vec<(String, String)>,
         timeout: Duration,
     ) -> Result<Status, String>;
+    /// Why no further attempt can be given what this one had, if that is so: stdin that could
+    /// not be recorded for replay. Asked only before a retry.
+    fn unrepeatable(&self) -> Option<String> {
+        None
+    }
     /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
-    /// stdout then, else to stderr).
-    fn finish(&mut self, last: bool);
+    /// stdout then, else to stderr). Fails when output that retry carries for the attempt
+    /// could not be delivered.
+    fn finish(&mut self, last: bool) -> Result<(), String>;
 }
 
 /// What the child is told about its attempt (the `RETRY_*` environment).
