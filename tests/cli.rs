@@ -2171,3 +2171,48 @@ fn explain_prints_to_stdout_only() {
         .stdout(predicate::str::contains("Warnings"))
         .stderr("");
 }
+
+#[test]
+fn a_duration_too_long_to_hold_says_so() {
+    let out = retry()
+        .args(["-d", "18446744073709551616", "--", "true"])
+        .output()
+        .expect("run retry");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr.contains("too long"), "{stderr}");
+}
+
+#[test]
+fn explain_keeps_its_columns_apart_for_very_long_delays() {
+    let out = retry()
+        .args([
+            "--explain",
+            "-n",
+            "3",
+            "-d",
+            "100000h",
+            "--max-delay",
+            "200000h",
+            "-j",
+            "none",
+        ])
+        .output()
+        .expect("run retry");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Schedule"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in rows {
+        let columns: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(columns.len(), 3, "{row:?}");
+    }
+}

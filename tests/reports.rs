@@ -4,14 +4,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::process::{ExitStatus, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{PATIENCE, cmd, start, wait};
+use common::{Lines, PATIENCE, cmd, retry, start, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -580,8 +581,8 @@ fn the_metrics_file_is_replaced_by_a_new_file_with_no_temporary_file_left() {
     assert_eq!(still, old_text);
     assert_eq!(
         listing(dir.path()),
-        ["job.prom"],
-        "no .retry-* file is left"
+        ["job.prom", "job.prom.lock"],
+        "no .retry-* file is left; the lock's sidecar stays"
     );
     let mode = fs::metadata(&file).expect("metadata").permissions().mode();
     assert_eq!(mode & 0o777, 0o644, "{mode:o}");
@@ -673,4 +674,193 @@ fn promtool_accepts_the_metrics_when_it_is_installed() {
         ),
         Err(e) => eprintln!("promtool not run ({e}); the parser above checked the format"),
     }
+}
+
+/// /dev/full, opened for writing, or `None` (and a message) where there is none.
+fn dev_full() -> Option<File> {
+    match File::options().write(true).open("/dev/full") {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("SKIPPED: no /dev/full to write to ({e})");
+            None
+        }
+    }
+}
+
+/// Runs `retry --summary PATH -- true`; returns its output.
+fn summary_to(path: &Path) -> Output {
+    retry()
+        .arg("--summary")
+        .arg(path)
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retry")
+}
+
+#[test]
+fn a_summary_through_a_symlink_updates_its_target_and_keeps_the_link() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("real.json");
+    fs::write(&target, "old").expect("write the target");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).expect("symlink");
+    let out = summary_to(&link);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        fs::symlink_metadata(&link).expect("link").is_symlink(),
+        "the link was replaced"
+    );
+    let json = fs::read_to_string(&target).expect("the target");
+    assert!(json.starts_with("{\"name\":\"true\""), "{json}");
+    // A link to a file that does not exist yet creates it.
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink("new.json", &dangling).expect("symlink");
+    assert_eq!(summary_to(&dangling).status.code(), Some(0));
+    assert!(fs::symlink_metadata(&dangling).expect("link").is_symlink());
+    assert!(
+        fs::read_to_string(dir.path().join("new.json")).is_ok_and(|j| j.contains("\"exit\":0"))
+    );
+}
+
+#[test]
+fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    // Nobody reads it: refused at once, with a message, and the run's status stands.
+    let out = summary_to(&fifo);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("cannot write --summary"), "{stderr}");
+    assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
+    // A reader: it gets the summary.
+    let mut reader = File::options()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the fifo");
+    let out = summary_to(&fifo);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
+    let mut json = String::new();
+    reader.read_to_string(&mut json).expect("read the fifo");
+    assert!(json.contains("\"outcome\":\"success\""), "{json}");
+}
+
+#[test]
+fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
+    let Some(_) = dev_full() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("full");
+    std::os::unix::fs::symlink("/dev/full", &link).expect("symlink");
+    let out = summary_to(&link);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(fs::symlink_metadata(&link).expect("link").is_symlink());
+    // A device node of its own, where this process may make one (root): never replaced.
+    let node = dir.path().join("null");
+    let made = nix::sys::stat::mknod(
+        &node,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    );
+    if let Err(e) = made {
+        eprintln!("SKIPPED the device-node case: cannot mknod here ({e}); it needs root");
+        return;
+    }
+    for flag in ["--summary", "--metrics"] {
+        let out = retry()
+            .arg(flag)
+            .arg(&node)
+            .args(["--", "true"])
+            .output()
+            .expect("run retry");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            fs::metadata(&node)
+                .expect("node")
+                .file_type()
+                .is_char_device(),
+            "{flag} replaced the device node"
+        );
+    }
+}
+
+/// Runs `count` retries at once, each with the metrics file and the name `name(i)`.
+fn at_once(count: usize, metrics: &Path, name: impl Fn(usize) -> String) {
+    let mut children: Vec<_> = (0..count)
+        .map(|i| {
+            retry()
+                .arg("--metrics")
+                .arg(metrics)
+                .args(["--name", &name(i), "--", "true"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start retry")
+        })
+        .collect();
+    for child in &mut children {
+        let err = Lines::of(child.stderr.take().expect("stderr"));
+        assert!(wait(child).success());
+        assert_eq!(err.rest(), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn overlapping_runs_writing_one_metrics_file_lose_no_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let metrics = dir.path().join("job.prom");
+    at_once(50, &metrics, |_| "job".to_string());
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains("retry_runs_total{name=\"job\",outcome=\"success\"} 50\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_attempts_total{name=\"job\"} 50\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn overlapping_runs_with_their_own_names_in_one_metrics_file_lose_no_name() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let metrics = dir.path().join("jobs.prom");
+    at_once(50, &metrics, |i| format!("job{i}"));
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    for i in 0..50 {
+        let line = format!("retry_runs_total{{name=\"job{i}\",outcome=\"success\"}} 1\n");
+        assert!(text.contains(&line), "job{i} is missing:\n{text}");
+    }
+    // Each family is declared once, its samples together.
+    assert_eq!(text.matches("# TYPE retry_runs_total counter").count(), 1);
+}
+
+/// The summary JSON of a run of `retry ARGS -- false` with `-qq`.
+fn summary_of(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("summary.json");
+    let out = retry()
+        .args(["-qq", "-d", "0", "--summary"])
+        .arg(&path)
+        .args(args)
+        .args(["--", "false"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(1));
+    serde_json::from_slice(&fs::read(&path).expect("summary")).expect("JSON")
+}
+
+#[test]
+fn the_summary_keeps_the_last_attempts_and_counts_them_all() {
+    let s = summary_of(&["-n", "150"]);
+    assert_eq!(s["attempt_count"], 150, "{s}");
+    let kept = s["attempts"].as_array().expect("attempts");
+    assert_eq!(kept.len(), 100, "{s}");
+    assert!(kept.iter().all(|a| a["status"] == 1));
 }

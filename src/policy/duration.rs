@@ -6,8 +6,16 @@ use std::time::Duration;
 pub fn parse(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("'{s}' is not a duration of zero seconds or more"));
+        return Duration::try_from_secs_f64(secs).map_err(|_| {
+            if secs.is_finite() && secs > 0.0 {
+                format!(
+                    "'{s}' is too long a duration: the longest is {} seconds",
+                    u64::MAX
+                )
+            } else {
+                format!("'{s}' is not a duration of zero seconds or more")
+            }
+        });
     }
     humantime::parse_duration(s)
         .map_err(|e| format!("'{s}' is not a duration ({e}); try 250ms, 1.5s, 2m or 1h 30m"))

@@ -206,7 +206,8 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
             .map(|_| s.next_delay(&mut rng))
             .collect()
     });
-    let _ = write!(out, "  {:<7}{:>10}{:>10}", "retry", "min", "max");
+    // Two spaces at least between the columns: a long delay reads "3h 45m 36s".
+    let _ = write!(out, "  {:<7}{:>10}  {:>10}", "retry", "min", "max");
     if let Some(seed) = p.seed {
         let _ = write!(out, "   delay with --seed {seed}");
     }
@@ -214,7 +215,7 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
     let shown = retries.unwrap_or(ROWS).min(ROWS);
     for k in 1..=shown {
         let (lo, hi) = b.envelope(k);
-        let _ = write!(out, "  {k:<7}{:>10}{:>10}", human(lo), human(hi));
+        let _ = write!(out, "  {k:<7}{:>10}  {:>10}", human(lo), human(hi));
         if let Some(d) = exact.as_ref().and_then(|e| e.get(k as usize - 1)) {
             let _ = write!(out, "   {}", human(*d));
         }

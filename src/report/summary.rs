@@ -1,10 +1,12 @@
 //! What a run did, for monitoring: one JSON object (`--summary FILE`), and Prometheus text
 //! metrics for node_exporter's textfile collector (`--metrics FILE`), each written atomically.
 
+use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -39,11 +41,19 @@ pub struct Summary {
     pub reason: String,
     /// retry's exit status (128+N when it ends by signal N).
     pub exit: i32,
-    pub attempts: Vec<AttemptSummary>,
+    /// Attempts started, in all.
+    pub attempt_count: u64,
+    /// The last [`KEPT_ATTEMPTS`] attempts: a run kept going for days stays in constant space.
+    pub attempts: VecDeque<AttemptSummary>,
     /// Time the attempts ran, in all.
     pub running_ms: u128,
     /// Time spent waiting between attempts.
     pub sleeping_ms: u128,
+    /// The sums, exact: each attempt's milliseconds rounded down would add up to too little.
+    #[serde(skip)]
+    running: Duration,
+    #[serde(skip)]
+    sleeping: Duration,
     pub elapsed_ms: u128,
     /// When the run ended, RFC 3339.
     pub finished_at: String,
@@ -66,12 +76,32 @@ pub struct KeySummary {
     pub refused: Option<&'static str>,
 }
 
+/// Attempts the summary lists, the last ones.
+pub const KEPT_ATTEMPTS: usize = 100;
+
 impl Summary {
     pub fn new(name: &str) -> Summary {
         Summary {
             name: name.to_string(),
             ..Summary::default()
         }
+    }
+
+    /// Records an attempt that ran for `ran`.
+    pub fn attempted(&mut self, attempt: AttemptSummary, ran: Duration) {
+        if self.attempts.len() == KEPT_ATTEMPTS {
+            self.attempts.pop_front();
+        }
+        self.attempts.push_back(attempt);
+        self.attempt_count += 1;
+        self.running += ran;
+        self.running_ms = self.running.as_millis();
+    }
+
+    /// Records a wait between attempts.
+    pub fn slept(&mut self, slept: Duration) {
+        self.sleeping += slept;
+        self.sleeping_ms = self.sleeping.as_millis();
     }
 
     /// Records how the run ended.
@@ -95,16 +125,15 @@ impl Summary {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Writes the JSON summary to `path`, atomically.
+    /// Writes the JSON summary to `path` (see [`write`]).
     pub fn write_json(&self, path: &Path) -> io::Result<()> {
-        replace(path, format!("{}\n", self.to_json()).as_bytes())
+        write(path, false, |_| format!("{}\n", self.to_json()))
     }
 
-    /// Writes the metrics to `path`, atomically, carrying the counters and the last success
-    /// time of the file's previous version on.
+    /// Writes the metrics to `path` (see [`write`]), carrying the counters, the last success
+    /// time and the other names' series of the file's previous version on, under a lock.
     pub fn write_metrics(&self, path: &Path) -> io::Result<()> {
-        let before = fs::read_to_string(path).unwrap_or_default();
-        replace(path, self.metrics(&before, SystemTime::now()).as_bytes())
+        write(path, true, |before| self.metrics(before, SystemTime::now()))
     }
 
     /// The Prometheus text exposition, given the previous file's text.
@@ -122,13 +151,10 @@ impl Summary {
         };
         // Every attempt failed but a successful run's last.
         let succeeded = usize::from(self.outcome == Outcome::Success);
-        let failures = self.attempts.len().saturating_sub(succeeded) as f64;
+        let failures = self.attempt_count.saturating_sub(succeeded as u64) as f64;
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for (labels, value) in samples {
-                out.push_str(&format!("{name}{{{labels}}} {value}\n"));
-            }
+            family(&mut out, before, &label, [name, kind, help], samples);
         };
         metric(
             "retry_runs_total",
@@ -153,7 +179,7 @@ impl Summary {
             "Attempts started, in all runs.",
             &[(
                 label.clone(),
-                previous("retry_attempts_total") + self.attempts.len() as f64,
+                previous("retry_attempts_total") + self.attempt_count as f64,
             )],
         );
         metric(
@@ -184,7 +210,7 @@ impl Summary {
             "retry_last_attempts",
             "gauge",
             "Attempts in the last run.",
-            &[(label.clone(), self.attempts.len() as f64)],
+            &[(label.clone(), self.attempt_count as f64)],
         );
         metric(
             "retry_last_exit_status",
@@ -213,6 +239,8 @@ impl Summary {
         if let Some(key) = &self.key {
             out.push_str(&key_metrics(key, before, &label));
         }
+        let untouched = untouched(before, &out);
+        out.push_str(&untouched);
         out
     }
 }
@@ -257,10 +285,61 @@ fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
             refusals.to_vec(),
         ),
     ] {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for (labels, value) in samples {
-            out.push_str(&format!("{name}{{{labels}}} {value}\n"));
+        family(&mut out, before, &label, [name, kind, help], &samples);
+    }
+    out
+}
+
+/// One metric family: its help and type, the previous exposition's samples of other names
+/// (or other keys), as they were, then this run's `samples`, whose labels begin with `own`.
+fn family(
+    out: &mut String,
+    before: &str,
+    own: &str,
+    [name, kind, help]: [&str; 3],
+    samples: &[(String, f64)],
+) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+    let any = format!("{name}{{");
+    let mine = format!("{name}{{{own}");
+    for line in before.lines().filter(|l| l.starts_with(&any)) {
+        let ours = line
+            .strip_prefix(&mine)
+            .is_some_and(|rest| rest.starts_with([',', '}']));
+        if !ours {
+            out.push_str(line);
+            out.push('\n');
         }
+    }
+    for (labels, value) in samples {
+        out.push_str(&format!("{name}{{{labels}}} {value}\n"));
+    }
+}
+
+/// The families of the previous exposition that `now` does not have, whole: another run's
+/// (a key's metrics, say) are not this run's to drop.
+fn untouched(before: &str, now: &str) -> String {
+    let family = |line: &str| -> String {
+        match line
+            .strip_prefix("# HELP ")
+            .or_else(|| line.strip_prefix("# TYPE "))
+        {
+            Some(rest) => rest.split(' ').next().unwrap_or_default().to_string(),
+            None => line
+                .split(['{', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        }
+    };
+    let written: std::collections::HashSet<String> = now.lines().map(family).collect();
+    let mut out = String::new();
+    for line in before
+        .lines()
+        .filter(|l| !l.is_empty() && !written.contains(&family(l)))
+    {
+        out.push_str(line);
+        out.push('\n');
     }
     out
 }
@@ -279,6 +358,106 @@ fn value(text: &str, metric: &str, labels: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(&key))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// How long a run waits for another's lock on a metrics file before it gives up writing it.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Writes a report to `path`, symlinks followed: a regular file (or none yet) is replaced at
+/// once by rename, so readers see the old file or the new, never a part, and with `locked` its
+/// previous text is read and the new one written under a lock on a sidecar file `PATH.lock`,
+/// so that runs that end together lose nothing of each other. Anything else, a device or a
+/// FIFO, is never replaced: it is written in place, a FIFO only if a process reads it.
+fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io::Result<()> {
+    let (target, regular) = resolve(path)?;
+    if !regular {
+        return write_in_place(&target, contents("").as_bytes());
+    }
+    let _lock = if locked { Some(lock(&target)?) } else { None };
+    let before = if locked {
+        fs::read_to_string(&target).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    replace(&target, contents(&before).as_bytes())
+}
+
+/// `path` with its symlinks followed, and whether it is a regular file or none.
+fn resolve(path: &Path) -> io::Result<(PathBuf, bool)> {
+    let mut at = path.to_path_buf();
+    // As many links as the kernel follows (MAXSYMLINKS).
+    for _ in 0..40 {
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = fs::read_link(&at)?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            Ok(meta) if meta.is_dir() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "it is a directory",
+                ));
+            }
+            Ok(meta) => return Ok((at, meta.is_file())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((at, true)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::from_raw_os_error(nix::libc::ELOOP))
+}
+
+/// Writes into a device or a FIFO as it is, without waiting for a FIFO's reader.
+fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => io::Error::other("it is a FIFO that no process reads"),
+            _ => e,
+        })?;
+    if file.metadata()?.file_type().is_fifo() {
+        // The reader is there: wait for it to take it all.
+        nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+        )?;
+    }
+    file.write_all(bytes)
+}
+
+/// Takes the lock on `PATH.lock` beside `path`, waiting up to [`LOCK_WAIT`] for another run to
+/// let it go; it is let go when the file is dropped. The sidecar stays: removing it would
+/// race with a run that opened it, and a textfile collector reads only `*.prom`.
+fn lock(path: &Path) -> io::Result<fs::File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o644)
+        .open(&name)?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::other(format!(
+                    "another run held its lock ({}) for {}s",
+                    Path::new(&name).display(),
+                    LOCK_WAIT.as_secs()
+                )));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
 }
 
 /// Replaces `path` with `bytes` at once: readers see the old file or the new, never a part.

@@ -386,13 +386,15 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             ..end
         };
         self.previous = Some(end.number());
-        self.summary.attempts.push(AttemptSummary {
-            status: end.number(),
-            signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
-            timed_out: end.stopped.is_some(),
-            duration_ms: end.ran.as_millis(),
-        });
-        self.summary.running_ms += end.ran.as_millis();
+        self.summary.attempted(
+            AttemptSummary {
+                status: end.number(),
+                signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
+                timed_out: end.stopped.is_some(),
+                duration_ms: end.ran.as_millis(),
+            },
+            end.ran,
+        );
         end
     }
 
@@ -487,7 +489,8 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);
         let slept_from = self.world.elapsed();
         let woke = self.sleep(wake);
-        self.summary.sleeping_ms += self.world.elapsed().saturating_sub(slept_from).as_millis();
+        self.summary
+            .slept(self.world.elapsed().saturating_sub(slept_from));
         if let Some(sig) = woke {
             let why = format!("cancelled by {} while waiting", signal_name(sig));
             let exit = Exit::Code(u8::try_from(128 + sig).unwrap_or(u8::MAX));
@@ -1553,6 +1556,16 @@ mod tests {
         let world = Fake::new([exits(1, 5000)]).signal_at(ms(10), TERM);
         let r = run_with(&["--on-giveup", "g"], world);
         assert!(r.world.hooks.is_empty());
+    }
+
+    #[test]
+    fn the_summary_sums_short_attempts_before_rounding_to_milliseconds() {
+        let quick = Script {
+            runs: Duration::from_micros(700),
+            ..exits(1, 0)
+        };
+        let r = run_with(&["-n", "300", "-d", "0"], Fake::new([quick; 300]));
+        assert_eq!((r.summary.running_ms, r.summary.elapsed_ms), (210, 210));
     }
 
     #[test]
