@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Lines, PATIENCE, cmd, retry, start, wait};
+use common::{Lines, PATIENCE, cmd, dev_full, retry, start, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -673,17 +673,6 @@ fn promtool_accepts_the_metrics_when_it_is_installed() {
             String::from_utf8_lossy(&out.stderr)
         ),
         Err(e) => eprintln!("promtool not run ({e}); the parser above checked the format"),
-    }
-}
-
-/// /dev/full, opened for writing, or `None` (and a message) where there is none.
-fn dev_full() -> Option<File> {
-    match File::options().write(true).open("/dev/full") {
-        Ok(f) => Some(f),
-        Err(e) => {
-            eprintln!("SKIPPED: no /dev/full to write to ({e})");
-            None
-        }
     }
 }
 

@@ -5,10 +5,10 @@
 mod common;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Lines, PATIENCE, retry, start, wait};
+use common::{PATIENCE, retry, start, start_command, wait};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
@@ -221,23 +221,18 @@ fn sigblk(signals: &[Signal]) -> String {
 #[test]
 fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on() {
     let blocked = [Signal::SIGCHLD, Signal::SIGTERM];
-    let mut child = retry_blocking(&blocked)
-        .args([
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "--",
-            "grep",
-            "^SigBlk:",
-            "/proc/self/status",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let out = Lines::of(child.stdout.take().expect("stdout"));
+    let mut command = retry_blocking(&blocked);
+    command.args([
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "grep",
+        "^SigBlk:",
+        "/proc/self/status",
+    ]);
+    let (mut child, out, _err) = start_command(command);
     let status = wait(&mut child);
     assert_eq!(status.code(), Some(0));
     assert_eq!(out.rest(), [sigblk(&blocked)]);
@@ -245,22 +240,16 @@ fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the
 
 #[test]
 fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
-    let mut child = retry_blocking(&[Signal::SIGCHLD, Signal::SIGTERM])
-        .args([
-            "--kill-after",
-            "200ms",
-            "--",
-            "sh",
-            "-c",
-            "echo ready; exec sleep 1000",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let out = Lines::of(child.stdout.take().expect("stdout"));
-    let err = Lines::of(child.stderr.take().expect("stderr"));
+    let mut command = retry_blocking(&[Signal::SIGCHLD, Signal::SIGTERM]);
+    command.args([
+        "--kill-after",
+        "200ms",
+        "--",
+        "sh",
+        "-c",
+        "echo ready; exec sleep 1000",
+    ]);
+    let (mut child, out, err) = start_command(command);
     out.until("ready");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
     let status = wait(&mut child);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::thread;
 
-use common::{Lines, cmd, retry, wait};
+use common::{Lines, cmd, dev_full, retry, wait};
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -514,39 +514,19 @@ fn stdout_hold_that_cannot_hold_fails_loudly_and_lets_no_attempt_through() {
     assert!(stderr.contains("--stdout hold"), "{stderr}");
 }
 
-/// /dev/full, opened for writing, or `None` (and a message) where there is none.
-fn dev_full() -> Option<File> {
-    match File::options().write(true).open("/dev/full") {
-        Ok(f) => Some(f),
-        Err(e) => {
-            eprintln!("SKIPPED: no /dev/full to write to ({e})");
-            None
-        }
+#[test]
+fn output_that_retry_carries_and_cannot_write_is_a_failure() {
+    let Some(_) = dev_full() else { return };
+    for carried in [["--stdout", "hold"], ["--retry-if-output", "zzz"]] {
+        let full = dev_full().expect("/dev/full, opened once already");
+        let out = retry()
+            .args(carried)
+            .args(["--", "echo", "hi"])
+            .stdout(full)
+            .output()
+            .expect("run retry");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{carried:?}: {stderr}");
+        assert!(stderr.contains("No space left on device"), "{stderr}");
     }
-}
-
-#[test]
-fn held_output_that_cannot_be_written_is_a_failure() {
-    let Some(full) = dev_full() else { return };
-    let out = retry()
-        .args(["--stdout", "hold", "--", "echo", "hi"])
-        .stdout(full)
-        .output()
-        .expect("run retry");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("No space left on device"), "{stderr}");
-}
-
-#[test]
-fn output_read_by_the_rules_that_cannot_be_written_is_a_failure() {
-    let Some(full) = dev_full() else { return };
-    let out = retry()
-        .args(["--retry-if-output", "zzz", "--", "echo", "hi"])
-        .stdout(full)
-        .output()
-        .expect("run retry");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("No space left on device"), "{stderr}");
 }

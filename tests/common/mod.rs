@@ -107,3 +107,14 @@ pub fn cmd() -> assert_cmd::Command {
     c
 }
 pub mod http;
+
+/// /dev/full, opened for writing, or `None` (and a message) where there is none.
+pub fn dev_full() -> Option<std::fs::File> {
+    match std::fs::File::options().write(true).open("/dev/full") {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("SKIPPED: no /dev/full to write to ({e})");
+            None
+        }
+    }
+}
