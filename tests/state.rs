@@ -250,7 +250,7 @@ fn a_probe_killed_with_sigkill_leaves_a_lease_that_expires() {
             "sh",
             "-c",
             &format!(
-                "echo ran >> '{}'; echo ready; sleep 30",
+                "echo ran >> '{}'; echo ready $$; exec sleep 30",
                 s.marks().display()
             ),
         ])
@@ -259,10 +259,20 @@ fn a_probe_killed_with_sigkill_leaves_a_lease_that_expires() {
         .stderr(Stdio::null());
     let mut probe = c.spawn().expect("retry starts");
     let lines = common::Lines::of(probe.stdout.take().expect("stdout"));
-    lines.until("ready");
+    let ready = lines.until("ready");
     let killed_at = Instant::now();
     probe.kill().expect("SIGKILL");
     probe.wait().expect("reaped");
+    // The attempt, in its own process group, outlives retry: end it too.
+    let group = ready
+        .last()
+        .and_then(|l| l.strip_prefix("ready "))
+        .and_then(|pid| pid.trim().parse::<i32>().ok())
+        .expect("the attempt's pid");
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(group),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     // Its lease holds: the others are refused while it lasts...
     let during = s.run(&flags, 0);
     if killed_at.elapsed() < Duration::from_millis(900) {

@@ -78,8 +78,11 @@ fn on_terminal(args: &str) -> (std::process::Child, std::process::ChildStdin, co
 #[test]
 fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
     use std::io::Write;
+    // The shell reads the terminal itself: a Ctrl-C typed right after `ready` could otherwise
+    // reach sh before it started `sleep`, and sh waits for its child before acting on SIGINT,
+    // as it would without retry, so the test would wait out the sleep.
     let (mut child, mut keyboard, screen) =
-        on_terminal("-n 5 -d 0 -- sh -c 'echo ready; sleep 30'");
+        on_terminal("-n 5 -d 0 -- sh -c 'echo ready; read line'");
     screen.until("ready");
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
     let status = common::wait(&mut child);
