@@ -27,7 +27,7 @@ impl BreakerSettings {
     }
 
     /// The first open time, never longer than the longest.
-    fn first_open(&self) -> u64 {
+    pub fn first_open(&self) -> u64 {
         ms(self.open.min(self.open_max))
     }
 }

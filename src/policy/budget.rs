@@ -31,11 +31,13 @@ impl BudgetSettings {
 pub const MILLI: u64 = 1000;
 
 impl BudgetSettings {
-    fn burst_milli(&self) -> u64 {
+    /// The burst, in thousandths.
+    pub fn burst_milli(&self) -> u64 {
         u64::from(self.burst) * MILLI
     }
 
-    fn ratio_milli(&self) -> u64 {
+    /// What a success adds, in thousandths.
+    pub fn ratio_milli(&self) -> u64 {
         (self.ratio * MILLI as f64).round() as u64
     }
 }

@@ -12,6 +12,7 @@ pub mod outcome;
 pub mod output_rules;
 pub mod shared;
 pub mod status;
+pub mod store;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -81,6 +82,8 @@ pub struct StateSettings {
     /// The state directory; `None` when none is set and there is no home to put one in.
     pub dir: Option<PathBuf>,
     pub shared: SharedSettings,
+    /// The fleet's store (`--state URL`); `None` keeps the state in `dir`.
+    pub store: Option<store::StoreSettings>,
 }
 
 /// Shell commands run at points of the run.

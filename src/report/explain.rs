@@ -12,6 +12,7 @@ use crate::policy::duration::human;
 use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
+use crate::policy::store::FailMode;
 use crate::policy::{Origins, Policy, StateSettings};
 
 /// Rows of the schedule shown before the rest is summed up.
@@ -135,6 +136,18 @@ fn shared_state(out: &mut String, st: &StateSettings, report: &KeyReport) {
     };
     let _ = writeln!(out, "  breaker          {breaker}");
     let _ = writeln!(out, "  budget           {budget}");
+    if let Some(store) = &st.store {
+        let fail = match store.fail {
+            FailMode::Open => "run with this host's local state (--state-fail open)",
+            FailMode::Closed => "exit 75 without running the command (--state-fail closed)",
+        };
+        let _ = writeln!(
+            out,
+            "  store            {}: waits at most {} a run; when it cannot be reached, {fail}",
+            store.url.redacted(),
+            human(store.timeout)
+        );
+    }
     let v = match &report.view {
         Ok(v) => v,
         Err(e) => {

@@ -60,6 +60,19 @@ pub struct Summary {
     /// The key's state as the run left it, with `--key`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<KeySummary>,
+    /// Where the key's state is kept, and the store's errors, with `--key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreSummary>,
+}
+
+/// Where a run with `--key` keeps its state, and how often the store failed it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StoreSummary {
+    pub key: String,
+    /// `file`, or the `--state` URL without user or password.
+    pub backend: String,
+    /// Calls to the store that failed or timed out in this run.
+    pub errors: u32,
 }
 
 /// What a run with `--key` reports of the key.
@@ -238,6 +251,20 @@ impl Summary {
         );
         if let Some(key) = &self.key {
             out.push_str(&key_metrics(key, before, &label));
+        }
+        if let Some(store) = &self.store {
+            let labels = format!(
+                "{label},key=\"{}\",backend=\"{}\"",
+                escape(&store.key),
+                escape(&store.backend)
+            );
+            let total = value(before, "retry_state_errors_total", &labels).unwrap_or(0.0)
+                + f64::from(store.errors);
+            out.push_str(&format!(
+                "# HELP retry_state_errors_total Calls to the key's state store that failed or timed out, by store.\n\
+                 # TYPE retry_state_errors_total counter\n\
+                 retry_state_errors_total{{{labels}}} {total}\n"
+            ));
         }
         let untouched = untouched(before, &out);
         out.push_str(&untouched);

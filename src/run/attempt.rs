@@ -18,7 +18,7 @@ use crate::policy::status::{Status, cancels, signal_name};
 use crate::policy::{HttpVerdict, Policy};
 use crate::report::log::KeyFields;
 use crate::report::log::{Entry, Event as LogEvent, Log};
-use crate::report::summary::{AttemptSummary, KeySummary, Outcome, Summary};
+use crate::report::summary::{AttemptSummary, KeySummary, Outcome, StoreSummary, Summary};
 use crate::state::{self, Refused, Shared};
 
 use super::world::{AttemptEnv, Event, Findings, World};
@@ -122,6 +122,16 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// Shares the run's breaker and budget with other runs through `shared`.
     pub fn with_state(mut self, shared: Option<Shared>) -> Self {
+        if let Some(state) = &self.policy.state {
+            self.summary.store = Some(StoreSummary {
+                key: state.key.clone(),
+                backend: state
+                    .store
+                    .as_ref()
+                    .map_or("file".into(), |store| store.url.label()),
+                errors: 0,
+            });
+        }
         self.shared = shared;
         self
     }
@@ -188,6 +198,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// A state problem is a warning: the run goes on without the key's state.
     fn state_failed(&mut self, e: state::Error) {
+        self.store_errors();
         if let Some(shared) = self.shared.take() {
             self.state_note(format!(
                 "warning: key '{}': {e}; going on without its breaker and budget",
@@ -198,6 +209,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// Passes on a warning the key's store left.
     fn state_warning(&mut self) {
+        self.store_errors();
         if let Some(warning) = self.shared.as_mut().and_then(|s| s.warning.take()) {
             self.state_note(format!("warning: {warning}"));
         }
@@ -242,10 +254,30 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                     .end(Outcome::Refused, why, exit.status(), elapsed);
                 Some(exit)
             }
+            Err(e) if self.shared.as_ref().is_some_and(Shared::fails_closed) => {
+                let key = self.shared.as_ref().map_or("", |s| s.key.as_str());
+                let why = format!("key '{key}': {e}, and --state-fail is closed");
+                self.store_errors();
+                let mut e = self.entry(LogEvent::Refused);
+                e.reason = Some(why.clone());
+                self.log.write(&e);
+                let exit = Exit::Code(REFUSED);
+                let elapsed = self.world.elapsed();
+                self.summary
+                    .end(Outcome::Refused, why, exit.status(), elapsed);
+                Some(exit)
+            }
             Err(e) => {
                 self.state_failed(e);
                 None
             }
+        }
+    }
+
+    /// Counts the store's errors in the summary.
+    fn store_errors(&mut self) {
+        if let (Some(shared), Some(store)) = (&self.shared, &mut self.summary.store) {
+            store.errors = shared.errors;
         }
     }
 

@@ -11,6 +11,7 @@ use crate::policy::backoff::Jitter;
 use crate::policy::codes::{self, CodeSet};
 use crate::policy::duration;
 use crate::policy::output_rules::MatchStream;
+use crate::policy::store::FailMode;
 use crate::policy::{LogFormat, StdinMode, StdoutMode};
 use crate::setup::presets::{self, Preset};
 
@@ -270,6 +271,28 @@ pub struct Cli {
           help_heading = "Shared state (--key)")]
     pub budget_refill: Duration,
 
+    /// Keep the keys' state in Redis, shared by every host that uses it:
+    /// redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH
+    /// [default: $RETRY_STATE_URL, else the state directory]. A password may come from
+    /// $REDISCLI_AUTH instead.
+    #[arg(
+        long = "state",
+        value_name = "URL",
+        help_heading = "Shared state (--key)"
+    )]
+    pub state_url: Option<String>,
+
+    /// The longest a run waits for the --state store, all its calls together.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "500ms",
+          help_heading = "Shared state (--key)")]
+    pub state_timeout: Duration,
+
+    /// When the --state store cannot be reached in time before the command starts: open runs
+    /// with this host's local state and warns; closed exits 75 without running the command.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = FailMode::Open,
+          help_heading = "Shared state (--key)")]
+    pub state_fail: FailMode,
+
     /// Forget the key's breaker and budget, run nothing, and exit.
     #[arg(long, requires = "key", help_heading = "Shared state (--key)")]
     pub reset_state: bool,
@@ -321,7 +344,7 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             ("128+N", "retry was cancelled by signal N between attempts"),
             (
                 "75",
-                "the run was refused without running the command: the --key's breaker is open",
+                "the run was refused without running the command: the --key's breaker is open, or its --state store cannot be reached and --state-fail is closed",
             ),
             (
                 "22, 1",
@@ -373,6 +396,14 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             (
                 "XDG_STATE_HOME",
                 "read: the state is in $XDG_STATE_HOME/retry otherwise",
+            ),
+            (
+                "RETRY_STATE_URL",
+                "read: the Redis store of --key's state, when --state is not given",
+            ),
+            (
+                "REDISCLI_AUTH",
+                "read: the Redis password, when the --state URL has none",
             ),
             (
                 "NO_COLOR",

@@ -10,6 +10,7 @@ use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
 use crate::policy::outcome::Rules;
 use crate::policy::shared::SharedSettings;
+use crate::policy::store::{self, Place, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
     Hooks, HttpRules, LogSettings, Policy, StateSettings, UsageError, output_rules,
 };
@@ -96,8 +97,20 @@ impl TryFrom<Cli> for Policy {
                 ));
             }
         }
+        if cli.state_timeout.is_zero() {
+            return usage("--state-timeout 0 leaves no time to reach the store; give a duration such as 500ms".into());
+        }
+        let store = match store_url(cli.state_url.as_deref(), cli.key.is_some())? {
+            Some(url) => Some(StoreSettings {
+                url,
+                timeout: cli.state_timeout,
+                fail: cli.state_fail,
+            }),
+            None => None,
+        };
         let state = cli.key.map(|key| StateSettings {
             key,
+            store,
             dir: cli.state_dir.or_else(state_dir),
             shared: SharedSettings {
                 breaker: BreakerSettings {
@@ -200,6 +213,36 @@ fn state_dir() -> Option<PathBuf> {
                 .map(|p| p.join("retry"))
         })
         .or_else(|| var("HOME").map(|home| home.join(".local/state/retry")))
+}
+
+/// The `--state` URL, else `$RETRY_STATE_URL` (read only with `--key`: a variable set for a
+/// whole host must not break its runs without one), with the password from `$REDISCLI_AUTH`
+/// when the URL has none. Checked even without `--key`, so that a typo is never silent.
+fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageError> {
+    let (text, name) = match flag {
+        Some(text) => (text.to_string(), "--state"),
+        None if keyed => match std::env::var("RETRY_STATE_URL") {
+            Ok(text) if !text.is_empty() => (text, "$RETRY_STATE_URL"),
+            _ => return Ok(None),
+        },
+        None => return Ok(None),
+    };
+    let mut url = StoreUrl::parse(&text)
+        .map_err(|why| UsageError(format!("{name} '{}': {why}", store::redact(&text))))?;
+    if matches!(url.place, Place::Tcp { tls: true, .. }) && !cfg!(feature = "tls") {
+        return Err(UsageError(format!(
+            "{name} '{}': this retry was built without TLS; build it with `--features tls`, or use redis://",
+            url.redacted()
+        )));
+    }
+    if url.password.is_none()
+        && let Some(password) = std::env::var("REDISCLI_AUTH")
+            .ok()
+            .filter(|p| !p.is_empty())
+    {
+        url.password = Some(Secret::new(password));
+    }
+    Ok(Some(url))
 }
 
 /// The user's output rules and a preset's, together.

@@ -5,6 +5,7 @@
 mod clock;
 pub mod file;
 pub mod memory;
+pub mod redis;
 
 use std::fmt;
 use std::io;
@@ -14,15 +15,25 @@ use std::time::Duration;
 use crate::policy::StateSettings;
 use crate::policy::breaker::{Attempt, Change};
 use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket, View};
+use crate::policy::store::FailMode;
 
-/// A run's handle on the key its policy names, in the local state directory.
+/// A run's handle on the key its policy names: in the `--state` store, with the local state
+/// directory to fall back on, or in the state directory alone. Nothing is connected yet.
 pub fn open(settings: &StateSettings) -> Shared {
-    let store = file::FileStore::new(settings.dir.clone(), &settings.key);
-    Shared::new(
-        settings.key.clone(),
-        settings.shared.clone(),
-        Box::new(store),
-    )
+    let local = Box::new(file::FileStore::new(settings.dir.clone(), &settings.key));
+    let key = settings.key.clone();
+    match &settings.store {
+        None => Shared::new(key, settings.shared.clone(), local),
+        Some(store) => {
+            let remote = Box::new(redis::RedisStore::new(store, &settings.key));
+            let mut shared = Shared::new(key, settings.shared.clone(), remote);
+            shared.fallback = Some(Fallback {
+                fail: store.fail,
+                local,
+            });
+            shared
+        }
+    }
 }
 
 /// What a store answers: the operation's result, and the key's state and time just after it.
@@ -129,6 +140,12 @@ pub enum Error {
     NoDirectory,
     /// Another process held the key's lock for too long.
     Busy(PathBuf),
+    /// The shared store (`--state`) did not answer in time, or failed.
+    Store {
+        /// Its URL, redacted.
+        place: String,
+        why: String,
+    },
     /// Reading or writing the state failed.
     Io {
         doing: &'static str,
@@ -143,6 +160,7 @@ impl fmt::Display for Error {
             Error::NoDirectory => f.write_str(
                 "no state directory: set --state-dir, RETRY_STATE_DIR, XDG_STATE_HOME or HOME",
             ),
+            Error::Store { place, why } => write!(f, "the store {place}: {why}"),
             Error::Busy(path) => write!(f, "'{}' stayed locked too long", path.display()),
             Error::Io {
                 doing,
@@ -161,11 +179,22 @@ pub struct Refused {
     pub left: Duration,
 }
 
+/// What a run with a `--state` store does when it cannot be reached before the run starts.
+pub struct Fallback {
+    pub fail: FailMode,
+    /// The key's state in this host's state directory.
+    pub local: Box<dyn Store>,
+}
+
 /// A run's handle on its key: the store, and the run's ticket.
 pub struct Shared {
     pub key: String,
     settings: SharedSettings,
     store: Box<dyn Store>,
+    /// With a `--state` store: what to do if it fails at the start. Taken when the run starts.
+    pub fallback: Option<Fallback>,
+    /// The store's errors in this run.
+    pub errors: u32,
     ticket: Option<Ticket>,
     /// The key's state as the store last answered.
     pub view: Option<View>,
@@ -180,6 +209,8 @@ impl Shared {
             key,
             settings,
             store,
+            fallback: None,
+            errors: 0,
             ticket: None,
             view: None,
             warning: None,
@@ -190,6 +221,13 @@ impl Shared {
     /// The store's time at its last answer.
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// The run must not start: its `--state` store failed and `--state-fail` is closed.
+    pub fn fails_closed(&self) -> bool {
+        self.fallback
+            .as_ref()
+            .is_some_and(|f| f.fail == FailMode::Closed)
     }
 
     /// This run probes the half-open breaker.
@@ -205,9 +243,37 @@ impl Shared {
         (reply.value, reply.now)
     }
 
-    /// Before the first attempt: `Some` when the run may not start.
+    /// Before the first attempt: `Some` when the run may not start. A `--state` store that
+    /// fails here is replaced by the local state with `--state-fail open` (and the reply's
+    /// warning says so); with `closed` the error is returned, and [`Shared::fails_closed`]
+    /// says the run must not start.
     pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
-        let reply = self.store.admit(&self.settings)?;
+        let fallback = self.fallback.take();
+        let reply = match (self.store.admit(&self.settings), fallback) {
+            (Err(e @ Error::Store { .. }), Some(fallback)) => {
+                self.errors += 1;
+                if fallback.fail == FailMode::Closed {
+                    self.fallback = Some(fallback);
+                    return Err(e);
+                }
+                self.store = fallback.local;
+                let mut reply = self.store.admit(&self.settings)?;
+                let went_on = format!(
+                    "key '{}': {e}; going on with this host's local state (--state-fail open)",
+                    self.key
+                );
+                reply.warning = Some(match reply.warning.take() {
+                    Some(w) => format!("{went_on}; {w}"),
+                    None => went_on,
+                });
+                reply
+            }
+            (Err(e), _) => {
+                self.errors += 1;
+                return Err(e);
+            }
+            (Ok(reply), _) => reply,
+        };
         match self.heard(reply) {
             (Admit::Run(ticket), _) => {
                 self.ticket = Some(ticket);
@@ -230,7 +296,8 @@ impl Shared {
         };
         let reply = self
             .store
-            .after_attempt(&self.settings, ticket, attempt, wants_retry, u)?;
+            .after_attempt(&self.settings, ticket, attempt, wants_retry, u)
+            .inspect_err(|_| self.errors += 1)?;
         let (after, now) = self.heard(reply);
         self.ticket = Some(after.ticket);
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
@@ -241,7 +308,10 @@ impl Shared {
         let Some(ticket) = self.ticket else {
             return Ok(None);
         };
-        let reply = self.store.before_retry(&self.settings, ticket)?;
+        let reply = self
+            .store
+            .before_retry(&self.settings, ticket)
+            .inspect_err(|_| self.errors += 1)?;
         let ((refusal, ticket), now) = self.heard(reply);
         self.ticket = Some(ticket);
         Ok(refusal.map(|r| refused(r, now)))

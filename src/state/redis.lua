@@ -1,0 +1,219 @@
+-- The rules of src/policy/breaker.rs, budget.rs and shared.rs, run atomically by Redis on one
+-- key's hash; each function mirrors the Rust one of the same name, line for line. Every number
+-- is an integer (milliseconds, thousandths of a token) held in a Lua double, exact below 2^53;
+-- the caller keeps every setting below 2^50.
+--
+-- KEYS[1]    the key's hash: g (generation), s (closed, open, half-open), f (the failures'
+--            times, comma-separated), u (open until), l (lease until), o (open for),
+--            m (tokens, in thousandths), a (when m was brought up to date).
+-- ARGV[1]    the time in ms; '' for the server's own clock (TIME). Only tests give one.
+-- ARGV[2-10] failures, window, first open time, longest open time, lease, burst and ratio
+--            (thousandths), refill period, expiry.
+-- ARGV[11-]  the operation's own.
+--
+-- Returns the time, 1 if the hash could not be read, the state's eight fields as strings, then
+-- the operation's answer.
+
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local FAILURES = tonumber(ARGV[2])
+local WINDOW = tonumber(ARGV[3])
+local FIRST_OPEN = tonumber(ARGV[4])
+local OPEN_MAX = tonumber(ARGV[5])
+local LEASE = tonumber(ARGV[6])
+local BURST = tonumber(ARGV[7])
+local RATIO = tonumber(ARGV[8])
+local REFILL = tonumber(ARGV[9])
+local EXPIRY = tonumber(ARGV[10])
+local MILLI = 1000
+
+local function fmt(x)
+  return string.format('%.0f', x)
+end
+
+-- floor(a / b) for integers a >= 0 and b > 0: the division of doubles, corrected to the exact
+-- quotient that Rust's integer division gives.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  while q * b > a do q = q - 1 end
+  while (q + 1) * b <= a do q = q + 1 end
+  return q
+end
+
+-- KeyState::new
+local function fresh()
+  return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now }
+end
+
+-- The hash, or a fresh state and true when it cannot be understood.
+local function load()
+  local h = redis.call('HGETALL', KEYS[1])
+  if #h == 0 then return fresh(), false end
+  local r = {}
+  for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
+  local st = { g = tonumber(r.g), s = r.s, f = {}, u = tonumber(r.u), l = tonumber(r.l),
+               o = tonumber(r.o), m = tonumber(r.m), a = tonumber(r.a) }
+  if not (st.g and st.u and st.l and st.o and st.m and st.a and r.f)
+      or not (st.s == 'closed' or st.s == 'open' or st.s == 'half-open') then
+    return fresh(), true
+  end
+  for at in string.gmatch(r.f, '%d+') do st.f[#st.f + 1] = tonumber(at) end
+  return st, false
+end
+
+-- The hash's fields, in one canonical form: a field the state does not use is empty or 0.
+local function encode(st)
+  local f, u, l, o = '', 0, 0, 0
+  if st.s == 'closed' then
+    local times = {}
+    for i, at in ipairs(st.f) do times[i] = fmt(at) end
+    f = table.concat(times, ',')
+  elseif st.s == 'open' then
+    u, o = st.u, st.o
+  else
+    l, o = st.l, st.o
+  end
+  return { 'g', fmt(st.g), 's', st.s, 'f', f, 'u', fmt(u), 'l', fmt(l), 'o', fmt(o),
+           'm', fmt(st.m), 'a', fmt(st.a) }
+end
+
+-- KeyState::clamp: Breaker::clamp and Budget::clamp
+local function clamp(st)
+  if st.s == 'closed' then
+    for i, at in ipairs(st.f) do st.f[i] = math.min(at, now) end
+  elseif st.s == 'open' then
+    st.u = math.min(st.u, now + OPEN_MAX)
+    st.o = math.min(st.o, OPEN_MAX)
+  else
+    st.l = math.min(st.l, now + LEASE)
+    st.o = math.min(st.o, OPEN_MAX)
+  end
+  st.a = math.min(st.a, now)
+  st.m = math.min(st.m, BURST)
+end
+
+-- Budget::refill
+local function refill(st)
+  local period = math.max(REFILL, 1)
+  local passed = math.max(now - st.a, 0)
+  local gained = idiv(passed * MILLI, period)
+  st.m = st.m + gained
+  if st.m >= BURST then
+    st.m = BURST
+    st.a = math.max(st.a, now)
+  else
+    st.a = st.a + math.min(idiv(gained * period, MILLI), passed)
+  end
+end
+
+-- Budget::take
+local function take(st)
+  if BURST == 0 then return true end
+  refill(st)
+  if st.m >= MILLI then
+    st.m = st.m - MILLI
+    return true
+  end
+  return false
+end
+
+-- Budget::succeeded
+local function succeeded(st)
+  if BURST > 0 then
+    refill(st)
+    st.m = math.min(st.m + RATIO, BURST)
+  end
+end
+
+-- Breaker::enter: run, probe, open (until) or probing (lease until)
+local function enter(st)
+  if FAILURES == 0 or st.s == 'closed' then return 'run', 0 end
+  if st.s == 'open' and now < st.u then return 'open', st.u end
+  if st.s == 'half-open' and now < st.l then return 'probing', st.l end
+  st.s = 'half-open'
+  st.l = now + LEASE
+  return 'probe', 0
+end
+
+-- Breaker::open
+local function open(st, open_for, u)
+  local cut = math.floor(open_for * 0.2 * math.max(0, math.min(1, u)))
+  st.s = 'open'
+  st.u = now + open_for - math.min(cut, open_for)
+  st.o = open_for
+  st.f = {}
+  return 'opened'
+end
+
+-- Breaker::record
+local function record(st, probe, result, u)
+  if FAILURES == 0 then return 'none' end
+  if st.s == 'half-open' and probe then
+    if result == 'success' then
+      st.s = 'closed'
+      st.f = {}
+      return 'closed'
+    elseif result == 'failure' then
+      return open(st, math.min(st.o * 2, OPEN_MAX), u)
+    end
+    st.s = 'open'
+    st.u = now
+    return 'released'
+  elseif st.s == 'closed' and not probe then
+    if result == 'success' then
+      st.f = {}
+    elseif result == 'failure' then
+      local since = math.max(now - WINDOW, 0)
+      local kept = {}
+      for _, at in ipairs(st.f) do
+        if at >= since then kept[#kept + 1] = at end
+      end
+      kept[#kept + 1] = now
+      while #kept > FAILURES do table.remove(kept, 1) end
+      st.f = kept
+      if #kept >= FAILURES then return open(st, FIRST_OPEN, u) end
+    end
+  end
+  return 'none'
+end
+
+-- KeyState::refusal: none, open (until) or probing (lease until); a closed breaker moves the
+-- ticket to the current generation.
+local function refusal(st, ticket)
+  if FAILURES == 0 then return 'none', 0 end
+  if st.s == 'closed' then
+    ticket.g = st.g
+    ticket.p = 0
+    return 'none', 0
+  end
+  if st.s == 'open' then return 'open', st.u end
+  return 'probing', st.l
+end
+
+-- Keeps the state when the operation changed it (or the hash could not be read), as the local
+-- store writes its file; `mode` is 'read' (never), 'write', or 'touch' (write, and otherwise
+-- push the expiry back: a run started on the key).
+local function finish(st, before, corrupt, mode, answer)
+  local fields = encode(st)
+  if mode ~= 'read' then
+    if corrupt or table.concat(fields, ' ') ~= before then
+      redis.call('HSET', KEYS[1], unpack(fields))
+      redis.call('PEXPIRE', KEYS[1], EXPIRY)
+    elseif mode == 'touch' then
+      redis.call('PEXPIRE', KEYS[1], EXPIRY)
+    end
+  end
+  local out = { fmt(now), corrupt and '1' or '0' }
+  for i = 2, #fields, 2 do out[#out + 1] = fields[i] end
+  for _, v in ipairs(answer) do out[#out + 1] = v end
+  return out
+end
+
+local st, corrupt = load()
+clamp(st)
+local before = table.concat(encode(st), ' ')

@@ -1,0 +1,490 @@
+//! A key's state in Redis, shared by every host that uses the store (`--state URL`, SPEC §10):
+//! one hash per key, each operation one server-side Lua script that runs the rules of
+//! [`crate::policy::shared`] atomically, on the server's clock. The client connects on the
+//! first call, and every call of a run together waits no longer than `--state-timeout`.
+
+use std::sync::LazyLock;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redis::{
+    Client, Connection, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisConnectionInfo,
+    RedisError, Script, ServerErrorKind,
+};
+
+use super::{Error, Reply, Store};
+use crate::policy::breaker::{Attempt, Breaker, Change, ms};
+use crate::policy::budget::Budget;
+use crate::policy::duration::human;
+use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket};
+use crate::policy::store::{Place, StoreSettings};
+
+/// Where a key's hash is: `retry:KEY`.
+pub const PREFIX: &str = "retry:";
+
+/// A key unused for this long is forgotten (unless its settings need it kept longer).
+const EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Every number given to a script stays below this, so that Lua's doubles hold it exactly.
+const EXACT: u64 = 1 << 50;
+
+const RULES: &str = include_str!("redis.lua");
+
+/// One operation: the rules, then what it does with them.
+struct Op {
+    code: String,
+    script: Script,
+}
+
+impl Op {
+    fn new(body: &str) -> Op {
+        let code = format!("{RULES}\n{body}");
+        let script = Script::new(&code);
+        Op { code, script }
+    }
+}
+
+static ADMIT: LazyLock<Op> = LazyLock::new(|| {
+    Op::new(
+        "local kind, t = enter(st)
+if kind == 'probe' then st.g = st.g + 1 end
+return finish(st, before, corrupt, 'touch', { kind, fmt(st.g), fmt(t) })",
+    )
+});
+
+static AFTER: LazyLock<Op> = LazyLock::new(|| {
+    Op::new(
+        "local ticket = { g = tonumber(ARGV[11]), p = tonumber(ARGV[12]) }
+local result = ARGV[13]
+local change = 'none'
+if ticket.g == st.g then
+  change = record(st, ticket.p == 1, result, tonumber(ARGV[15]))
+  if change ~= 'none' then
+    st.g = st.g + 1
+    if change == 'closed' then
+      ticket.g = st.g
+      ticket.p = 0
+    end
+  end
+end
+if result == 'success' then succeeded(st) end
+local why, t = 'none', 0
+if ARGV[14] == '1' then
+  why, t = refusal(st, ticket)
+  if why == 'none' and not take(st) then why = 'budget' end
+end
+return finish(st, before, corrupt, 'write', { fmt(ticket.g), fmt(ticket.p), change, why, fmt(t) })",
+    )
+});
+
+static BEFORE: LazyLock<Op> = LazyLock::new(|| {
+    Op::new(
+        "local ticket = { g = tonumber(ARGV[11]), p = tonumber(ARGV[12]) }
+local why, t = refusal(st, ticket)
+return finish(st, before, corrupt, 'write', { why, fmt(t), fmt(ticket.g), fmt(ticket.p) })",
+    )
+});
+
+static VIEW: LazyLock<Op> =
+    LazyLock::new(|| Op::new("return finish(st, before, corrupt, 'read', {})"));
+
+/// A key's state in a Redis server.
+pub struct RedisStore {
+    settings: StoreSettings,
+    /// The key's hash.
+    hash: String,
+    /// Connected at the first call.
+    con: Option<Connection>,
+    /// Time spent waiting for the store in this run.
+    spent: Duration,
+    /// A time to run the scripts at instead of the server's clock: for tests that run the same
+    /// operations through this store and another at the same times.
+    clock: Option<u64>,
+}
+
+/// Why a call failed, before it is told with the store's URL.
+enum Failure {
+    /// `--state-timeout` is used up.
+    Timeout,
+    Redis(RedisError),
+    /// The script answered something this version does not understand.
+    Reply(String),
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Failure {
+        if e.is_timeout() {
+            Failure::Timeout
+        } else {
+            Failure::Redis(e)
+        }
+    }
+}
+
+impl RedisStore {
+    /// The store for `key`; nothing is connected until the first call.
+    pub fn new(settings: &StoreSettings, key: &str) -> RedisStore {
+        RedisStore {
+            settings: settings.clone(),
+            hash: format!("{PREFIX}{key}"),
+            con: None,
+            spent: Duration::ZERO,
+            clock: None,
+        }
+    }
+
+    /// Runs every later operation at `now` (ms) instead of the server's time.
+    pub fn at(&mut self, now: u64) {
+        self.clock = Some(now);
+    }
+
+    /// The key's state as the scripts see it, changing nothing.
+    pub fn read(&mut self, s: &SharedSettings) -> Result<(KeyState, u64), Error> {
+        let (now, _, state, _) = self.run(&VIEW, s, &[])?;
+        Ok((state, now))
+    }
+
+    fn info(&self) -> Result<redis::ConnectionInfo, RedisError> {
+        let url = &self.settings.url;
+        let addr = match &url.place {
+            Place::Tcp {
+                host,
+                port,
+                tls: false,
+            } => ConnectionAddr::Tcp(host.clone(), *port),
+            Place::Tcp {
+                host,
+                port,
+                tls: true,
+            } => ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port: *port,
+                insecure: false,
+                tls_params: None,
+            },
+            Place::Unix(path) => ConnectionAddr::Unix(path.clone()),
+        };
+        // No CLIENT SETINFO: one command less for the ACL to allow.
+        let mut redis = RedisConnectionInfo::default()
+            .set_db(i64::from(url.db))
+            .set_skip_set_lib_name();
+        if let Some(user) = &url.user {
+            redis = redis.set_username(user);
+        }
+        if let Some(password) = &url.password {
+            redis = redis.set_password(password.expose());
+        }
+        Ok(addr.into_connection_info()?.set_redis_settings(redis))
+    }
+
+    /// Runs `f` on the connection (made first, if need be) with what is left of the run's
+    /// `--state-timeout`; the time it takes is spent.
+    fn call<T>(
+        &mut self,
+        f: impl FnOnce(&mut Connection, Instant) -> Result<T, Failure>,
+    ) -> Result<T, Error> {
+        let started = Instant::now();
+        let deadline = started + self.settings.timeout.saturating_sub(self.spent);
+        let result = self.connected(deadline).and_then(|con| f(con, deadline));
+        self.spent += started.elapsed();
+        result.map_err(|failure| {
+            // A call cut short may leave its answer on the way: never read it as the next's.
+            self.con = None;
+            self.error(failure)
+        })
+    }
+
+    fn connected(&mut self, deadline: Instant) -> Result<&mut Connection, Failure> {
+        if self.con.is_none() {
+            let info = self.info()?;
+            self.con = Some(connect(info, deadline)?);
+        }
+        self.con
+            .as_mut()
+            .ok_or_else(|| Failure::Reply("no connection".into()))
+    }
+
+    fn error(&self, failure: Failure) -> Error {
+        let why = match failure {
+            Failure::Timeout => format!(
+                "no answer within --state-timeout {}",
+                human(self.settings.timeout)
+            ),
+            Failure::Redis(e) => e.to_string(),
+            Failure::Reply(why) => why,
+        };
+        Error::Store {
+            place: self.settings.url.redacted(),
+            why,
+        }
+    }
+
+    /// Runs an operation's script: EVALSHA, and EVAL when the server does not have it yet
+    /// (which also keeps it for the next run). Returns the store's time, whether the hash had
+    /// to be started afresh, the state after the operation, and its answer.
+    fn run(
+        &mut self,
+        op: &Op,
+        s: &SharedSettings,
+        own: &[String],
+    ) -> Result<(u64, bool, KeyState, Vec<String>), Error> {
+        let mut args = self.settings_args(s);
+        args.extend_from_slice(own);
+        let hash = self.hash.clone();
+        let fields = self.call(|con, deadline| {
+            limit(con, deadline)?;
+            let sha = redis::cmd("EVALSHA")
+                .arg(op.script.get_hash())
+                .arg(1)
+                .arg(&hash)
+                .arg(&args)
+                .query::<Vec<String>>(con);
+            match sha {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    limit(con, deadline)?;
+                    Ok(redis::cmd("EVAL")
+                        .arg(&op.code)
+                        .arg(1)
+                        .arg(&hash)
+                        .arg(&args)
+                        .query::<Vec<String>>(con)?)
+                }
+                other => Ok(other?),
+            }
+        })?;
+        decode(&fields).map_err(|why| self.error(Failure::Reply(why)))
+    }
+
+    /// The script's ARGV[1..10]: the time, and the settings as whole numbers.
+    fn settings_args(&self, s: &SharedSettings) -> Vec<String> {
+        let b = &s.breaker;
+        let expiry = ms(EXPIRY)
+            .max(ms(b.window))
+            .max(ms(b.open_max).saturating_add(ms(s.lease)));
+        let numbers = [
+            u64::from(b.failures),
+            ms(b.window),
+            b.first_open(),
+            ms(b.open_max),
+            ms(s.lease),
+            s.budget.burst_milli(),
+            s.budget.ratio_milli(),
+            ms(s.budget.refill).max(1),
+            expiry,
+        ];
+        let mut args = vec![self.clock.map_or(String::new(), |t| t.to_string())];
+        args.extend(numbers.iter().map(|n| n.min(&EXACT).to_string()));
+        args
+    }
+
+    fn reply<T>(
+        &self,
+        s: &SharedSettings,
+        now: u64,
+        corrupt: bool,
+        state: &KeyState,
+        value: T,
+    ) -> Reply<T> {
+        Reply {
+            value,
+            now,
+            view: state.view(s, now),
+            warning: corrupt.then(|| {
+                format!(
+                    "the state in {} ({}) could not be read; started the key afresh",
+                    self.settings.url.redacted(),
+                    self.hash
+                )
+            }),
+        }
+    }
+}
+
+/// Connects within the deadline. Name resolution (getaddrinfo, which has no time limit of its
+/// own), the TCP connection, TLS and AUTH run on a helper thread that is left behind if the
+/// deadline passes first: nothing else can put a limit on a name lookup.
+fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection, Failure> {
+    let left = left(deadline)?;
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name("redis-connect".into())
+        .spawn(move || {
+            let connected = Client::open(info).and_then(|c| c.get_connection_with_timeout(left));
+            let _ = tx.send(connected);
+        })
+        .map_err(|e| Failure::Reply(format!("cannot start a thread to connect: {e}")))?;
+    match rx.recv_timeout(left) {
+        Ok(connected) => Ok(connected?),
+        Err(_) => Err(Failure::Timeout),
+    }
+}
+
+/// The time left before the deadline; none left is a timeout.
+fn left(deadline: Instant) -> Result<Duration, Failure> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or(Failure::Timeout)
+}
+
+/// Sets the socket's read and write time limits to what is left. redis-rs clears them once
+/// it has connected, so they are set again before every command.
+fn limit(con: &mut Connection, deadline: Instant) -> Result<(), Failure> {
+    let left = left(deadline)?;
+    con.set_read_timeout(Some(left))?;
+    con.set_write_timeout(Some(left))?;
+    Ok(())
+}
+
+/// The script's answer: the time, whether the hash was started afresh, the state, and the
+/// operation's own answer.
+fn decode(fields: &[String]) -> Result<(u64, bool, KeyState, Vec<String>), String> {
+    let bad = || format!("the store's script answered {fields:?}");
+    let [now, corrupt, g, s, f, u, l, o, m, a, answer @ ..] = fields else {
+        return Err(bad());
+    };
+    let n = |x: &String| x.parse::<u64>().map_err(|_| bad());
+    let breaker = match s.as_str() {
+        "closed" => Breaker::Closed {
+            failures: f
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .map(|t| t.parse::<u64>().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?,
+        },
+        "open" => Breaker::Open {
+            until: n(u)?,
+            open_for: n(o)?,
+        },
+        "half-open" => Breaker::HalfOpen {
+            lease_until: n(l)?,
+            open_for: n(o)?,
+        },
+        _ => return Err(bad()),
+    };
+    let state = KeyState {
+        generation: n(g)?,
+        breaker,
+        budget: Budget {
+            milli: n(m)?,
+            at: n(a)?,
+        },
+    };
+    Ok((n(now)?, corrupt == "1", state, answer.to_vec()))
+}
+
+/// A refusal as the scripts name it.
+fn refusal(why: &str, t: u64) -> Option<Refusal> {
+    match why {
+        "open" => Some(Refusal::Open { until: t }),
+        "probing" => Some(Refusal::Probing { lease_until: t }),
+        "budget" => Some(Refusal::Budget),
+        _ => None,
+    }
+}
+
+fn number(answer: &[String], i: usize) -> u64 {
+    answer.get(i).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
+fn text(answer: &[String], i: usize) -> &str {
+    answer.get(i).map_or("", String::as_str)
+}
+
+impl Store for RedisStore {
+    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
+        let (now, corrupt, state, answer) = self.run(&ADMIT, s, &[])?;
+        let ticket = |probe| {
+            Admit::Run(Ticket {
+                generation: number(&answer, 1),
+                probe,
+            })
+        };
+        let t = number(&answer, 2);
+        let value = match text(&answer, 0) {
+            "probe" => ticket(true),
+            "open" => Admit::Refused(Refusal::Open { until: t }),
+            "probing" => Admit::Refused(Refusal::Probing { lease_until: t }),
+            _ => ticket(false),
+        };
+        Ok(self.reply(s, now, corrupt, &state, value))
+    }
+
+    fn after_attempt(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<Reply<After>, Error> {
+        let attempt = match attempt {
+            Attempt::Success => "success",
+            Attempt::Failure => "failure",
+            Attempt::Uncounted => "uncounted",
+        };
+        let own = [
+            ticket.generation.to_string(),
+            u8::from(ticket.probe).to_string(),
+            attempt.to_string(),
+            u8::from(wants_retry).to_string(),
+            // Rust prints the shortest text that reads back as the same double.
+            u.to_string(),
+        ];
+        let (now, corrupt, state, answer) = self.run(&AFTER, s, &own)?;
+        let change = match (text(&answer, 2), &state.breaker) {
+            ("opened", Breaker::Open { until, .. }) => Change::Opened { until: *until },
+            ("closed", _) => Change::Closed,
+            ("released", _) => Change::Released,
+            _ => Change::None,
+        };
+        let value = After {
+            ticket: Ticket {
+                generation: number(&answer, 0),
+                probe: number(&answer, 1) == 1,
+            },
+            change,
+            refusal: refusal(text(&answer, 3), number(&answer, 4)),
+        };
+        Ok(self.reply(s, now, corrupt, &state, value))
+    }
+
+    fn before_retry(
+        &mut self,
+        s: &SharedSettings,
+        ticket: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
+        let own = [
+            ticket.generation.to_string(),
+            u8::from(ticket.probe).to_string(),
+        ];
+        let (now, corrupt, state, answer) = self.run(&BEFORE, s, &own)?;
+        let value = (
+            refusal(text(&answer, 0), number(&answer, 1)),
+            Ticket {
+                generation: number(&answer, 2),
+                probe: number(&answer, 3) == 1,
+            },
+        );
+        Ok(self.reply(s, now, corrupt, &state, value))
+    }
+
+    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+        let (now, corrupt, state, _) = self.run(&VIEW, s, &[])?;
+        Ok(self.reply(s, now, corrupt, &state, ()))
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        let hash = self.hash.clone();
+        self.call(|con, deadline| {
+            limit(con, deadline)?;
+            Ok(redis::cmd("DEL").arg(&hash).query::<i64>(con)?)
+        })
+        .map(|_| ())
+    }
+
+    fn describe(&self) -> String {
+        format!("{}, hash {}", self.settings.url.redacted(), self.hash)
+    }
+}
