@@ -107,6 +107,8 @@ pub fn cmd() -> assert_cmd::Command {
     c
 }
 pub mod http;
+pub mod keyed;
+pub mod redis;
 
 /// /dev/full, opened for writing, or `None` (and a message) where there is none.
 pub fn dev_full() -> Option<std::fs::File> {
@@ -117,4 +119,25 @@ pub fn dev_full() -> Option<std::fs::File> {
             None
         }
     }
+}
+
+/// Whether `tool` can be run. Without it a test skips, saying so loudly and how to install it;
+/// but under CI (`CI` set) a missing tool fails the test, so that nothing is skipped unseen.
+pub fn have(tool: &str, install: &str) -> bool {
+    let found = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(tool)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    });
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tool} is not installed, and CI is set: install it ({install})"
+        );
+        eprintln!("\n*** SKIPPED: {tool} is not installed; install it with `{install}` ***\n");
+    }
+    found
 }

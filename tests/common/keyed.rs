@@ -1,0 +1,504 @@
+//! The behaviour of `--key` that every store must show (SPEC §9, §10), as scenarios that take
+//! a [`Setup`]: tests/state.rs runs them with the local state directory, tests/redis.rs with a
+//! Redis server. Each runs the built binary with real processes.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use super::redis::Server;
+
+/// Where the keys' state is kept in a test.
+pub enum Backend<'a> {
+    /// The state directory alone.
+    File,
+    /// A Redis server, given with `--state` (and the state directory to fall back on).
+    Redis(&'a Server),
+}
+
+/// A state directory (and maybe a Redis server), and a place for the commands' marks.
+pub struct Setup<'a> {
+    pub dir: TempDir,
+    pub backend: Backend<'a>,
+}
+
+impl<'a> Setup<'a> {
+    /// The local store: a state directory.
+    pub fn file() -> Setup<'static> {
+        Setup {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            backend: Backend::File,
+        }
+    }
+
+    /// The Redis store, on `server`.
+    pub fn redis(server: &'a Server) -> Setup<'a> {
+        Setup {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            backend: Backend::Redis(server),
+        }
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// A file each run of the command appends a line to: how many times it ran.
+    pub fn marks(&self) -> PathBuf {
+        self.dir.path().join("marks")
+    }
+
+    pub fn ran(&self) -> usize {
+        fs::read_to_string(self.marks())
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// retry with this state directory (and store) and `args`, before `--`.
+    pub fn retry(&self, args: &[&str]) -> Command {
+        let mut c = super::retry();
+        c.env_remove("RETRY_STATE_DIR")
+            .env_remove("RETRY_STATE_URL")
+            .env_remove("REDISCLI_AUTH")
+            .env_remove("RETRY_DEPTH")
+            .arg("--state-dir")
+            .arg(self.state());
+        if let Backend::Redis(server) = self.backend {
+            c.arg("--state").arg(server.url());
+        }
+        c.args(args);
+        c
+    }
+
+    /// A command that marks that it ran, then exits with `code`.
+    pub fn command(&self, code: i32) -> Vec<String> {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo ran >> '{}'; exit {code}", self.marks().display()),
+        ]
+    }
+
+    pub fn run(&self, args: &[&str], code: i32) -> Output {
+        let mut c = self.retry(args);
+        c.arg("--").args(self.command(code));
+        output(c)
+    }
+
+    /// The key's file in the state directory.
+    pub fn file_of(&self, key: &str) -> PathBuf {
+        self.state().join(format!("{key}.json"))
+    }
+
+    /// Whether the store holds anything for the key.
+    pub fn stored(&self, key: &str) -> bool {
+        match self.backend {
+            Backend::File => self.file_of(key).exists(),
+            Backend::Redis(server) => {
+                server.query::<bool>(::redis::cmd("EXISTS").arg(format!("retry:{key}")))
+            }
+        }
+    }
+
+    /// The breaker's open time as stored, before its random cut (ms).
+    pub fn open_for(&self, key: &str) -> u64 {
+        match self.backend {
+            Backend::File => {
+                let state: Value =
+                    serde_json::from_slice(&fs::read(self.file_of(key)).expect("state file"))
+                        .expect("JSON");
+                assert_eq!(state["state"]["breaker"]["state"], "open");
+                state["state"]["breaker"]["open_for"]
+                    .as_u64()
+                    .expect("open_for")
+            }
+            Backend::Redis(server) => {
+                let hash = format!("retry:{key}");
+                let state: String = server.query(::redis::cmd("HGET").arg(&hash).arg("s"));
+                assert_eq!(state, "open");
+                server.query(::redis::cmd("HGET").arg(&hash).arg("o"))
+            }
+        }
+    }
+
+    /// Everything the store holds of the key, to compare before and after.
+    pub fn snapshot(&self, key: &str) -> String {
+        match self.backend {
+            Backend::File => {
+                let path = self.file_of(key);
+                let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
+                format!(
+                    "{} {modified:?}",
+                    String::from_utf8_lossy(&fs::read(&path).expect("state"))
+                )
+            }
+            Backend::Redis(server) => {
+                let mut fields: Vec<(String, String)> =
+                    server.query(::redis::cmd("HGETALL").arg(format!("retry:{key}")));
+                fields.sort();
+                format!("{fields:?}")
+            }
+        }
+    }
+}
+
+pub fn output(mut c: Command) -> Output {
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("retry starts");
+    child.wait_with_output().expect("retry ends")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Flags that open the breaker after 3 failures and keep it open for `open`.
+pub fn breaker(open: &str) -> Vec<&str> {
+    vec![
+        "--key",
+        "api",
+        "--breaker-failures",
+        "3",
+        "--breaker-open",
+        open,
+        "-d",
+        "1ms",
+    ]
+}
+
+pub fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(more).copied().collect()
+}
+
+pub fn the_breaker_opens_across_runs_and_refuses_with_75_without_running_the_command(s: &Setup) {
+    let flags = with(&breaker("1h"), &["-n", "1"]);
+    for _ in 0..2 {
+        assert_eq!(s.run(&flags, 7).status.code(), Some(7));
+    }
+    assert_eq!(s.ran(), 2);
+    let third = s.run(&flags, 7);
+    assert_eq!(
+        third.status.code(),
+        Some(7),
+        "the run that opens it keeps its status"
+    );
+    assert!(
+        stderr(&third).contains("the breaker opened for"),
+        "{}",
+        stderr(&third)
+    );
+    let refused = s.run(&flags, 0);
+    assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
+    assert_eq!(s.ran(), 3, "the refused run ran nothing");
+    let log = stderr(&refused);
+    assert!(
+        log.contains("not running") && log.contains("key 'api' is open for another"),
+        "{log}"
+    );
+    // Another key is another failure domain.
+    let other = s.run(&["--key", "db", "-n", "1"], 0);
+    assert_eq!(other.status.code(), Some(0));
+    assert_eq!(s.ran(), 4);
+}
+
+pub fn a_run_going_on_stops_at_its_next_retry_with_its_last_status(s: &Setup) {
+    let out = s.run(&with(&breaker("1h"), &["-n", "10"]), 4);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(s.ran(), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not retried: the breaker for key 'api' is open"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+pub fn fatal_statuses_do_not_open_the_breaker(s: &Setup) {
+    for _ in 0..4 {
+        let out = s.run(&with(&breaker("1h"), &["-n", "2", "--fatal-on", "9"]), 9);
+        assert_eq!(out.status.code(), Some(9));
+    }
+    assert_eq!(s.ran(), 4);
+    assert_eq!(s.run(&breaker("1h"), 0).status.code(), Some(0));
+}
+
+pub fn after_the_open_time_exactly_one_of_30_runs_started_at_once_probes(s: &Setup) {
+    let flags = with(&breaker("300ms"), &["-n", "3"]);
+    assert_eq!(s.run(&flags, 1).status.code(), Some(1));
+    assert_eq!(s.ran(), 3);
+    thread::sleep(Duration::from_millis(400));
+    // The probe runs long enough that every other run starts while it holds the lease.
+    let mut probe = vec!["sh".to_string(), "-c".to_string()];
+    probe.push(format!(
+        "echo ran >> '{}'; sleep 2; exit 0",
+        s.marks().display()
+    ));
+    let children: Vec<_> = (0..30)
+        .map(|_| {
+            let mut c = s.retry(&flags);
+            c.arg("--")
+                .args(&probe)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            c.spawn().expect("retry starts")
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("retry ends"))
+        .collect();
+    let codes: Vec<Option<i32>> = outputs.iter().map(|o| o.status.code()).collect();
+    assert_eq!(s.ran(), 4, "one probe among 30: {codes:?}");
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(0)).count(),
+        1,
+        "{codes:?}"
+    );
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(75)).count(),
+        29,
+        "{codes:?}"
+    );
+    let probing = outputs
+        .iter()
+        .filter(|o| stderr(o).contains("this run probes"))
+        .count();
+    assert_eq!(probing, 1);
+    // The probe succeeded: the breaker is closed for everyone.
+    assert_eq!(s.run(&flags, 0).status.code(), Some(0));
+}
+
+pub fn a_failed_probe_reopens_the_breaker_for_longer(s: &Setup) {
+    let flags = with(&breaker("300ms"), &["-n", "3"]);
+    s.run(&flags, 1);
+    thread::sleep(Duration::from_millis(400));
+    let probe = s.run(&flags, 1);
+    assert_eq!(probe.status.code(), Some(1));
+    assert_eq!(s.ran(), 4, "the probe is one attempt: {}", stderr(&probe));
+    assert!(
+        stderr(&probe).contains("the probe failed"),
+        "{}",
+        stderr(&probe)
+    );
+    assert_eq!(s.open_for("api"), 600, "doubled");
+    // 400 ms after the probe the first open time would be over, the doubled one is not.
+    thread::sleep(Duration::from_millis(400));
+    assert_eq!(s.run(&flags, 0).status.code(), Some(75));
+}
+
+pub fn a_probe_killed_with_sigkill_leaves_a_lease_that_expires(s: &Setup) {
+    // The lease is the attempt timeout: 1s.
+    let flags = with(&breaker("200ms"), &["-n", "3", "--attempt-timeout", "1s"]);
+    s.run(&flags, 1);
+    thread::sleep(Duration::from_millis(300));
+    let mut c = s.retry(&flags);
+    c.arg("--")
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "echo ran >> '{}'; echo ready $$; exec sleep 30",
+                s.marks().display()
+            ),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut probe = c.spawn().expect("retry starts");
+    let lines = super::Lines::of(probe.stdout.take().expect("stdout"));
+    let ready = lines.until("ready");
+    let killed_at = Instant::now();
+    probe.kill().expect("SIGKILL");
+    probe.wait().expect("reaped");
+    // The attempt, in its own process group, outlives retry: end it too.
+    let group = ready
+        .last()
+        .and_then(|l| l.strip_prefix("ready "))
+        .and_then(|pid| pid.trim().parse::<i32>().ok())
+        .expect("the attempt's pid");
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(group),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // Its lease holds: the others are refused while it lasts...
+    let during = s.run(&flags, 0);
+    if killed_at.elapsed() < Duration::from_millis(900) {
+        assert_eq!(during.status.code(), Some(75), "{}", stderr(&during));
+        assert!(stderr(&during).contains("probing"), "{}", stderr(&during));
+    }
+    // ...and once it expires, the next run probes, and its success closes the breaker.
+    thread::sleep(Duration::from_millis(1100).saturating_sub(killed_at.elapsed()));
+    let after = s.run(&flags, 0);
+    assert_eq!(after.status.code(), Some(0), "{}", stderr(&after));
+    assert!(
+        stderr(&after).contains("this run probes"),
+        "{}",
+        stderr(&after)
+    );
+    assert!(stderr(&after).contains("closed"), "{}", stderr(&after));
+}
+
+pub fn the_budget_is_shared_by_runs_and_a_spent_budget_ends_a_run_with_its_status(s: &Setup) {
+    let flags = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "4",
+        "-n",
+        "3",
+        "-d",
+        "1ms",
+    ];
+    // Two retries each: the first two runs spend all four tokens.
+    for _ in 0..2 {
+        assert_eq!(s.run(&flags, 5).status.code(), Some(5));
+    }
+    assert_eq!(s.ran(), 6);
+    let third = s.run(&flags, 5);
+    assert_eq!(third.status.code(), Some(5), "its last attempt's status");
+    assert_eq!(
+        s.ran(),
+        7,
+        "a first attempt is always allowed, a retry is not"
+    );
+    assert!(
+        stderr(&third).contains("the retry budget for key 'api' is spent"),
+        "{}",
+        stderr(&third)
+    );
+}
+
+pub fn reset_state_forgets_the_key_and_runs_nothing(s: &Setup) {
+    s.run(&with(&breaker("1h"), &["-n", "3"]), 1);
+    assert_eq!(s.run(&breaker("1h"), 0).status.code(), Some(75));
+    let mut c = s.retry(&["--key", "api", "--reset-state", "--", "sh", "-c", "exit 9"]);
+    c.env("MARKS", s.marks());
+    let reset = output(c);
+    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    assert!(!s.stored("api"));
+    assert_eq!(s.ran(), 3, "nothing ran");
+    assert_eq!(s.run(&breaker("1h"), 0).status.code(), Some(0));
+    // Without a command too; and it needs a key.
+    assert_eq!(
+        output(s.retry(&["--key", "api", "--reset-state"]))
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(output(s.retry(&["--reset-state"])).status.code(), Some(125));
+}
+
+pub fn explain_shows_the_keys_state_without_changing_it(s: &Setup) {
+    s.run(&with(&breaker("1h"), &["-n", "2"]), 1);
+    let before = s.snapshot("api");
+    let out = output(s.retry(&with(&breaker("1h"), &["--explain"])));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Shared state (key 'api'"), "{text}");
+    assert!(text.contains("closed, 2 failures counted"), "{text}");
+    assert!(text.contains("tokens now       9."), "{text}");
+    assert_eq!(s.snapshot("api"), before);
+}
+
+pub fn the_json_log_summary_and_metrics_carry_the_key(s: &Setup) {
+    let summary = s.dir.path().join("summary.json");
+    let metrics = s.dir.path().join("metrics.prom");
+    let mut flags = with(&breaker("1h"), &["-n", "4", "--log-format", "json"]);
+    let (summary_s, metrics_s) = (summary.display().to_string(), metrics.display().to_string());
+    flags.extend(["--summary", &summary_s, "--metrics", &metrics_s]);
+    let out = s.run(&flags, 1);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<Value> = stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let state = lines
+        .iter()
+        .find(|l| l["event"] == "state")
+        .expect("a state event");
+    assert_eq!(state["key"], "api");
+    assert_eq!(state["breaker"], "open");
+    assert_eq!(state["probe"], false);
+    assert!(lines.iter().all(|l| l["key"] == "api"), "{lines:?}");
+    let sum: Value = serde_json::from_slice(&fs::read(&summary).expect("summary")).expect("JSON");
+    assert_eq!(sum["key"]["key"], "api");
+    assert_eq!(sum["key"]["breaker"], "open");
+    assert_eq!(sum["key"]["refused"], "breaker");
+    assert_eq!(sum["key"]["tokens"], 8.0);
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains("retry_breaker_open{name=\"sh\",key=\"api\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_budget_tokens{name=\"sh\",key=\"api\"} 8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_state_refusals_total{name=\"sh\",key=\"api\",reason=\"breaker\"} 1"),
+        "{text}"
+    );
+    // A refused run is counted as such.
+    let refused = s.run(&flags, 0);
+    assert_eq!(refused.status.code(), Some(75));
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains("retry_runs_total{name=\"sh\",outcome=\"refused\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_state_refusals_total{name=\"sh\",key=\"api\",reason=\"breaker\"} 2"),
+        "{text}"
+    );
+}
+
+pub fn a_profile_in_the_config_file_sets_the_key(s: &Setup) {
+    let config = s.dir.path().join("config.toml");
+    fs::write(
+        &config,
+        "[profiles.api]\nkey = \"api.example.com\"\nbreaker-failures = 2\nattempts = 2\ndelay = \"1ms\"\n",
+    )
+    .expect("config");
+    let config_s = config.display().to_string();
+    let flags = ["--config", &config_s, "-p", "api"];
+    assert_eq!(s.run(&flags, 1).status.code(), Some(1));
+    assert_eq!(s.run(&flags, 0).status.code(), Some(75));
+    assert!(s.stored("api.example.com"));
+}
+
+pub fn bad_state_flags_are_usage_errors_naming_the_value(s: &Setup) {
+    for (args, word) in [
+        (vec!["--key", ""], "is not a key"),
+        (vec!["--key", "a", "--budget-ratio=-1"], "--budget-ratio -1"),
+        (
+            vec!["--key", "a", "--breaker-open", "0"],
+            "--breaker-open 0",
+        ),
+        (vec!["--key", "a", "--breaker-failures", "5000"], "5000"),
+    ] {
+        let mut c = s.retry(&args);
+        c.args([
+            "--",
+            "sh",
+            "-c",
+            &format!("echo ran >> '{}'", s.marks().display()),
+        ]);
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert!(stderr(&out).contains(word), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(s.ran(), 0);
+}
