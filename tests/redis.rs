@@ -241,6 +241,15 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         s.marks().display(),
         release.display()
     );
+    // The server holds every script until all 200 hosts have sent theirs, so that they ask
+    // for the lease at the same moment (without this, spawning takes long enough for the
+    // first host's answer to reach the server before most others ask).
+    server.query::<()>(
+        ::redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(120_000)
+            .arg("WRITE"),
+    );
     let hosts: Vec<Child> = (0..200)
         .map(|i| {
             // Each host has its own state directory.
@@ -258,6 +267,19 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
             c.spawn().expect("retry starts")
         })
         .collect();
+    let waiting = Instant::now();
+    loop {
+        let clients: String = server.query(::redis::cmd("CLIENT").arg("LIST"));
+        let asking = clients
+            .lines()
+            .filter(|l| l.contains("user=retry") && l.contains(" flags=b "))
+            .count();
+        if asking >= 200 || waiting.elapsed() > common::PATIENCE {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    server.query::<()>(::redis::cmd("CLIENT").arg("UNPAUSE"));
     let hosts = Arc::new(Mutex::new(hosts));
     let codes = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
