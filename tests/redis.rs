@@ -713,3 +713,117 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
     );
     assert_eq!(s.ran(), 0);
 }
+
+/// A CA and a certificate for localhost and 127.0.0.1 signed by it, made with openssl(1).
+#[cfg(feature = "tls")]
+fn certificates(dir: &std::path::Path) {
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    openssl(
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+        ]
+        .iter()
+        .chain(&["-out", "ca.crt", "-days", "2", "-subj", "/CN=retry-test-ca"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+        ]
+        .iter()
+        .chain(&["server.csr", "-subj", "/CN=localhost"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    fs::write(
+        dir.join("ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .expect("ext");
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+        ]
+        .iter()
+        .chain(&[
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn rediss_verifies_the_server_against_the_hosts_certificates() {
+    if !common::have("openssl", "apt-get install openssl") {
+        return;
+    }
+    let certs = tempfile::tempdir().expect("temporary directory");
+    certificates(certs.path());
+    let Some(server) = Server::start_tls(certs.path()) else {
+        return;
+    };
+    for host in ["localhost", "127.0.0.1"] {
+        let s = Setup::file();
+        let url = format!("rediss://retry:{PASSWORD}@{host}:{}", server.port);
+        let flags = ["--key", "api", "--state", url.as_str(), "-n", "1"];
+        let mut c = s.retry(&flags);
+        c.env("SSL_CERT_FILE", certs.path().join("ca.crt"))
+            .arg("--")
+            .args(s.command(1));
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{host}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !s.file_of("api").exists(),
+            "the failure was counted in Redis"
+        );
+        // Without the CA, the server is not trusted: a warning, and the local state.
+        let mut c = s.retry(&flags);
+        c.env("SSL_CERT_FILE", "/nonexistent")
+            .arg("--")
+            .args(s.command(1));
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("warning: key 'api'"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(s.file_of("api").exists());
+    }
+}

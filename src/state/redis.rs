@@ -306,6 +306,10 @@ impl RedisStore {
 /// deadline passes first: nothing else can put a limit on a name lookup.
 fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection, Failure> {
     let left = left(deadline)?;
+    // rustls needs a process-wide provider of its cryptography; installed once, and a second
+    // installation is refused harmlessly.
+    #[cfg(feature = "tls")]
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (tx, rx) = mpsc::channel();
     thread::Builder::new()
         .name("redis-connect".into())

@@ -7,6 +7,7 @@
 
 use std::fs;
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 
@@ -37,13 +38,23 @@ impl Server {
     /// Starts a server, or returns `None` (having said so loudly) when there is no
     /// `redis-server` and `CI` is not set.
     pub fn start() -> Option<Server> {
+        Server::start_with(None)
+    }
+
+    /// Starts a server that speaks only TLS, with the certificate and key in `certs`
+    /// (`server.crt`, `server.key`, signed by `ca.crt`).
+    pub fn start_tls(certs: &Path) -> Option<Server> {
+        Server::start_with(Some(certs))
+    }
+
+    fn start_with(tls: Option<&Path>) -> Option<Server> {
         if !super::have("redis-server", "apt-get install redis-server") {
             return None;
         }
         // Another process may take the free port before the server binds it: then try again.
         let mut last = String::new();
         for _ in 0..5 {
-            match Server::try_start() {
+            match Server::try_start(tls) {
                 Ok(server) => return Some(server),
                 Err(log) => last = log,
             }
@@ -51,7 +62,7 @@ impl Server {
         panic!("redis-server did not start: {last}");
     }
 
-    fn try_start() -> Result<Server, String> {
+    fn try_start(tls: Option<&Path>) -> Result<Server, String> {
         let dir = tempfile::tempdir().expect("temporary directory");
         let acl = dir.path().join("users.acl");
         fs::write(
@@ -62,8 +73,20 @@ impl Server {
         )
         .expect("ACL file");
         let port = free_port();
-        let mut child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        let mut command = Command::new("redis-server");
+        match tls {
+            None => command.args(["--port", &port.to_string()]),
+            Some(certs) => command
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args(["--tls-auth-clients", "no", "--tls-cert-file"])
+                .arg(certs.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(certs.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(certs.join("ca.crt")),
+        };
+        let mut child = command
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"])
             .arg("--dir")
             .arg(dir.path())
