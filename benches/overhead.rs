@@ -12,6 +12,11 @@
 //!    (three failing attempts each, so each takes two tokens: two writes under the key's lock),
 //!    against the same 50 without a key.
 //!
+//! 5. (Printed as 6.) What `--state redis://127.0.0.1:PORT` adds to `retry --key K -- /bin/true` against the
+//!    local store, the median of per-pair differences, beside one bare round trip to the same
+//!    server (PING on an open connection). Target: under one round trip plus 0.3 ms. The bench
+//!    starts its own `redis-server` (and says so and skips this when there is none).
+//!
 //! The cost of one bare spawn and wait of `/bin/true` is printed too, as the unit everything
 //! else is made of.
 //!
@@ -22,9 +27,10 @@
 //! measured command that cannot be run or ends with an unexpected status ends the bench with
 //! an error, so that it never reports figures for something that did not happen.
 
-use std::io;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -48,6 +54,11 @@ const RSS_TARGET_MIB: f64 = 3.0;
 /// Pairs of runs in the `--key` comparison.
 const KEY_PAIRS: usize = 201;
 const KEY_TARGET_MICROS: f64 = 300.0;
+/// Pairs of runs in the `--state` comparison.
+const STORE_PAIRS: usize = 201;
+/// Round trips timed for the reference figure.
+const PING_SAMPLES: usize = 1001;
+const STORE_TARGET_MICROS: f64 = 300.0;
 /// Processes started at once on one key.
 const CROWD: usize = 50;
 /// Times the crowd is started, each side.
@@ -276,6 +287,8 @@ struct Figures {
     startup_ratio: f64,
     rss_mib: f64,
     key_micros: f64,
+    /// What `--state` adds, and one round trip; `None` without redis-server.
+    store: Option<(f64, f64)>,
 }
 
 fn print_summary(f: &Figures) {
@@ -311,6 +324,14 @@ fn print_summary(f: &Figures) {
         format!("< {KEY_TARGET_MICROS:.0} µs"),
         f.key_micros < KEY_TARGET_MICROS,
     );
+    if let Some((added, rtt)) = f.store {
+        line(
+            "--state redis, added to --key",
+            format!("{added:.0} µs"),
+            format!("< {:.0} µs", rtt + STORE_TARGET_MICROS),
+            added < rtt + STORE_TARGET_MICROS,
+        );
+    }
 }
 
 fn reference_section() -> Outcome<()> {
@@ -426,6 +447,109 @@ fn crowd_section(state: &str) -> Outcome<()> {
     Ok(())
 }
 
+/// A redis-server of the bench's own, on a free loopback port; killed when dropped.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    /// `None` when there is no redis-server to run.
+    fn start() -> Outcome<Option<Redis>> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        let spawned = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cannot run redis-server: {e}")),
+        };
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let redis = Redis { child, port };
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("Ready to accept connections") => break,
+                Some(Ok(_)) => {}
+                _ => return Err("redis-server did not start".into()),
+            }
+        }
+        // The rest of its log is read and dropped, so that it never writes into a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(Some(redis))
+    }
+
+    /// One round trip: PING on an open connection, in µs.
+    fn ping(&self) -> Outcome<Spread> {
+        let mut con = TcpStream::connect(("127.0.0.1", self.port))
+            .map_err(|e| format!("cannot connect to redis-server: {e}"))?;
+        con.set_nodelay(true).map_err(|e| e.to_string())?;
+        let mut answer = [0u8; 7];
+        let mut once = || -> Outcome<f64> {
+            let started = Instant::now();
+            con.write_all(b"PING\r\n")
+                .and_then(|()| con.read_exact(&mut answer))
+                .map_err(|e| format!("PING: {e}"))?;
+            if &answer != b"+PONG\r\n" {
+                return Err(format!("PING answered {answer:?}"));
+            }
+            Ok(micros(started.elapsed()))
+        };
+        once()?;
+        let samples = (0..PING_SAMPLES)
+            .map(|_| once())
+            .collect::<Outcome<Vec<_>>>()?;
+        Ok(spread(&samples))
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What `--state redis://…` adds to `--key` with the local store, in µs, and one round trip.
+fn store_section(state: &str) -> Outcome<Option<(f64, f64)>> {
+    let Some(redis) = Redis::start()? else {
+        println!(
+            "6. --state: skipped, redis-server is not installed (apt-get install redis-server)"
+        );
+        return Ok(None);
+    };
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let shared = ["--key", "bench", "--state", &url, "--", "/bin/true"];
+    let local = ["--key", "bench", "--state-dir", state, "--", "/bin/true"];
+    let compared = pairs(
+        STORE_PAIRS,
+        || run(&mut retry(&shared), 0).map(|r| micros(r.wall)),
+        || run(&mut retry(&local), 0).map(|r| micros(r.wall)),
+    )?;
+    let ping = redis.ping()?;
+    println!("6. what --state redis://127.0.0.1 adds to --key, {STORE_PAIRS} pairs");
+    print_compared(
+        [
+            "retry --key bench --state redis://…",
+            "retry --key bench (local store)",
+        ],
+        &compared,
+    );
+    row(
+        "one round trip (PING)",
+        &format!("{:>10.1} {:>10.1}", ping.min, ping.median),
+    );
+    Ok(Some((compared.difference(), ping.median)))
+}
+
 fn measure() -> Outcome<Figures> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     // The bench is built with the same flags as retry, so this is how retry was linked too.
@@ -449,11 +573,14 @@ fn measure() -> Outcome<Figures> {
     println!();
     crowd_section(&state_dir)?;
     println!();
+    let store = store_section(&state_dir)?;
+    println!();
     Ok(Figures {
         attempt_ratio,
         startup_ratio,
         rss_mib,
         key_micros,
+        store,
     })
 }
 
