@@ -45,20 +45,7 @@ macro_rules! on_redis {
     };
 }
 
-on_redis!(
-    the_breaker_opens_across_runs_and_refuses_with_75_without_running_the_command,
-    a_run_going_on_stops_at_its_next_retry_with_its_last_status,
-    fatal_statuses_do_not_open_the_breaker,
-    after_the_open_time_exactly_one_of_30_runs_started_at_once_probes,
-    a_failed_probe_reopens_the_breaker_for_longer,
-    a_probe_killed_with_sigkill_leaves_a_lease_that_expires,
-    the_budget_is_shared_by_runs_and_a_spent_budget_ends_a_run_with_its_status,
-    reset_state_forgets_the_key_and_runs_nothing,
-    explain_shows_the_keys_state_without_changing_it,
-    the_json_log_summary_and_metrics_carry_the_key,
-    a_profile_in_the_config_file_sets_the_key,
-    bad_state_flags_are_usage_errors_naming_the_value,
-);
+keyed::scenarios!(on_redis);
 
 /// Everything a run said: its stderr and stdout.
 fn said(o: &Output) -> String {

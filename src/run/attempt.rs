@@ -245,33 +245,31 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             Ok(Some(refused)) => {
                 let why = self.refusal_words(refused);
                 self.refused_by(refused);
-                let mut e = self.entry(LogEvent::Refused);
-                e.reason = Some(why.clone());
-                self.log.write(&e);
-                let exit = Exit::Code(REFUSED);
-                let elapsed = self.world.elapsed();
-                self.summary
-                    .end(Outcome::Refused, why, exit.status(), elapsed);
-                Some(exit)
+                Some(self.refuse(why))
             }
             Err(e) if self.shared.as_ref().is_some_and(Shared::fails_closed) => {
                 let key = self.shared.as_ref().map_or("", |s| s.key.as_str());
                 let why = format!("key '{key}': {e}, and --state-fail is closed");
                 self.store_errors();
-                let mut e = self.entry(LogEvent::Refused);
-                e.reason = Some(why.clone());
-                self.log.write(&e);
-                let exit = Exit::Code(REFUSED);
-                let elapsed = self.world.elapsed();
-                self.summary
-                    .end(Outcome::Refused, why, exit.status(), elapsed);
-                Some(exit)
+                Some(self.refuse(why))
             }
             Err(e) => {
                 self.state_failed(e);
                 None
             }
         }
+    }
+
+    /// Ends a run that may not start: exit 75, and why.
+    fn refuse(&mut self, why: String) -> Exit {
+        let mut e = self.entry(LogEvent::Refused);
+        e.reason = Some(why.clone());
+        self.log.write(&e);
+        let exit = Exit::Code(REFUSED);
+        let elapsed = self.world.elapsed();
+        self.summary
+            .end(Outcome::Refused, why, exit.status(), elapsed);
+        exit
     }
 
     /// Counts the store's errors in the summary.
