@@ -1,6 +1,8 @@
 //! The completions and the man page are generated from the clap definition and checked in;
 //! this test fails when they are stale. `RETRY_BLESS=1 cargo test --test generated` rewrites them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use clap_complete::{Generator, Shell};
@@ -92,24 +94,34 @@ fn the_man_page_has_the_exit_status_and_environment() {
     }
 }
 
-/// Runs `program args`, failing with what it said if it is missing or fails.
-fn run(program: &str, args: &[&str]) -> std::process::Output {
+/// Runs `program args`, failing with what it said if it fails; `None` (the test skips) when the
+/// program is not installed, which `install` says how to mend.
+fn run(program: &str, install: &str, args: &[&str]) -> Option<std::process::Output> {
+    if !common::have(program, install) {
+        return None;
+    }
     let out = std::process::Command::new(program)
         .args(args)
         .current_dir(root())
         .output()
-        .unwrap_or_else(|e| panic!("{program} is needed for this test (.ci/run installs it): {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
     assert!(
         out.status.success(),
         "{program} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out
+    Some(out)
 }
 
 #[test]
 fn the_man_page_renders_without_warnings() {
-    let out = run("groff", &["-ww", "-man", "-Tutf8", "-z", "man/retry.1"]);
+    let Some(out) = run(
+        "groff",
+        "apt-get install groff-base",
+        &["-ww", "-man", "-Tutf8", "-z", "man/retry.1"],
+    ) else {
+        return;
+    };
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -119,16 +131,38 @@ fn the_man_page_renders_without_warnings() {
 
 #[test]
 fn the_bash_completion_loads_and_completes_retry() {
-    let out = run(
+    let Some(out) = run(
         "bash",
+        "apt-get install bash",
         &["-c", "source completions/retry.bash && complete -p retry"],
-    );
+    ) else {
+        return;
+    };
     assert!(String::from_utf8_lossy(&out.stdout).contains("retry"));
 }
 
 #[test]
 fn the_zsh_completion_loads_and_completes_retry() {
     let script = "autoload -U compinit && compinit -u -d \"$(mktemp)\" && source completions/_retry && print -r -- ${_comps[retry]}";
-    let out = run("zsh", &["-f", "-c", script]);
+    let Some(out) = run("zsh", "apt-get install zsh", &["-f", "-c", script]) else {
+        return;
+    };
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "_retry");
+}
+
+#[test]
+fn the_fish_completion_loads_and_completes_retry_flags() {
+    let script = "source completions/retry.fish; complete --do-complete 'retry --max-d'";
+    let Some(out) = run(
+        "fish",
+        "apt-get install fish",
+        &["--no-config", "-c", script],
+    ) else {
+        return;
+    };
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("--max-delay"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

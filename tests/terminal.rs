@@ -6,11 +6,17 @@ mod common;
 
 use std::process::Command;
 
+/// script(1), which makes the pseudo-terminal; `None` (the test skips) where it is missing.
+fn script() -> Option<Command> {
+    common::have("script", "apt-get install bsdutils").then(|| Command::new("script"))
+}
+
 #[test]
 fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
     let retry = assert_cmd::cargo::cargo_bin!("retry");
     let line = format!("{} -n 2 -d 2.2s --jitter none -- false", retry.display());
-    let out = Command::new("script")
+    let Some(mut script) = script() else { return };
+    let out = script
         .args(["-qec", &line, "/dev/null"])
         .output()
         .expect("run script(1)");
@@ -45,7 +51,8 @@ fn no_countdown_when_stderr_is_not_a_terminal() {
 fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
     let retry = assert_cmd::cargo::cargo_bin!("retry");
     let line = format!("{} -n 2 -d 2.5s --jitter none -- false", retry.display());
-    let out = Command::new("script")
+    let Some(mut script) = script() else { return };
+    let out = script
         .args(["-qec", &line, "/dev/null"])
         .env("NO_COLOR", "1")
         .output()
@@ -60,10 +67,12 @@ fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
 }
 
 /// Runs `retry ARGS` on a pseudo-terminal made by script(1), whose keyboard is the returned
-/// stdin and whose screen is read line by line.
-fn on_terminal(args: &str) -> (std::process::Child, std::process::ChildStdin, common::Lines) {
+/// stdin and whose screen is read line by line; `None` where script(1) is missing.
+fn on_terminal(
+    args: &str,
+) -> Option<(std::process::Child, std::process::ChildStdin, common::Lines)> {
     let retry = assert_cmd::cargo::cargo_bin!("retry");
-    let mut child = Command::new("script")
+    let mut child = script()?
         .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
         .stdin(std::process::Stdio::piped())
@@ -72,7 +81,7 @@ fn on_terminal(args: &str) -> (std::process::Child, std::process::ChildStdin, co
         .expect("run script(1)");
     let keyboard = child.stdin.take().expect("script's stdin");
     let screen = common::Lines::of(child.stdout.take().expect("script's stdout"));
-    (child, keyboard, screen)
+    Some((child, keyboard, screen))
 }
 
 #[test]
@@ -81,8 +90,11 @@ fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
     // The shell reads the terminal itself: a Ctrl-C typed right after `ready` could otherwise
     // reach sh before it started `sleep`, and sh waits for its child before acting on SIGINT,
     // as it would without retry, so the test would wait out the sleep.
-    let (mut child, mut keyboard, screen) =
-        on_terminal("-n 5 -d 0 -- sh -c 'echo ready; read line'");
+    let Some((mut child, mut keyboard, screen)) =
+        on_terminal("-n 5 -d 0 -- sh -c 'echo ready; read line'")
+    else {
+        return;
+    };
     screen.until("ready");
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
     let status = common::wait(&mut child);
@@ -95,8 +107,11 @@ fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
 #[test]
 fn an_interactive_command_reads_the_terminal_under_retry() {
     use std::io::Write;
-    let (mut child, mut keyboard, screen) =
-        on_terminal("-n 2 -d 0 -- sh -c 'echo name?; read n; echo \"hello $n\"; exit 1'");
+    let Some((mut child, mut keyboard, screen)) =
+        on_terminal("-n 2 -d 0 -- sh -c 'echo name?; read n; echo \"hello $n\"; exit 1'")
+    else {
+        return;
+    };
     screen.until("name?");
     keyboard.write_all(b"ann\n").expect("type a name");
     screen.until("hello ann");
@@ -111,10 +126,12 @@ fn a_reader_after_retry_in_a_pipeline_keeps_the_terminal() {
     use std::io::Write;
     // `less` reads its keys from the terminal; so does this reader, while the attempt runs.
     // Were the terminal handed to the attempt, the reader would be cut off from it.
-    let (mut child, mut keyboard, screen) = on_terminal(
+    let Some((mut child, mut keyboard, screen)) = on_terminal(
         "-- sh -c 'echo from the command; sleep 2' | \
          sh -c 'read line; echo \"$line\"; echo key?; read k </dev/tty; echo \"key was $k\"'",
-    );
+    ) else {
+        return;
+    };
     screen.until("from the command");
     screen.until("key?");
     keyboard.write_all(b"q\n").expect("type a key");
@@ -125,8 +142,11 @@ fn a_reader_after_retry_in_a_pipeline_keeps_the_terminal() {
 #[test]
 fn a_command_in_a_pipeline_gets_the_terminal_when_it_reads_it() {
     use std::io::Write;
-    let (mut child, mut keyboard, screen) =
-        on_terminal("-- sh -c 'echo name? >&2; read n </dev/tty; echo \"hello $n\"' | cat");
+    let Some((mut child, mut keyboard, screen)) =
+        on_terminal("-- sh -c 'echo name? >&2; read n </dev/tty; echo \"hello $n\"' | cat")
+    else {
+        return;
+    };
     screen.until("name?");
     keyboard.write_all(b"ann\n").expect("type a name");
     screen.until("hello ann");

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
@@ -12,12 +12,44 @@ use std::time::Duration;
 /// Long enough for a loaded machine; it only turns a hang into a failure.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
-/// The built binary, away from the user's own config file.
+/// The built binary, away from the user's own config file and from any retry that runs the
+/// test suite itself.
 pub fn retry() -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin!("retry"));
     c.env_remove("RETRY_CONFIG")
+        .env_remove("RETRY_DEPTH")
+        .env_remove("RETRY_MAX_ATTEMPTS")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
     c
+}
+
+/// Whether `tool` is on PATH, for a test that needs a program a fresh machine may lack. When it
+/// is missing the test should return at once: this says so loudly on stderr, with how to
+/// install it. Under CI (`CI` set), where `.ci/run` installs every tool, a missing tool fails
+/// the test instead.
+pub fn have(tool: &str, install: &str) -> bool {
+    let found = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(tool)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    });
+    if found {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "`{tool}` is not on PATH, and CI must run every test: `{install}` (.ci/run does it)"
+    );
+    // Straight to stderr: the test harness captures eprintln! of a passing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED: this test needs `{tool}`, which is not on PATH. Install it \
+         (`{install}`) to run it; with CI set, a missing tool fails the test. ***"
+    );
+    false
 }
 
 /// Lines of a stream, read on a thread of their own.
@@ -103,6 +135,8 @@ pub fn wait(child: &mut Child) -> std::process::ExitStatus {
 pub fn cmd() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"));
     c.env_remove("RETRY_CONFIG")
+        .env_remove("RETRY_DEPTH")
+        .env_remove("RETRY_MAX_ATTEMPTS")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
     c
 }
@@ -119,25 +153,4 @@ pub fn dev_full() -> Option<std::fs::File> {
             None
         }
     }
-}
-
-/// Whether `tool` can be run. Without it a test skips, saying so loudly and how to install it;
-/// but under CI (`CI` set) a missing tool fails the test, so that nothing is skipped unseen.
-pub fn have(tool: &str, install: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            std::fs::metadata(dir.join(tool)).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            })
-        })
-    });
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tool} is not installed, and CI is set: install it ({install})"
-        );
-        eprintln!("\n*** SKIPPED: {tool} is not installed; install it with `{install}` ***\n");
-    }
-    found
 }
