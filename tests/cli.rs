@@ -2216,3 +2216,72 @@ fn explain_keeps_its_columns_apart_for_very_long_delays() {
         assert_eq!(columns.len(), 3, "{row:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Error messages: one style, `retry: error: <what>: <the bad value>; <how to fix>`
+
+/// Asserts that `args` is a usage error of one line in the house style that names `bad` and
+/// leaks none of `hidden`.
+fn assert_one_line_error(args: &[&str], bad: &str, hidden: &[&str]) -> String {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.push("--".into());
+    all.extend(cmd);
+    let r = run(&all);
+    assert_eq!(r.code(), Some(125), "{args:?}: {}", r.show());
+    assert!(!mark.exists(), "{args:?}: the command ran");
+    let err = r.stderr();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line: {err}");
+    let line = lines[0];
+    assert!(line.starts_with("retry: error: "), "{args:?}: {line}");
+    assert!(
+        line.contains(&format!(": {bad}; ")),
+        "{args:?}: names {bad:?}: {line}"
+    );
+    for h in hidden {
+        assert!(!line.contains(h), "{args:?}: leaks {h:?}: {line}");
+    }
+    line.to_string()
+}
+
+#[test]
+fn parser_errors_have_the_prefix_name_the_value_and_leak_no_internals() {
+    assert_one_line_error(&["-n", "0"], "0", &["4294967295", "1..="]);
+    assert_one_line_error(&["-d", "abc"], "abc", &["expected number", "at 0"]);
+    assert_one_line_error(&["-d", "5parsecs"], "5parsecs", &["nsec", "usec", "msec"]);
+    assert_one_line_error(&["--seed", "lucky"], "lucky", &["invalid digit"]);
+    assert_one_line_error(&["--factor", "twice"], "twice", &["float"]);
+    assert_one_line_error(&["--backoff", "quadratic"], "quadratic", &["[possible"]);
+    assert_one_line_error(&["--retry-on", "1,abc"], "abc", &[]);
+    assert_one_line_error(&["--frobnicate"], "--frobnicate", &["Usage:", "tip:"]);
+    assert_one_line_error(
+        &["--attempts", "3", "--retries", "2"],
+        "--attempts and --retries",
+        &["Usage:"],
+    );
+}
+
+#[test]
+fn flags_spelled_as_other_tools_spell_them_suggest_retrys_own() {
+    let line = assert_one_line_error(&["--timeout", "5s"], "--timeout", &["--hook-timeout"]);
+    assert!(
+        line.contains("--attempt-timeout") && line.contains("--max-time"),
+        "{line}"
+    );
+    let line = assert_one_line_error(&["--retry", "2"], "--retry", &["--on-retry"]);
+    assert!(line.contains("--retries"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zero as "no limit"
+
+// ---------------------------------------------------------------------------------------------
+// Logs a new user reads
+
+// ---------------------------------------------------------------------------------------------
+// JSON log events
+
+// ---------------------------------------------------------------------------------------------
+// A retry inside a retry

@@ -157,10 +157,7 @@ fn retry_config_names_the_file_when_no_flag_does() {
         .output()
         .expect("run retry");
     assert_eq!(out.status.code(), Some(125));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("missing.toml' (from RETRY_CONFIG) does not exist")
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(from RETRY_CONFIG): "));
 }
 
 #[test]
@@ -203,25 +200,29 @@ fn every_config_error_names_the_file_the_line_and_the_key_and_runs_nothing() {
         (
             "attempts = 3\nattemps = 4\n",
             &[],
-            &["bad.toml:2", "'attemps'", "not a setting"],
+            &["bad.toml:2", ": attemps;", "not a setting"],
         ),
         (
             "delay = \"fast\"\n",
             &[],
-            &["bad.toml:1", "'delay'", "'fast'"],
+            &["bad.toml:1", "for delay", ": fast;"],
         ),
         ("\n\nattempts = \n", &[], &["bad.toml:3", "not valid TOML"]),
-        ("attempts = 0\n", &[], &["bad.toml:1", "'attempts'", "0"]),
+        (
+            "attempts = 0\n",
+            &[],
+            &["bad.toml:1", "for attempts", ": 0;"],
+        ),
         (
             "[profiles.ci]\nmax-time = []\nfatal-on = \"x\"\n",
             &[],
-            &["bad.toml:3", "'fatal-on'"],
+            &["bad.toml:3", "for fatal-on"],
         ),
         ("profiles = 3\n", &[], &["bad.toml:1", "table of profiles"]),
         (
             "attempts = 2\n",
             &["-p", "nope"],
-            &["no profile 'nope'", "bad.toml"],
+            &["no such profile", ": nope;", "bad.toml"],
         ),
     ];
     for (text, args, needles) in cases {
@@ -242,8 +243,7 @@ fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
         .expect("run retry");
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("'/nonexistent/retry.toml' (from --config) does not exist")
+        String::from_utf8_lossy(&out.stderr).contains("(from --config): /nonexistent/retry.toml;")
     );
 }
 
@@ -258,5 +258,45 @@ fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
     assert!(
         !row(&out.stdout, "delay").contains('('),
         "a default is not marked"
+    );
+}
+
+#[test]
+fn conflicting_settings_in_one_file_name_the_file_the_lines_and_the_keys() {
+    let (err, ran) = bad_config("attempts = 4\nforever = true\n", &[]);
+    assert!(!ran);
+    assert_eq!(err.lines().count(), 1, "one line, no usage text: {err}");
+    assert!(err.starts_with("retry: error: "), "{err}");
+    for needle in ["bad.toml:2", "forever", "attempts", "line 1"] {
+        assert!(err.contains(needle), "no {needle:?} in {err}");
+    }
+    let (err, _) = bad_config(
+        "[profiles.ci]\nbackoff = \"linear\"\ndelays = \"1s\"\n",
+        &["-p", "ci"],
+    );
+    for needle in ["bad.toml:3", "delays", "backoff"] {
+        assert!(err.contains(needle), "no {needle:?} in {err}");
+    }
+}
+
+#[test]
+fn a_misspelled_key_gets_did_you_mean_as_a_misspelled_flag_does() {
+    let (err, _) = bad_config("atempts = 3\n", &[]);
+    assert!(err.contains("bad.toml:1"), "{err}");
+    assert!(err.contains("did you mean attempts"), "{err}");
+    let (err, _) = bad_config("[profiles.ci]\nmax-dealy = \"5s\"\n", &["-p", "ci"]);
+    assert!(
+        err.contains("bad.toml:2") && err.contains("did you mean max-delay"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_singular_profile_table_is_refused_with_the_spelling_to_use() {
+    let (err, ran) = bad_config("[profile.ci]\nattempts = 2\n", &["-p", "ci"]);
+    assert!(!ran);
+    assert!(
+        err.contains("bad.toml:1") && err.contains("[profiles.ci]"),
+        "{err}"
     );
 }

@@ -127,7 +127,7 @@ fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("'nope'") && err.contains("curl, sysexits, ssh, git, apt"),
+        err.contains(": nope;") && err.contains("curl, sysexits, ssh, git, apt"),
         "{err}"
     );
 }

@@ -675,7 +675,7 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
         (vec!["--state", "redis://h:99999"], "'99999' is not a port"),
         (
             vec!["--state", "redis://h", "--state-timeout", "0"],
-            "--state-timeout 0",
+            "for --state-timeout: 0;",
         ),
         (vec!["--state-fail", "ajar"], "ajar"),
     ];
@@ -694,7 +694,7 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
     let out = output(c);
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        stderr(&out).contains("$RETRY_STATE_URL 'redis://h:0'"),
+        stderr(&out).contains("for $RETRY_STATE_URL: redis://h:0;"),
         "{}",
         stderr(&out)
     );

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use rand::{Rng, RngExt};
 
+use super::BadValue;
+
 /// How the delay grows from one retry to the next, before jitter and the cap.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
@@ -169,7 +171,7 @@ fn fibonacci(k: u32) -> u32 {
 }
 
 impl FromStr for Jitter {
-    type Err = String;
+    type Err = BadValue;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
@@ -182,12 +184,18 @@ impl FromStr for Jitter {
                     .strip_suffix('%')
                     .and_then(|n| n.trim().parse::<f64>().ok())
                     .ok_or_else(|| {
-                        format!(
-                            "'{s}' is not none, full, equal, decorrelated or a percentage like 20%"
+                        BadValue::new(
+                            "not a kind of jitter",
+                            s,
+                            "use none, full, equal, decorrelated or a proportion as 20%",
                         )
                     })?;
                 if !(0.0..=100.0).contains(&pct) {
-                    return Err(format!("jitter '{s}' must be between 0% and 100%"));
+                    return Err(BadValue::new(
+                        "a jitter proportion out of range",
+                        s,
+                        "use 0% to 100%",
+                    ));
                 }
                 Ok(Jitter::Proportional(pct / 100.0))
             }
@@ -438,12 +446,14 @@ mod tests {
             "150%"
                 .parse::<Jitter>()
                 .expect_err("too big")
+                .to_string()
                 .contains("150%")
         );
         assert!(
             "wobbly"
                 .parse::<Jitter>()
                 .expect_err("bad")
+                .to_string()
                 .contains("wobbly")
         );
     }

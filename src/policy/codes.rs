@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use nix::sys::signal::Signal;
 
+use super::BadValue;
+
 /// A set of exit statuses: codes, inclusive ranges and signal names (`1,2,5-7,75,SIGKILL`).
 /// A signal N stands for status 128+N, the number a shell reports for a child it killed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,7 +50,7 @@ impl CodeSet {
 }
 
 impl FromStr for CodeSet {
-    type Err = String;
+    type Err = BadValue;
 
     /// Exit statuses, 0 to 255, and signal names.
     fn from_str(list: &str) -> Result<Self, Self::Err> {
@@ -58,26 +60,41 @@ impl FromStr for CodeSet {
 
 impl CodeSet {
     /// HTTP status codes, 100 to 599.
-    pub fn http(list: &str) -> Result<CodeSet, String> {
+    pub fn http(list: &str) -> Result<CodeSet, BadValue> {
         CodeSet::parse(list, |item| match item.trim().parse::<i32>() {
             Ok(n) if (100..=599).contains(&n) => Ok(n),
-            _ => Err(format!("'{}' is not an HTTP status (100-599)", item.trim())),
+            _ => Err(BadValue::new(
+                "not an HTTP status",
+                item.trim(),
+                "give statuses from 100 to 599 and ranges, as 429,500-504",
+            )),
         })
     }
 
     /// A comma-separated list of items and inclusive ranges of them.
-    fn parse(list: &str, item: impl Fn(&str) -> Result<i32, String>) -> Result<CodeSet, String> {
+    fn parse(
+        list: &str,
+        item: impl Fn(&str) -> Result<i32, BadValue>,
+    ) -> Result<CodeSet, BadValue> {
         let status = item;
         let mut ranges = Vec::new();
         for item in list.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(format!("empty item in list '{list}'"));
+                return Err(BadValue::new(
+                    "an empty item in the list",
+                    list,
+                    "separate items with one comma, as 1,5-7,75",
+                ));
             }
             let range = match item.split_once('-') {
                 Some((lo, hi)) => {
                     let (lo, hi) = (status(lo)?, status(hi)?);
                     if lo > hi {
-                        return Err(format!("range '{item}' runs backwards"));
+                        return Err(BadValue::new(
+                            "a range that runs backwards",
+                            item,
+                            "put the smaller status first, as 5-7",
+                        ));
                     }
                     lo..=hi
                 }
@@ -93,17 +110,25 @@ impl CodeSet {
 }
 
 /// One status: a number from 0 to 255, or a signal name with or without `SIG` (128+N).
-fn status(item: &str) -> Result<i32, String> {
+fn status(item: &str) -> Result<i32, BadValue> {
     let item = item.trim();
     if item.chars().all(|c| c.is_ascii_digit()) && !item.is_empty() {
         return match item.parse::<i32>() {
             Ok(n) if n <= MAX_STATUS => Ok(n),
-            _ => Err(format!("status '{item}' is out of range 0-{MAX_STATUS}")),
+            _ => Err(BadValue::new(
+                "not an exit status",
+                item,
+                format!("exit statuses run from 0 to {MAX_STATUS}"),
+            )),
         };
     }
-    signal(item)
-        .map(|sig| 128 + sig as i32)
-        .ok_or_else(|| format!("'{item}' is neither a status (0-{MAX_STATUS}) nor a signal name"))
+    signal(item).map(|sig| 128 + sig as i32).ok_or_else(|| {
+        BadValue::new(
+            "neither an exit status nor a signal name",
+            item,
+            format!("give statuses (0-{MAX_STATUS}), ranges and signals, as 1,5-7,SIGKILL"),
+        )
+    })
 }
 
 /// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
@@ -179,9 +204,9 @@ mod tests {
             ("256", "256"),
             ("SIGNOPE", "SIGNOPE"),
             ("x-3", "x"),
-            ("-1", "''"),
+            ("-1", "\"\""),
         ] {
-            let err = bad.parse::<CodeSet>().expect_err(bad);
+            let err = bad.parse::<CodeSet>().expect_err(bad).to_string();
             assert!(err.contains(word), "{bad}: {err}");
         }
     }

@@ -189,13 +189,56 @@ impl fmt::Display for Origin {
 /// Where each setting that was not a built-in default came from, by long flag name.
 pub type Origins = BTreeMap<String, Origin>;
 
-/// A combination of flags that cannot work together; reported as a usage error (125).
+/// A value that cannot be used, told as every error of retry is: what is wrong, the value,
+/// and how to put it right (`not a duration: 5parsecs; write 250ms, 1.5s, 2m or 1h 30m`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadValue {
+    pub what: String,
+    pub value: String,
+    pub fix: String,
+}
+
+impl BadValue {
+    pub fn new(what: impl Into<String>, value: impl Into<String>, fix: impl Into<String>) -> Self {
+        BadValue {
+            what: what.into(),
+            value: value.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// The value as the message shows it: `""` when it is empty.
+    pub fn shown(&self) -> &str {
+        if self.value.is_empty() {
+            "\"\""
+        } else {
+            &self.value
+        }
+    }
+}
+
+impl fmt::Display for BadValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}; {}", self.what, self.shown(), self.fix)
+    }
+}
+
+impl std::error::Error for BadValue {}
+
+/// A combination of flags that cannot work together; reported as a usage error (125). The
+/// text follows the form of [`BadValue`]: `<what>: <the bad value>; <how to fix>`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl From<BadValue> for UsageError {
+    fn from(bad: BadValue) -> Self {
+        UsageError(bad.to_string())
     }
 }
 

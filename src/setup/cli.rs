@@ -12,7 +12,7 @@ use crate::policy::codes::{self, CodeSet};
 use crate::policy::duration;
 use crate::policy::output_rules::MatchStream;
 use crate::policy::store::FailMode;
-use crate::policy::{LogFormat, StdinMode, StdoutMode};
+use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::setup::presets::{self, Preset};
 
 /// Run a command again until it succeeds, with backoff and jitter.
@@ -31,7 +31,7 @@ use crate::setup::presets::{self, Preset};
 )]
 pub struct Cli {
     /// Total attempts, the first included (at least 1).
-    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+    #[arg(short = 'n', long, value_name = "N", value_parser = attempts,
           conflicts_with_all = ["retries", "forever"], help_heading = "When to stop")]
     pub attempts: Option<u32>,
 
@@ -39,6 +39,7 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "N",
+        value_parser = retries,
         conflicts_with = "forever",
         help_heading = "When to stop"
     )]
@@ -70,7 +71,8 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "F",
-        default_value_t = 2.0,
+        value_parser = factor,
+        default_value = "2",
         help_heading = "How long to wait"
     )]
     pub factor: f64,
@@ -91,7 +93,7 @@ pub struct Cli {
     pub jitter: Jitter,
 
     /// Seed for the random source, for a reproducible schedule.
-    #[arg(long, value_name = "N", help_heading = "How long to wait")]
+    #[arg(long, value_name = "N", value_parser = seed, help_heading = "How long to wait")]
     pub seed: Option<u64>,
 
     /// Statuses that count as success, e.g. 0,3 (replaces the default 0).
@@ -227,18 +229,18 @@ pub struct Cli {
     /// Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it
     /// off.
     #[arg(long, value_name = "N", default_value_t = 5,
-          value_parser = clap::value_parser!(u32).range(0..=1000),
+          value_parser = breaker_failures,
           help_heading = "Shared state (--key)")]
     pub breaker_failures: u32,
 
     /// Failures older than this do not count towards opening the breaker.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1h",
+    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1h",
           help_heading = "Shared state (--key)")]
     pub breaker_window: Duration,
 
     /// How long the breaker stays open the first time: runs exit 75 without running the
     /// command; then one run probes. Doubles after each failed probe.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
+    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1m",
           help_heading = "Shared state (--key)")]
     pub breaker_open: Duration,
 
@@ -252,7 +254,8 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = 10,
+        value_parser = tokens,
+        default_value = "10",
         help_heading = "Shared state (--key)"
     )]
     pub budget_burst: u32,
@@ -261,13 +264,14 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "F",
-        default_value_t = 0.1,
+        value_parser = ratio,
+        default_value = "0.1",
         help_heading = "Shared state (--key)"
     )]
     pub budget_ratio: f64,
 
     /// One token comes back to the budget every DUR, whatever happens.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
+    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1m",
           help_heading = "Shared state (--key)")]
     pub budget_refill: Duration,
 
@@ -283,7 +287,7 @@ pub struct Cli {
     pub state_url: Option<String>,
 
     /// The longest a run waits for the --state store, all its calls together.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "500ms",
+    #[arg(long, value_name = "DUR", value_parser = span, default_value = "500ms",
           help_heading = "Shared state (--key)")]
     pub state_timeout: Duration,
 
@@ -490,39 +494,149 @@ pub fn command() -> clap::Command {
 }
 
 /// A state key: a name of printable characters.
-fn key(s: &str) -> Result<String, String> {
+fn key(s: &str) -> Result<String, BadValue> {
     if s.is_empty() || s.len() > 200 || s.chars().any(char::is_control) {
-        return Err(format!(
-            "'{}' is not a key: use 1 to 200 printable characters, such as api.example.com",
-            s.escape_debug()
+        return Err(BadValue::new(
+            "not a key",
+            s.escape_debug().to_string(),
+            "use 1 to 200 printable characters, such as api.example.com",
         ));
     }
     Ok(s.to_string())
 }
 
-fn preset(s: &str) -> Result<&'static Preset, String> {
+fn preset(s: &str) -> Result<&'static Preset, BadValue> {
     presets::find(s).ok_or_else(|| {
         let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
-        format!("'{s}' is not a preset; there are: {}", names.join(", "))
+        BadValue::new(
+            "no such preset",
+            s,
+            format!("the presets are {}", names.join(", ")),
+        )
     })
 }
 
-fn regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::Regex::new(s).map_err(|e| format!("'{s}' is not a regular expression: {e}"))
+fn regex(s: &str) -> Result<regex::bytes::Regex, BadValue> {
+    regex::bytes::Regex::new(s).map_err(|e| {
+        // The regex crate's message spans lines, with a caret under the fault; its last line
+        // says what is wrong.
+        let why = e.to_string();
+        let why = why
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim_start_matches("error: ");
+        BadValue::new(
+            "not a regular expression",
+            s,
+            format!("{why} (escape a literal ( [ . * + ? {{ with a backslash)"),
+        )
+    })
 }
 
-fn jitter(s: &str) -> Result<Jitter, String> {
+fn jitter(s: &str) -> Result<Jitter, BadValue> {
     s.parse()
 }
 
-fn code_list(s: &str) -> Result<CodeSet, String> {
+fn code_list(s: &str) -> Result<CodeSet, BadValue> {
     s.parse()
 }
 
-fn signal(s: &str) -> Result<i32, String> {
-    codes::signal(s)
-        .map(|sig| sig as i32)
-        .ok_or_else(|| format!("'{s}' is not a signal name or number"))
+fn signal(s: &str) -> Result<i32, BadValue> {
+    codes::signal(s).map(|sig| sig as i32).ok_or_else(|| {
+        BadValue::new(
+            "not a signal",
+            s,
+            "give a name or a number, as TERM, SIGINT or 9",
+        )
+    })
+}
+
+fn attempts(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(BadValue::new(
+            "not a number of attempts",
+            s,
+            "give a whole number of at least 1, or --forever for no limit",
+        )),
+    }
+}
+
+fn retries(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n < u32::MAX => Ok(n),
+        _ => Err(BadValue::new(
+            "not a number of retries",
+            s,
+            "give a whole number (0 for none), or --forever for no limit",
+        )),
+    }
+}
+
+fn factor(s: &str) -> Result<f64, BadValue> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 1.0 => Ok(f),
+        _ => Err(BadValue::new(
+            "not a backoff factor",
+            s,
+            "give a number of at least 1, as 2 or 1.5",
+        )),
+    }
+}
+
+fn breaker_failures(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n <= 1000 => Ok(n),
+        _ => Err(BadValue::new(
+            "not a number of failures",
+            s,
+            "give a whole number from 0 (no breaker) to 1000",
+        )),
+    }
+}
+
+fn tokens(s: &str) -> Result<u32, BadValue> {
+    s.trim().parse().map_err(|_| {
+        BadValue::new(
+            "not a number of tokens",
+            s,
+            "give a whole number (0 turns the budget off)",
+        )
+    })
+}
+
+fn ratio(s: &str) -> Result<f64, BadValue> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        _ => Err(BadValue::new(
+            "not a ratio",
+            s,
+            "give a number of 0 or more, as 0.1",
+        )),
+    }
+}
+
+/// A duration that must be longer than zero: a window or a period.
+fn span(s: &str) -> Result<Duration, BadValue> {
+    match duration::parse(s)? {
+        d if d.is_zero() => Err(BadValue::new(
+            "not a length of time",
+            s,
+            "give a duration longer than 0, as 1m",
+        )),
+        d => Ok(d),
+    }
+}
+
+fn seed(s: &str) -> Result<u64, BadValue> {
+    s.trim().parse().map_err(|_| {
+        BadValue::new(
+            "not a seed",
+            s,
+            format!("give a whole number from 0 to {}", u64::MAX),
+        )
+    })
 }
 
 #[cfg(test)]

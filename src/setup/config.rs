@@ -11,8 +11,8 @@ use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches};
 use toml::de::{DeTable, DeValue};
 
-use super::{cli, presets};
-use crate::policy::{Origin, Origins, UsageError};
+use super::{cli, presets, usage};
+use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
 const NOT_SETTINGS: [&str; 6] = [
@@ -27,10 +27,11 @@ const NOT_SETTINGS: [&str; 6] = [
 /// Flags of which only one may be given; a setting of one hides the file's others below it.
 const EXCLUSIVE: [&[&str]; 2] = [&["attempts", "retries", "forever"], &["backoff", "delays"]];
 
-/// One setting of the file: the flag it names and the arguments that stand for it.
+/// One setting of the file: the flag it names, the arguments that stand for it, and its line.
 struct Setting {
     key: String,
     args: Vec<OsString>,
+    line: usize,
 }
 
 /// The command line with the config's settings put in, and where each setting came from.
@@ -61,16 +62,19 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
             None if presets::find(name).is_some() => vec![Setting {
                 key: "preset".into(),
                 args: vec!["--preset".into(), name.into()],
+                line: 0,
             }],
             None => {
                 let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
                 let place = file.as_ref().map_or("there is no config file".into(), |f| {
-                    format!("it is not in {}", f.display())
+                    format!("add [profiles.{name}] to {}", f.display())
                 });
-                return Err(UsageError(format!(
-                    "no profile '{name}': {place}, and no built-in preset has that name ({})",
-                    names.join(", ")
-                )));
+                return Err(BadValue::new(
+                    "no such profile or preset",
+                    name,
+                    format!("{place}, or use a preset: {}", names.join(", ")),
+                )
+                .into());
             }
         },
     };
@@ -132,10 +136,12 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
         return if path.is_file() {
             Ok(Some(path))
         } else {
-            Err(UsageError(format!(
-                "config file '{}' (from {by}) does not exist",
-                path.display()
-            )))
+            Err(BadValue::new(
+                format!("no config file there (from {by})"),
+                path.display().to_string(),
+                "check the path, or leave it out for the default file",
+            )
+            .into())
         };
     }
     let home = std::env::var_os("XDG_CONFIG_HOME")
@@ -151,75 +157,162 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
 type Contents = (Vec<Setting>, BTreeMap<String, Vec<Setting>>);
 
 fn read(path: &Path) -> Result<Contents, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read config file '{}': {e}", path.display())))?;
-    let at = |span: std::ops::Range<usize>| {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        format!("{}:{line}", path.display())
-    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        BadValue::new(
+            format!("cannot read the config file ({e})"),
+            path.display().to_string(),
+            "make it readable, or name another with --config",
+        )
+    })?;
+    let line_of =
+        |span: std::ops::Range<usize>| text[..span.start.min(text.len())].matches('\n').count() + 1;
+    let at = |line: usize| format!("{}:{line}", path.display());
     let table = DeTable::parse(&text).map_err(|e| {
-        let place = e.span().map_or(path.display().to_string(), &at);
-        UsageError(format!("{place}: not valid TOML: {}", e.message()))
+        let line = e.span().map(&line_of);
+        let place = line.map_or(path.display().to_string(), at);
+        let shown = line
+            .and_then(|n| text.lines().nth(n - 1))
+            .unwrap_or_default()
+            .trim();
+        let why = e.message().trim().replace('\n', " ");
+        UsageError(format!("{place}: not valid TOML: {shown}; {why}"))
     })?;
     let mut defaults = Vec::new();
     let mut profiles = BTreeMap::new();
     for (key, value) in table.get_ref() {
         let name = key.get_ref().as_ref();
-        if name == "profiles" || name == "profile" {
+        let line = line_of(key.span());
+        if name == "profile" {
+            // One spelling, the documented one: a top-level `profile` would read as choosing
+            // a profile, which only -p does.
+            let example = match value.get_ref() {
+                DeValue::Table(t) => t.iter().next().map(|(k, _)| k.get_ref().to_string()),
+                _ => None,
+            };
+            let example = example.unwrap_or_else(|| "ci".into());
+            return Err(UsageError(format!(
+                "{}: {}",
+                at(line),
+                BadValue::new(
+                    "not a setting",
+                    "profile",
+                    format!("profiles are [profiles.NAME] tables, as [profiles.{example}]")
+                )
+            )));
+        }
+        if name == "profiles" {
             let DeValue::Table(each) = value.get_ref() else {
                 return Err(UsageError(format!(
-                    "{}: '{name}' must be a table of profiles, as [profiles.ci]",
-                    at(key.span())
+                    "{}: not a table of profiles: profiles; write [profiles.NAME] tables, as [profiles.ci]",
+                    at(line)
                 )));
             };
             for (profile, settings) in each {
                 let DeValue::Table(settings) = settings.get_ref() else {
                     return Err(UsageError(format!(
-                        "{}: profile '{}' must be a table",
-                        at(profile.span()),
+                        "{}: not a table: profile {}; write its settings under [profiles.{}]",
+                        at(line_of(profile.span())),
+                        profile.get_ref(),
                         profile.get_ref()
                     )));
                 };
                 let checked = settings
                     .iter()
-                    .map(|(k, v)| setting(k.get_ref(), v.get_ref(), &at(k.span())))
-                    .collect::<Result<_, _>>()?;
+                    .map(|(k, v)| setting(k.get_ref(), v.get_ref(), line_of(k.span()), path))
+                    .collect::<Result<Vec<_>, _>>()?;
+                exclusive(&checked, path)?;
                 profiles.insert(profile.get_ref().to_string(), checked);
             }
         } else {
-            defaults.push(setting(name, value.get_ref(), &at(key.span()))?);
+            defaults.push(setting(name, value.get_ref(), line, path)?);
         }
     }
+    exclusive(&defaults, path)?;
     Ok((defaults, profiles))
 }
 
+/// Refuses two settings of one table that exclude each other (`attempts` and `forever`): the
+/// command line could not take both either.
+fn exclusive(settings: &[Setting], path: &Path) -> Result<(), UsageError> {
+    for (i, later) in settings.iter().enumerate() {
+        let group = EXCLUSIVE.iter().find(|g| g.contains(&later.key.as_str()));
+        let earlier = settings[..i]
+            .iter()
+            .find(|s| group.is_some_and(|g| g.contains(&s.key.as_str())));
+        if let Some(earlier) = earlier {
+            return Err(UsageError(format!(
+                "{}:{}: settings that exclude each other: {} and {} (line {}); keep one of them",
+                path.display(),
+                later.line,
+                later.key,
+                earlier.key,
+                earlier.line
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The arguments a setting stands for, checked by the same parser as the command line.
-fn setting(key: &str, value: &DeValue<'_>, place: &str) -> Result<Setting, UsageError> {
+fn setting(
+    key: &str,
+    value: &DeValue<'_>,
+    line: usize,
+    path: &Path,
+) -> Result<Setting, UsageError> {
+    let place = format!("{}:{line}", path.display());
+    let bad =
+        |what: &str, fix: &str| UsageError(format!("{place}: {}", BadValue::new(what, key, fix)));
+    // Keys are named as the file writes them, without dashes.
+    let name = |flag: &str| flag.trim_start_matches('-').to_string();
     let command = cli::command();
-    let bad = |why: String| UsageError(format!("{place}: key '{key}': {why}"));
-    let arg = command
+    let Some(arg) = command
         .get_arguments()
         .find(|a| a.get_long() == Some(key) && !NOT_SETTINGS.contains(&key))
-        .ok_or_else(|| {
-            bad("not a setting; keys are the long flag names, as attempts or max-time".into())
-        })?;
+    else {
+        if NOT_SETTINGS.contains(&key) {
+            return Err(bad(
+                "not a setting of a config file",
+                "it chooses the file or what retry does; give it on the command line",
+            ));
+        }
+        // clap's own suggestion, as for a misspelled flag.
+        let suggestion = cli::command()
+            .try_get_matches_from([
+                "retry".to_string(),
+                format!("--{key}"),
+                "--".into(),
+                "true".into(),
+            ])
+            .err()
+            .map(|e| usage::describe(&e, name).fix)
+            .filter(|fix| fix.starts_with("did you mean"));
+        let fix = match suggestion {
+            Some(fix) => format!("{fix} Keys are the long flag names"),
+            None => "keys are the long flag names, as attempts or max-time".into(),
+        };
+        return Err(bad("not a setting", &fix));
+    };
     let flag = OsString::from(format!("--{key}"));
     let args = match (arg.get_action(), value) {
         (ArgAction::SetTrue, DeValue::Boolean(true)) => vec![flag],
         (ArgAction::SetTrue, DeValue::Boolean(false)) => Vec::new(),
-        (ArgAction::SetTrue, _) => return Err(bad("must be true or false".into())),
+        (ArgAction::SetTrue, _) => return Err(bad("not true or false", "write true or false")),
         (ArgAction::Count, DeValue::Integer(n)) => {
             let n = n
                 .as_str()
                 .parse::<u8>()
-                .map_err(|_| bad("must be a small count".into()))?;
+                .map_err(|_| bad("not a small count", "write 0, 1 or 2"))?;
             vec![flag; usize::from(n)]
         }
         (ArgAction::Append, DeValue::Array(items)) => {
             let mut args = Vec::new();
             for item in items {
                 args.push(flag.clone());
-                args.push(scalar(item.get_ref()).ok_or_else(|| bad("must hold strings".into()))?);
+                args.push(
+                    scalar(item.get_ref())
+                        .ok_or_else(|| bad("not a list of strings", "write [\"a\", \"b\"]"))?,
+                );
             }
             args
         }
@@ -228,12 +321,22 @@ fn setting(key: &str, value: &DeValue<'_>, place: &str) -> Result<Setting, Usage
                 .iter()
                 .map(|i| scalar(i.get_ref()))
                 .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| bad("must hold numbers or strings".into()))?;
+                .ok_or_else(|| {
+                    bad(
+                        "not a list of numbers or strings",
+                        "write [1, 2] or \"1,2\"",
+                    )
+                })?;
             let joined = parts.join(std::ffi::OsStr::new(","));
             vec![flag, joined]
         }
         (_, value) => {
-            let value = scalar(value).ok_or_else(|| bad("must be a number or a string".into()))?;
+            let value = scalar(value).ok_or_else(|| {
+                bad(
+                    "not a number or a string",
+                    "write it as on the command line",
+                )
+            })?;
             vec![flag, value]
         }
     };
@@ -242,17 +345,15 @@ fn setting(key: &str, value: &DeValue<'_>, place: &str) -> Result<Setting, Usage
     probe.extend(args.iter().cloned());
     probe.extend(["--".into(), "true".into()]);
     if let Err(e) = cli::command().try_get_matches_from(probe) {
-        let why = e.to_string();
-        let why = why
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .trim_start_matches("error: ");
-        return Err(bad(why.to_string()));
+        return Err(UsageError(format!(
+            "{place}: {}",
+            usage::describe(&e, name)
+        )));
     }
     Ok(Setting {
         key: key.to_string(),
         args,
+        line,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod presets;
+mod usage;
 mod validate;
 
 use std::ffi::OsString;
@@ -66,12 +67,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
     }
 }
 
-/// Prints a command-line error; --help and --version are not errors.
+/// Prints a command-line error in retry's style; --help and --version are not errors.
 fn clap_error(e: clap::Error) -> Exit {
-    let _ = e.print();
-    if e.use_stderr() {
-        Exit::FAILURE
-    } else {
-        Exit::Code(0)
+    if !e.use_stderr() {
+        let _ = e.print();
+        return Exit::Code(0);
     }
+    eprintln!("retry: error: {}", usage::describe(&e, str::to_string));
+    Exit::FAILURE
 }

@@ -505,13 +505,19 @@ pub fn a_profile_in_the_config_file_sets_the_key(s: &Setup) {
 
 pub fn bad_state_flags_are_usage_errors_naming_the_value(s: &Setup) {
     for (args, word) in [
-        (vec!["--key", ""], "is not a key"),
-        (vec!["--key", "a", "--budget-ratio=-1"], "--budget-ratio -1"),
+        (vec!["--key", ""], "not a key for --key: \"\";"),
+        (
+            vec!["--key", "a", "--budget-ratio=-1"],
+            "not a ratio for --budget-ratio: -1;",
+        ),
         (
             vec!["--key", "a", "--breaker-open", "0"],
-            "--breaker-open 0",
+            "for --breaker-open: 0;",
         ),
-        (vec!["--key", "a", "--breaker-failures", "5000"], "5000"),
+        (
+            vec!["--key", "a", "--breaker-failures", "5000"],
+            "for --breaker-failures: 5000;",
+        ),
     ] {
         let mut c = s.retry(&args);
         c.args([

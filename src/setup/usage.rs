@@ -1,0 +1,153 @@
+//! Usage errors in retry's one style, `retry: error: <what>: <the bad value>; <how to fix>`:
+//! clap's errors are rewritten from their kind and context, without clap's usage text, its
+//! internals ("0 is not in 1..=4294967295") or a suggestion that misleads.
+
+use std::error::Error as _;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use crate::policy::BadValue;
+
+/// Flags that other tools spell so, which people type for retry's own; clap's nearest spelling
+/// (`--timeout` → `--hook-timeout`, curl's `--retry` → `--on-retry`) would mislead.
+const OTHER_TOOLS: [(&str, &str); 9] = [
+    (
+        "timeout",
+        "attempt-timeout DUR (one attempt) or --max-time DUR (the whole run)",
+    ),
+    (
+        "retry",
+        "retries N (as curl --retry N), or -n/--attempts N, the first attempt included",
+    ),
+    ("max-retries", "retries N"),
+    ("tries", "attempts N"),
+    ("max-attempts", "attempts N"),
+    ("interval", "delay DUR"),
+    ("wait", "delay DUR"),
+    ("retry-delay", "delay DUR (as curl --retry-delay)"),
+    ("retry-max-time", "max-time DUR (as curl --retry-max-time)"),
+];
+
+/// What is wrong with the command line, as [`BadValue`]. Flags are named as `--name`;
+/// `setting` names them otherwise (a config file names its keys without dashes).
+pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
+    let get = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+        _ => None,
+    };
+    // "--delay <DUR>" → the flag's name alone.
+    let flag = |arg: String| {
+        let name = arg
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        setting(&name)
+    };
+    let arg = get(ContextKind::InvalidArg).map(flag).unwrap_or_default();
+    let value = get(ContextKind::InvalidValue).unwrap_or_default();
+    match e.kind() {
+        ErrorKind::ValueValidation => match e.source().and_then(|s| s.downcast_ref::<BadValue>()) {
+            Some(bad) => BadValue::new(format!("{} for {arg}", bad.what), &bad.value, &bad.fix),
+            None => BadValue::new(
+                format!("invalid value for {arg}"),
+                value,
+                "see retry --help",
+            ),
+        },
+        ErrorKind::InvalidValue if value.is_empty() => BadValue::new(
+            format!("{arg} needs a value"),
+            value,
+            format!("give one, as {arg} VALUE or {arg}=VALUE"),
+        ),
+        ErrorKind::InvalidValue => BadValue::new(
+            format!("not a choice of {arg}"),
+            value,
+            match get(ContextKind::ValidValue) {
+                Some(choices) => format!("use one of {choices}"),
+                None => "see retry --help".into(),
+            },
+        ),
+        ErrorKind::UnknownArgument => {
+            let unknown = get(ContextKind::InvalidArg).unwrap_or_default();
+            let name = unknown.trim_start_matches('-');
+            let name = name.split('=').next().unwrap_or(name);
+            let instead = OTHER_TOOLS
+                .iter()
+                .find(|(other, _)| *other == name)
+                .map(|(_, ours)| setting(&format!("--{ours}")))
+                .or_else(|| get(ContextKind::SuggestedArg).map(flag));
+            let fix = match instead {
+                Some(ours) => format!("did you mean {ours}?"),
+                None => "see retry --help; an argument meant for the command goes after --, \
+                         as retry -n 3 -- COMMAND --its-flag"
+                    .into(),
+            };
+            BadValue::new("unknown flag", setting(&unknown), fix)
+        }
+        ErrorKind::ArgumentConflict => {
+            let prior = get(ContextKind::PriorArg)
+                .map(|p| {
+                    p.split(", ")
+                        .map(|a| flag(a.to_string()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+                .join(", ");
+            BadValue::new(
+                "flags that exclude each other",
+                format!("{arg} and {prior}"),
+                "keep one of them",
+            )
+        }
+        ErrorKind::MissingRequiredArgument => BadValue::new(
+            "nothing to run",
+            "no COMMAND given",
+            "name it after the options, as retry -n 3 -- COMMAND [ARG]...",
+        ),
+        ErrorKind::InvalidUtf8 => BadValue::new(
+            format!("{arg} needs UTF-8"),
+            value,
+            "give it in UTF-8 (only the command's own arguments may be any bytes)",
+        ),
+        _ => {
+            // Kinds retry's definition does not produce; clap's own first line, then.
+            let text = e.kind().as_str().unwrap_or("invalid command line");
+            BadValue::new(text, arg, "see retry --help")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::cli;
+
+    fn error(args: &[&str]) -> String {
+        let e = cli::command()
+            .try_get_matches_from(["retry"].iter().chain(args))
+            .expect_err("a usage error");
+        describe(&e, str::to_string).to_string()
+    }
+
+    #[test]
+    fn each_kind_of_error_names_the_flag_and_the_value() {
+        assert_eq!(
+            error(&["-n", "0", "--", "x"]),
+            "not a number of attempts for --attempts: 0; give a whole number of at least 1, or --forever for no limit"
+        );
+        assert!(
+            error(&["-b", "up", "--", "x"])
+                .starts_with("not a choice of --backoff: up; use one of exponential")
+        );
+        assert!(error(&["--delay"]).starts_with("--delay needs a value: \"\";"));
+        let conflict = error(&["-n", "2", "--forever", "--", "x"]);
+        assert!(
+            conflict.contains("--forever") && conflict.ends_with("; keep one of them"),
+            "{conflict}"
+        );
+        assert!(error(&["--atempts", "2", "--", "x"]).ends_with("did you mean --attempts?"));
+        assert!(error(&[]).contains("no COMMAND given"));
+    }
+}
