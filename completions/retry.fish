@@ -1,14 +1,14 @@
 complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1)' -r
 complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
-complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together' -r
-complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable)' -r
+complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)' -r
+complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none' -r
 complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
 complete -c retry -s b -l backoff -d 'How the delay grows from retry to retry' -r -f -a "exponential\t'delay * factor^(k-1)'
 linear\t'delay * k'
 constant\t'always delay'
 fibonacci\t'delay * 1, 2, 3, 5, 8, ...'"
 complete -c retry -l factor -d 'Multiplier for exponential backoff (at least 1; fractions allowed)' -r
-complete -c retry -l max-delay -d 'Cap on any single delay, jitter included' -r
+complete -c retry -l max-delay -d 'Cap on any single delay, jitter included [default: 1m, or the longest delay asked for by --delay or --delays]. A smaller cap than --delay caps it' -r
 complete -c retry -l delays -d 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff' -r
 complete -c retry -s j -l jitter -d 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)' -r
 complete -c retry -l seed -d 'Seed for the random source, for a reproducible schedule' -r

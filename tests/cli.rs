@@ -1327,9 +1327,50 @@ fn attempts_and_retries_together_are_a_usage_error() {
 }
 
 #[test]
-fn a_delay_longer_than_max_delay_is_a_usage_error() {
-    assert_usage_error(&["--delay", "2m"], "--delay");
-    assert_usage_error(&["--delay", "10s", "--max-delay", "5s"], "--max-delay");
+fn the_default_cap_rises_to_the_longest_delay_asked_for() {
+    let text = explain(&["-d", "2m", "-n", "3"]);
+    assert_eq!(bounds_ms(&text), [(0, 120_000), (0, 120_000)], "{text}");
+    assert!(warnings(&text).is_empty(), "{text}");
+    let text = explain(&["--delays", "1s,5s,2m", "-n", "5", "--jitter", "none"]);
+    let rows = bounds_ms(&text);
+    assert_eq!(rows.last(), Some(&(120_000, 120_000)), "{text}");
+    let r = run(&["-d", "2m", "-n", "1", "--", "true"]);
+    assert_eq!(r.code(), Some(0), "one attempt, no wait: {}", r.show());
+}
+
+#[test]
+fn an_explicit_max_delay_caps_a_longer_delay_and_explain_warns() {
+    let text = explain(&[
+        "-d",
+        "10s",
+        "--max-delay",
+        "5s",
+        "--jitter",
+        "none",
+        "-n",
+        "2",
+    ]);
+    assert_eq!(bounds_ms(&text), [(5000, 5000)], "{text}");
+    let w = warnings(&text);
+    assert!(
+        w.iter()
+            .any(|l| l.contains("--max-delay 5s") && l.contains("--delay 10s")),
+        "{w:?}"
+    );
+    let r = run_json(
+        &[
+            "-d",
+            "300ms",
+            "--max-delay",
+            "20ms",
+            "--jitter",
+            "none",
+            "-n",
+            "2",
+        ],
+        "exit 1",
+    );
+    assert_eq!(r.delays(), [20], "{}", r.show());
 }
 
 #[test]
@@ -2276,6 +2317,31 @@ fn flags_spelled_as_other_tools_spell_them_suggest_retrys_own() {
 
 // ---------------------------------------------------------------------------------------------
 // Zero as "no limit"
+
+#[test]
+fn max_time_and_attempt_timeout_of_zero_mean_no_limit_as_in_timeout() {
+    let r = run_sh(
+        &[
+            "--max-time",
+            "0",
+            "--attempt-timeout",
+            "0",
+            "-n",
+            "2",
+            "-d",
+            "0",
+        ],
+        "echo run; exit 1",
+    );
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert_eq!(r.lines(), ["run"; 2], "{}", r.show());
+    let text = explain(&["--max-time", "0", "--attempt-timeout", "0"]);
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("max-time") && l.contains("none")),
+        "{text}"
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Logs a new user reads

@@ -110,8 +110,10 @@ impl Backoff {
     pub fn envelope(&self, k: u32) -> (Duration, Duration) {
         match self.jitter {
             Jitter::Decorrelated => {
-                let hi = secs(self.delay.as_secs_f64() * 3f64.powf(f64::from(k.max(1))));
-                (self.delay, hi.min(self.max_delay))
+                let hi = secs(self.delay.as_secs_f64() * 3f64.powf(f64::from(k.max(1))))
+                    .min(self.max_delay);
+                // A cap below --delay caps the lower end too.
+                (self.delay.min(hi), hi)
             }
             _ => self.range(k, Duration::ZERO),
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use crate::policy::backoff::Jitter;
+use crate::policy::backoff::{Jitter, Shape};
 use crate::policy::duration::human;
 use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
@@ -333,6 +333,23 @@ fn attempts_fitting(p: &Policy, max: Duration, retries: u32, longest: bool) -> u
 
 fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
     let mut w = Vec::new();
+    let b = &p.backoff;
+    // Only an explicit cap can be below a delay asked for: a default one rises to it.
+    let longest = match &b.shape {
+        Shape::List(list) => list.iter().max().copied().unwrap_or(b.delay),
+        _ => b.delay,
+    };
+    if longest > b.max_delay && retries != Some(0) {
+        let which = match &b.shape {
+            Shape::List(_) => format!("--delays {}", human(longest)),
+            _ => format!("--delay {}", human(b.delay)),
+        };
+        w.push(format!(
+            "--max-delay {} is shorter than {which}: the cap wins, and no wait is longer than {}",
+            human(b.max_delay),
+            human(b.max_delay)
+        ));
+    }
     let no_jitter = matches!(p.backoff.jitter, Jitter::None | Jitter::Proportional(0.0));
     if no_jitter && retries != Some(0) {
         w.push(

@@ -49,11 +49,12 @@ pub struct Cli {
     #[arg(long, help_heading = "When to stop")]
     pub forever: bool,
 
-    /// Deadline for the whole run, attempts and sleeps together.
+    /// Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1).
     #[arg(short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub max_time: Option<Duration>,
 
-    /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable).
+    /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means
+    /// none.
     #[arg(long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub attempt_timeout: Option<Duration>,
 
@@ -77,10 +78,11 @@ pub struct Cli {
     )]
     pub factor: f64,
 
-    /// Cap on any single delay, jitter included.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "1m",
+    /// Cap on any single delay, jitter included [default: 1m, or the longest delay asked for
+    /// by --delay or --delays]. A smaller cap than --delay caps it.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
           help_heading = "How long to wait")]
-    pub max_delay: Duration,
+    pub max_delay: Option<Duration>,
 
     /// Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration::parse,

@@ -18,37 +18,30 @@ use crate::policy::{
 /// How long a probe holds the breaker's lease without --attempt-timeout.
 const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
+/// The cap on a delay when neither the user nor a delay longer than it says otherwise.
+const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
+
 impl TryFrom<Cli> for Policy {
     type Error = UsageError;
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let usage = |msg: String| Err(UsageError(msg));
-        let hd = |d: Duration| humantime::format_duration(d).to_string();
 
-        if cli.delay > cli.max_delay {
-            return usage(format!(
-                "--delay {} is longer than --max-delay {}; raise --max-delay or lower --delay",
-                hd(cli.delay),
-                hd(cli.max_delay)
-            ));
-        }
-        for (flag, value) in [
-            ("--max-time", cli.max_time),
-            ("--attempt-timeout", cli.attempt_timeout),
-        ] {
-            if value == Some(Duration::ZERO) {
-                return usage(format!("{flag} 0 leaves no time to run anything"));
-            }
-        }
+        // The cap is applied, never refused (SPEC §2): a default cap rises to the longest delay
+        // the user asked for, and an explicit one caps it (--explain warns).
+        let asked = cli
+            .delays
+            .iter()
+            .flatten()
+            .chain([&cli.delay])
+            .max()
+            .copied()
+            .unwrap_or(cli.delay);
+        let max_delay = cli.max_delay.unwrap_or(DEFAULT_MAX_DELAY.max(asked));
+        // 0 is no limit, as timeout(1) reads it.
+        let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
         let shape = match cli.delays {
             Some(list) => {
-                if let Some(long) = list.iter().find(|d| **d > cli.max_delay) {
-                    return usage(format!(
-                        "--delays value {} is longer than --max-delay {}",
-                        hd(*long),
-                        hd(cli.max_delay)
-                    ));
-                }
                 if cli.jitter == Jitter::Decorrelated {
                     return usage(
                         "flags that exclude each other: --jitter decorrelated and --delays; \
@@ -103,12 +96,12 @@ impl TryFrom<Cli> for Policy {
         Ok(Policy {
             command: cli.command.clone(),
             attempts,
-            max_time: cli.max_time,
-            attempt_timeout: cli.attempt_timeout,
+            max_time: limit(cli.max_time),
+            attempt_timeout: limit(cli.attempt_timeout),
             backoff: Backoff {
                 shape,
                 delay: cli.delay,
-                max_delay: cli.max_delay,
+                max_delay,
                 jitter: cli.jitter,
             },
             seed: cli.seed,
@@ -273,19 +266,26 @@ mod tests {
 
     #[test]
     fn relations_between_flags_are_checked() {
-        let cases: [(&[&str], &str); 4] = [
-            (&["--delay", "2m"], "--delay 2m"),
-            (&["--delays", "1s,2h"], "2h"),
-            (
-                &["--delays", "1s", "--jitter", "decorrelated"],
-                "decorrelated",
-            ),
-            (&["--max-time", "0"], "--max-time 0"),
-        ];
-        for (args, word) in cases {
-            let err = policy(args).expect_err(word);
-            assert!(err.0.contains(word), "{args:?}: {err}");
-        }
+        let err = policy(&["--delays", "1s", "--jitter", "decorrelated"]).expect_err("conflict");
+        assert!(err.0.contains("decorrelated"), "{err}");
+    }
+
+    #[test]
+    fn the_cap_is_applied_never_refused() {
+        let cap = |args: &[&str]| policy(args).expect("valid").backoff.max_delay;
+        assert_eq!(cap(&["--delay", "2m"]), Duration::from_secs(120));
+        assert_eq!(cap(&["--delays", "1s,2h"]), Duration::from_secs(7200));
+        assert_eq!(cap(&["--delay", "2s"]), Duration::from_secs(60));
+        assert_eq!(
+            cap(&["--delay", "10s", "--max-delay", "5s"]),
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn zero_time_limits_mean_none() {
+        let p = policy(&["--max-time", "0", "--attempt-timeout", "0"]).expect("valid");
+        assert_eq!((p.max_time, p.attempt_timeout), (None, None));
     }
 
     #[test]
