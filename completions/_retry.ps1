@@ -75,7 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Use this profile of the config file, or a built-in preset of that name')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Use this profile of the config file, or a built-in preset of that name')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No limit on attempts (--max-time and fatal statuses still end the run)')
-            [CompletionResult]::new('--hints', '--hints', [CompletionResultType]::ParameterName, 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`')
+            [CompletionResult]::new('--hints', '--hints', [CompletionResultType]::ParameterName, 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log lines: the resolved policy and each attempt''s start')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')

@@ -72,7 +72,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand -p 'Use this profile of the config file, or a built-in preset of that name'
             cand --profile 'Use this profile of the config file, or a built-in preset of that name'
             cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'
-            cand --hints 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
+            cand --hints 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
             cand -v 'More log lines: the resolved policy and each attempt''s start'
             cand --verbose 'More log lines: the resolved policy and each attempt''s start'
             cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'

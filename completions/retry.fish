@@ -57,7 +57,7 @@ closed\t'Exit 75 without running the command'"
 complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
 complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
-complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`'
+complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'

@@ -955,7 +955,49 @@ fn success_on_replaces_zero_as_success() {
         "0 is no longer success: {}",
         r.show()
     );
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(r.code(), Some(1), "a give-up never exits 0: {}", r.show());
+}
+
+#[test]
+fn a_run_that_gives_up_never_exits_zero() {
+    let dir = TempDir::new().expect("temp dir");
+    let summary = dir.path().join("summary.json");
+    let summary = summary.to_str().expect("UTF-8 path");
+    let r = run(&[
+        "--success-on",
+        "3",
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--summary",
+        summary,
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(summary).expect("summary")).expect("JSON");
+    assert_eq!(
+        (&s["outcome"], &s["exit"]),
+        (&"failure".into(), &1.into()),
+        "{s}"
+    );
+    // A fatal 0 gives up at once, and still does not exit 0.
+    let r = run(&["--success-on", "3", "--fatal-on", "0", "--", "true"]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert!(r.stderr().contains("exit status 0"), "{}", r.show());
+}
+
+#[test]
+fn explain_warns_when_zero_is_no_longer_a_success() {
+    let w = warnings(&explain(&["--success-on", "3"]));
+    assert!(
+        w.iter()
+            .any(|l| l.contains("--success-on") && l.contains("exits 1")),
+        "{w:?}"
+    );
+    assert!(warnings(&explain(&["--success-on", "0,3"])).is_empty());
 }
 
 #[test]

@@ -300,3 +300,68 @@ fn a_singular_profile_table_is_refused_with_the_spelling_to_use() {
         "{err}"
     );
 }
+
+/// The sample config of README.md, as the user would copy it.
+fn readme_config() -> String {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let start = readme
+        .find("# ~/.config/retry/config.toml")
+        .expect("the sample config");
+    let block = &readme[start..];
+    block[..block.find("```").expect("the block's end")].to_string()
+}
+
+#[test]
+fn the_readmes_sample_config_keeps_its_fetch_profile_retrying_a_503() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(&dir, "retry/config.toml", &readme_config());
+    // As curl -f does: a 503 in the header dump, exit status 22.
+    let script = r#"printf 'HTTP/1.1 503 Service Unavailable\r\n\r\n' > "$RETRY_HINT_FILE"; echo run; exit 22"#;
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "-p", "fetch", "-n", "2", "-d", "0", "--", "sh", "-c", script,
+        ])
+        .output()
+        .expect("run retry");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "run\nrun\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_status_list_from_the_file_is_named_in_the_give_up_line() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(
+        &dir,
+        "c.toml",
+        "fatal-on = [3]\n[profiles.p]\nretry-on = \"5\"\n",
+    );
+    let give_up = |args: &[&str], status: &str| {
+        let out = retry_in(dir.path())
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .args(["--", "sh", "-c", &format!("exit {status}")])
+            .output()
+            .expect("run retry");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = give_up(&[], "3");
+    assert!(
+        err.contains("in fatal-on from ") && err.contains("c.toml"),
+        "{err}"
+    );
+    let err = give_up(&["-p", "p"], "4");
+    assert!(err.contains("not in retry-on of profile p"), "{err}");
+    let err = give_up(&["--fatal-on", "3"], "3");
+    assert!(
+        err.contains("in --fatal-on"),
+        "a flag is named as a flag: {err}"
+    );
+}

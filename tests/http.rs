@@ -217,12 +217,31 @@ fn a_fatal_output_rule_stops_a_retryable_http_status() {
 }
 
 #[test]
-fn without_hints_the_placeholder_reaches_the_command_unchanged() {
+fn a_hints_placeholder_turns_hints_on_without_the_flag() {
+    let server = Server::start(vec![Reply::new(503), Reply::new(200)]);
+    let dir = tempfile::TempDir::new().expect("temp dir");
     let out = cmd()
-        .args(["--", "printf", "%s", "{hints}"])
+        .current_dir(dir.path())
+        .args([
+            "-d",
+            "0",
+            "--",
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-D",
+            "{hints}",
+        ])
+        .arg(server.url("/"))
         .output()
         .expect("run retry");
-    assert_eq!(out.stdout, b"{hints}");
+    assert_eq!(server.requests(), 2, "the 503 is retried: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !dir.path().join("{hints}").exists(),
+        "no file named {{hints}} in the current folder"
+    );
 }
 
 #[test]

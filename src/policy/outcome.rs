@@ -18,6 +18,25 @@ pub struct Rules {
     pub fatal_on: CodeSet,
     /// 126 and 127, fatal unless `--retry-on` names them.
     pub never_better: CodeSet,
+    /// Where the lists came from, as the log names them.
+    pub sources: Sources,
+}
+
+/// Where each list came from, as the log names it: `--fatal-on` for a flag, `fatal-on from
+/// ~/.config/retry/config.toml`, `retry-on of profile ci`, `the curl preset's fatal list`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sources {
+    pub retry_on: String,
+    pub fatal_on: String,
+}
+
+impl Default for Sources {
+    fn default() -> Self {
+        Sources {
+            retry_on: "--retry-on".into(),
+            fatal_on: "--fatal-on".into(),
+        }
+    }
 }
 
 /// What an attempt's status means for the run.
@@ -67,6 +86,17 @@ impl Rules {
             retry_on,
             fatal_on: fatal_on.unwrap_or_default(),
             never_better: default_fatal,
+            sources: Sources::default(),
+        }
+    }
+
+    /// Why a status was judged so, naming the list that decided it and where it came from.
+    pub fn say(&self, reason: Reason) -> String {
+        match reason {
+            Reason::RetryOn => format!("retryable: in {}", self.sources.retry_on),
+            Reason::FatalOn => format!("fatal: in {}", self.sources.fatal_on),
+            Reason::NotInRetryOn => format!("fatal: not in {}", self.sources.retry_on),
+            Reason::AnyFailure | Reason::NeverBetter => reason.to_string(),
         }
     }
 

@@ -358,6 +358,13 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
                 .into(),
         );
     }
+    if !p.rules.success.contains(0) {
+        w.push(format!(
+            "--success-on {} leaves out 0: an attempt that exits 0 is a failure, and a run that \
+             gives up on one exits 1",
+            p.rules.success
+        ));
+    }
     if retries.is_none() && p.max_time.is_none() {
         w.push("--forever without --max-time: the run may never end".into());
     }

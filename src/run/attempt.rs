@@ -558,6 +558,16 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
         e.reason = Some(why.clone());
+        // A run that gives up never exits 0, even when its last attempt did (--success-on
+        // without 0): a caller must not read a failure as a success. 1, as for an output rule.
+        let exit = if outcome == Outcome::Failure && exit == Exit::Code(0) {
+            e.reason = Some(format!(
+                "{why} (exit status 0 is not a success here; retry exits 1)"
+            ));
+            Exit::Code(1)
+        } else {
+            exit
+        };
         self.log.write(&e);
         if outcome != Outcome::Cancelled {
             let vars = vec![
@@ -806,15 +816,15 @@ fn decide<R: Rng + ?Sized>(
         (_, Verdict::Fatal(reason)) => {
             let why = match end.unstarted {
                 Some(what) => format!("status {status}: {what}"),
-                None => format!("status {status} is {reason}"),
+                None => format!("status {status} is {}", p.rules.say(reason)),
             };
             let verdict = match reason {
                 Reason::NeverBetter => "fatal: will not get better".to_string(),
-                _ => reason.to_string(),
+                _ => p.rules.say(reason),
             };
             return give_up(why, Some(verdict));
         }
-        (None, Verdict::Retry(reason)) => Some(reason.to_string()),
+        (None, Verdict::Retry(reason)) => Some(p.rules.say(reason)),
     };
     // From here on the attempt failed in a way that is retried; only limits stop the run.
     let out_of = |why: String, verdict: Option<String>| Decision {
@@ -1144,6 +1154,17 @@ mod tests {
         assert_eq!(r.world.slept, [ms(1000), ms(2000)]);
         assert_eq!(r.world.now, ms(3015));
         assert!(r.log.contains("giving up after 3 attempts"), "{}", r.log);
+    }
+
+    #[test]
+    fn a_give_up_on_a_status_0_that_is_not_a_success_exits_1() {
+        let r = run_with(
+            &["--success-on", "3", "-n", "2", "-d", "0"],
+            Fake::new([exits(0, 5); 2]),
+        );
+        assert_eq!(r.exit, Exit::Code(1));
+        assert_eq!((r.summary.outcome, r.summary.exit), (Outcome::Failure, 1));
+        assert!(r.log.contains("retry exits 1"), "{}", r.log);
     }
 
     #[test]

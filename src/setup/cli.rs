@@ -145,7 +145,8 @@ pub struct Cli {
     pub retry_after_max: Duration,
 
     /// Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any
-    /// `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`.
+    /// `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in
+    /// the arguments turns this on by itself.
     #[arg(long, help_heading = "HTTP and hints")]
     pub hints: bool,
 
@@ -355,6 +356,10 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             (
                 "22, 1",
                 "the HTTP status (22) or an output rule (1) failed an attempt that exited 0",
+            ),
+            (
+                "1",
+                "the run gave up on a status 0 that --success-on left out: a give-up never exits 0",
             ),
         ],
     ),

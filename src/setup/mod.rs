@@ -13,7 +13,8 @@ use clap::{FromArgMatches, Parser};
 
 use self::cli::Cli;
 use crate::exit::Exit;
-use crate::policy::{Origins, Policy};
+use crate::policy::outcome::Sources;
+use crate::policy::{Origin, Origins, Policy};
 
 /// What the command line asks for.
 pub struct Setup {
@@ -53,17 +54,53 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
         }
     };
     let (explain, reset_state) = (cli.explain, cli.reset_state);
+    let sources = sources(&cli, &origins);
     match Policy::try_from(cli) {
-        Ok(policy) => Ok(Setup {
-            policy,
-            origins,
-            explain,
-            reset_state,
-        }),
+        Ok(mut policy) => {
+            policy.rules.sources = sources;
+            Ok(Setup {
+                policy,
+                origins,
+                explain,
+                reset_state,
+            })
+        }
         Err(e) => {
             eprintln!("retry: error: {e}");
             Err(Exit::FAILURE)
         }
+    }
+}
+
+/// Where the status lists came from, for the log: a flag, a profile, a file, or a preset.
+fn sources(cli: &Cli, origins: &Origins) -> Sources {
+    let own = |key: &str| match origins.get(key) {
+        Some(Origin::Profile(name)) => format!("{key} of profile {name}"),
+        Some(Origin::File(path)) => format!("{key} from {}", home_relative(path)),
+        _ => format!("--{key}"),
+    };
+    let preset = cli.preset.map(|p| p.name);
+    Sources {
+        retry_on: match (&cli.retry_on, preset) {
+            (None, Some(name)) => format!("the {name} preset's retried statuses"),
+            _ => own("retry-on"),
+        },
+        fatal_on: match (&cli.fatal_on, preset) {
+            (None, Some(name)) => format!("the {name} preset's fatal statuses"),
+            (Some(_), Some(name)) => {
+                format!("{} or the {name} preset's fatal statuses", own("fatal-on"))
+            }
+            (_, None) => own("fatal-on"),
+        },
+    }
+}
+
+/// A path with the home folder written `~`, as people write it.
+fn home_relative(path: &std::path::Path) -> String {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    match home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) if !rest.as_os_str().is_empty() => format!("~/{}", rest.display()),
+        _ => path.display().to_string(),
     }
 }
 

@@ -18,6 +18,9 @@ use crate::policy::{
 /// How long a probe holds the breaker's lease without --attempt-timeout.
 const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
+/// The placeholder for the attempt's hint file in the command's arguments.
+const HINTS: &str = "{hints}";
+
 /// The cap on a delay when neither the user nor a delay longer than it says otherwise.
 const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
 
@@ -133,7 +136,14 @@ impl TryFrom<Cli> for Policy {
                 fatal: cli.fatal_on_http,
             },
             retry_after_max: cli.retry_after_max,
-            hints: cli.hints,
+            // A `{hints}` in the arguments asks for a hint file as plainly as --hints does;
+            // passed on as it is, it would make curl write a file named `{hints}`.
+            hints: cli.hints
+                || cli.command.iter().skip(1).any(|a| {
+                    a.as_encoded_bytes()
+                        .windows(HINTS.len())
+                        .any(|w| w == HINTS.as_bytes())
+                }),
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_giveup: cli.on_giveup,
