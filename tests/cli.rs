@@ -2001,7 +2001,13 @@ fn log_file_takes_the_log_and_stderr_keeps_only_the_childs_lines() {
     assert_eq!(r.stdout(), "child-out\nchild-out\n", "{}", r.show());
     let log = std::fs::read_to_string(&path).expect("the log file");
     assert!(!log.is_empty());
-    assert!(log.lines().all(|l| l.starts_with("retry:")), "{log}");
+    // Each line after its local time.
+    assert!(
+        log.lines().all(|l| l
+            .split_once(' ')
+            .is_some_and(|(_, l)| l.starts_with("retry:"))),
+        "{log}"
+    );
     assert!(log.contains("giving up"), "{log}");
     assert!(log.contains("starting"), "{log}");
 }
@@ -2388,8 +2394,219 @@ fn max_time_and_attempt_timeout_of_zero_mean_no_limit_as_in_timeout() {
 // ---------------------------------------------------------------------------------------------
 // Logs a new user reads
 
+#[test]
+fn the_last_attempt_is_not_called_retryable() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "exit 1");
+    let log = r.log();
+    assert!(log[0].contains("(retryable)"), "{}", r.show());
+    assert!(
+        log[1].starts_with("retry: attempt 2/2 failed"),
+        "{}",
+        r.show()
+    );
+    assert!(!log[1].contains("retryable"), "{}", r.show());
+}
+
+#[test]
+fn log_file_lines_start_with_a_local_timestamp_and_the_give_up_names_the_command() {
+    let dir = TempDir::new().expect("temp dir");
+    let file = dir.path().join("retry.log");
+    let mut cmd = retry();
+    // POSIX TZ: three hours east of UTC.
+    cmd.env("TZ", "XYZ-3").args([
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--log-file"),
+        file.as_os_str(),
+        OsStr::new("--"),
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("exit 4"),
+    ]);
+    let r = run_cmd(cmd);
+    assert_eq!(r.code(), Some(4), "{}", r.show());
+    let log = std::fs::read_to_string(&file).expect("log file");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    for line in &lines {
+        let (stamp, rest) = line.split_once(' ').expect("a timestamp, then the line");
+        assert!(rest.starts_with("retry: "), "{line}");
+        assert!(stamp.ends_with("+03:00"), "the local offset: {line}");
+        assert!(
+            humantime::parse_rfc3339_weak(&stamp[..stamp.len() - 6]).is_ok(),
+            "{line}"
+        );
+        assert_eq!(stamp.as_bytes()[10], b'T', "{line}");
+    }
+    assert!(
+        lines[2].contains("giving up") && lines[2].contains("sh -c 'exit 4'"),
+        "{log}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // JSON log events
 
+#[test]
+fn json_log_gives_a_failing_hook_its_own_event() {
+    let r = run_json(&["-n", "2", "-d", "0", "--on-retry", "exit 3"], "exit 1");
+    let events = r.json();
+    assert!(
+        events.iter().all(|e| e["event"] != "signal"),
+        "{}",
+        r.show()
+    );
+    let hook = events
+        .iter()
+        .find(|e| e["event"] == "hook")
+        .unwrap_or_else(|| panic!("no hook event: {}", r.show()));
+    assert_eq!(hook["status"], 3, "{hook}");
+    assert!(
+        hook["reason"]
+            .as_str()
+            .is_some_and(|s| s.contains("--on-retry")),
+        "{hook}"
+    );
+}
+
+#[test]
+fn json_log_of_a_success_has_its_status_and_duration() {
+    let r = run_json(&["-n", "3", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    let success = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "success")
+        .unwrap_or_else(|| panic!("no success event: {}", r.show()));
+    assert_eq!(success["status"], 0, "{success}");
+    assert!(success["duration_ms"].is_u64(), "{success}");
+}
+
+#[test]
+fn json_log_with_verbose_has_the_policy_in_fields() {
+    let r = run_json(
+        &[
+            "-v",
+            "-n",
+            "2",
+            "-d",
+            "250ms",
+            "--max-delay",
+            "3s",
+            "--fatal-on",
+            "9",
+        ],
+        "exit 9",
+    );
+    let policy = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "policy")
+        .unwrap_or_else(|| panic!("no policy event: {}", r.show()));
+    let p = &policy["policy"];
+    assert_eq!(p["attempts"], 2, "{policy}");
+    assert_eq!(p["delay_ms"], 250, "{policy}");
+    assert_eq!(p["max_delay_ms"], 3000, "{policy}");
+    assert_eq!(p["backoff"], "exponential", "{policy}");
+    assert!(
+        p["fatal_on"].as_str().is_some_and(|s| s.contains('9')),
+        "{policy}"
+    );
+}
+
+#[test]
+fn the_readme_documents_every_json_event_and_field() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let r = run_json(
+        &[
+            "-v",
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--on-retry",
+            "exit 3",
+            "--on-giveup",
+            "exit 4",
+        ],
+        r#"[ "$RETRY_ATTEMPT" = 9 ]"#,
+    );
+    let ok = run_json(&["-n", "2", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    let mut names = std::collections::BTreeSet::new();
+    for e in r.json().iter().chain(&ok.json()) {
+        names.insert(e["event"].as_str().expect("an event name").to_string());
+        for (field, value) in e.as_object().expect("an object") {
+            names.insert(field.clone());
+            if let Some(inner) = value.as_object() {
+                names.extend(inner.keys().cloned());
+            }
+        }
+    }
+    for name in names {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README has no table row for `{name}`"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // A retry inside a retry
+
+/// retry as the command of an outer `retry -n OUTER` would start it.
+fn nested(outer: &str, args: &[&str]) -> Run {
+    let mut cmd = retry();
+    cmd.env("RETRY_DEPTH", "1")
+        .env("RETRY_MAX_ATTEMPTS", outer)
+        .args(args);
+    run_cmd(cmd)
+}
+
+#[test]
+fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
+    let r = nested("3", &["-n", "3", "-d", "0", "--", "false"]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    let log = r.log();
+    let warned: Vec<&String> = log.iter().filter(|l| l.contains("multiply")).collect();
+    assert_eq!(warned.len(), 1, "{}", r.show());
+    assert!(warned[0].contains("3 × 3 = 9"), "{}", r.show());
+    assert!(
+        log.iter().all(|l| l.starts_with("retry: level 2: ")),
+        "{}",
+        r.show()
+    );
+    let quiet = nested("3", &["-q", "-n", "3", "-d", "0", "--", "false"]);
+    assert!(
+        quiet.log().iter().all(|l| !l.contains("multiply")),
+        "{}",
+        quiet.show()
+    );
+    let unlimited = nested("", &["-n", "2", "-d", "0", "--", "false"]);
+    assert!(
+        unlimited.stderr().contains("multiply"),
+        "{}",
+        unlimited.show()
+    );
+}
+
+#[test]
+fn explain_shows_that_a_nested_retry_multiplies_attempts() {
+    let r = nested("4", &["--explain", "-n", "2"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let w = warnings(&r.stdout());
+    assert!(w.iter().any(|l| l.contains("4 × 2 = 8")), "{}", r.show());
+}
+
+#[test]
+fn a_top_level_retry_does_not_warn_about_nesting() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "exit 1");
+    assert!(
+        r.log()
+            .iter()
+            .all(|l| !l.contains("multiply") && !l.contains("level")),
+        "{}",
+        r.show()
+    );
+}

@@ -284,7 +284,8 @@ fn a_summary_that_cannot_be_written_is_logged_and_the_exit_status_stands() {
     ]);
     assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
     assert!(
-        r.stderr.contains("cannot write --summary file"),
+        r.stderr
+            .contains("retry: error: cannot write the --summary file"),
         "{}",
         r.stderr
     );
@@ -630,14 +631,16 @@ fn metrics_that_cannot_be_written_are_logged_and_the_exit_status_stands() {
     let r = run_metrics(&file, "job", FAIL_3);
     assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
     assert!(
-        r.stderr.contains("retry: cannot write --metrics file"),
+        r.stderr
+            .contains("retry: error: cannot write the --metrics file"),
         "{}",
         r.stderr
     );
     let r = run_metrics(&file, "job", &["--", "true"]);
     assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
     assert!(
-        r.stderr.contains("retry: cannot write --metrics file"),
+        r.stderr
+            .contains("retry: error: cannot write the --metrics file"),
         "{}",
         r.stderr
     );
@@ -721,7 +724,10 @@ fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
     let out = summary_to(&fifo);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("cannot write --summary"), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the --summary file"),
+        "{stderr}"
+    );
     assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
     // A reader: it gets the summary.
     let mut reader = File::options()
@@ -852,4 +858,51 @@ fn the_summary_keeps_the_last_attempts_and_counts_them_all() {
     let kept = s["attempts"].as_array().expect("attempts");
     assert_eq!(kept.len(), 100, "{s}");
     assert!(kept.iter().all(|a| a["status"] == 1));
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_named_without_a_temporary_file() {
+    let r = run(&[
+        "--metrics",
+        "/nonexistent/retry-tests/job.prom",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let line = r.stderr.trim_end();
+    assert!(line.starts_with("retry: error: "), "{line}");
+    assert!(
+        line.contains(": /nonexistent/retry-tests/job.prom; "),
+        "{line}"
+    );
+    assert!(
+        !line.contains(".retry-"),
+        "no temporary file's name: {line}"
+    );
+}
+
+#[test]
+fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
+    let r = run(&[
+        "-qq",
+        "--summary",
+        "/nonexistent/retry-tests/s.json",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    assert_eq!(r.stderr, "", "-qq prints nothing");
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("retry.log");
+    let r = run(&[
+        "--log-file",
+        &path_arg(&log),
+        "--summary",
+        "/nonexistent/retry-tests/s.json",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.stderr, "", "the log file takes it");
+    let logged = fs::read_to_string(&log).expect("log file");
+    assert!(logged.contains("--summary"), "{logged}");
 }

@@ -21,10 +21,13 @@ fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
         .output()
         .expect("run script(1)");
     let screen = String::from_utf8_lossy(&out.stdout);
-    for second in ["3s", "2s", "1s"] {
+    // From the wait the log line gave, then whole seconds: the two agree.
+    assert!(screen.contains("retrying in 2.2s"), "{screen:?}");
+    for second in ["2.2s", "2s", "1s"] {
         let shown = format!("\rretry: next attempt in {second}\x1b[K");
         assert!(screen.contains(&shown), "no {shown:?} in {screen:?}");
     }
+    assert!(!screen.contains("next attempt in 3s"), "{screen:?}");
     // Cleared before the next attempt's line, whose verdict is in colour.
     assert!(
         screen.contains("\r\x1b[Kretry: attempt 2/2 \x1b[31mfailed\x1b[0m"),
@@ -101,7 +104,11 @@ fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
     let rest = screen.rest().join("\n");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(rest.contains("cancelled by SIGINT"), "{rest}");
-    assert!(!rest.contains("ready"), "no second attempt: {rest}");
+    // The give-up line names the command, whose text holds the word too.
+    assert!(
+        !rest.lines().any(|l| l.trim() == "ready"),
+        "no second attempt: {rest}"
+    );
 }
 
 #[test]
@@ -151,4 +158,21 @@ fn a_command_in_a_pipeline_gets_the_terminal_when_it_reads_it() {
     keyboard.write_all(b"ann\n").expect("type a name");
     screen.until("hello ann");
     assert_eq!(common::wait(&mut child).code(), Some(0));
+}
+
+#[test]
+fn an_exit_130_at_the_terminal_is_said_to_be_taken_as_ctrl_c_not_a_signal_received() {
+    let Some((mut child, _keyboard, screen)) = on_terminal("-n 3 -d 10ms -- sh -c 'exit 130'")
+    else {
+        return;
+    };
+    let status = common::wait(&mut child);
+    let rest = screen.rest().join("\n");
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        !rest.contains("received"),
+        "no signal reached retry: {rest}"
+    );
+    assert!(rest.contains("taken as a Ctrl-C"), "{rest}");
+    assert!(!rest.contains("attempt 2"), "not retried: {rest}");
 }

@@ -73,6 +73,27 @@ pub struct Policy {
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
+    /// Whether this retry runs inside another's attempt.
+    pub nesting: Nesting,
+}
+
+/// Where a retry runs: at the top, or inside an attempt of another retry (`RETRY_DEPTH`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nesting {
+    /// 1 for a top-level retry, 2 inside another: the `RETRY_DEPTH` its attempts get.
+    pub level: u32,
+    /// Inside another retry, that retry's attempt limit (`RETRY_MAX_ATTEMPTS`): `Some(None)`
+    /// when it has none, `None` when it is not known.
+    pub outer_attempts: Option<Option<u32>>,
+}
+
+impl Default for Nesting {
+    fn default() -> Self {
+        Nesting {
+            level: 1,
+            outer_attempts: None,
+        }
+    }
 }
 
 /// The key a run shares its breaker and budget under, where they are kept, and their rules.
@@ -130,6 +151,8 @@ impl HttpRules {
 pub struct LogSettings {
     /// 2 with -v, 1 by default, 0 with -q (give-up only), below 0 with -qq (nothing).
     pub level: i8,
+    /// The nesting level that each line names, when above 1 (`retry: level 2: ...`).
+    pub depth: u32,
     pub format: LogFormat,
     pub file: Option<PathBuf>,
 }
@@ -243,6 +266,51 @@ impl From<BadValue> for UsageError {
 }
 
 impl Policy {
+    /// The command as a shell would show it: arguments with spaces or quotes in single quotes.
+    pub fn command_line(&self) -> String {
+        self.command
+            .iter()
+            .map(|a| {
+                let a = a.to_string_lossy();
+                let plain = !a.is_empty()
+                    && a.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c));
+                if plain {
+                    a.into_owned()
+                } else {
+                    format!("'{}'", a.replace('\'', r"'\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The warning of a retry inside another's attempt: their attempts multiply.
+    pub fn nesting_warning(&self) -> Option<String> {
+        let n = &self.nesting;
+        if n.level < 2 {
+            return None;
+        }
+        let here = self
+            .attempts
+            .map_or("unlimited".to_string(), |a| a.to_string());
+        let product = match (n.outer_attempts, self.attempts) {
+            (Some(Some(outer)), Some(inner)) => format!(
+                "{outer} × {inner} = {} runs of the command at most",
+                u64::from(outer) * u64::from(inner)
+            ),
+            (Some(None), _) | (_, None) => {
+                format!("the outer retry's attempts × {here} here, without a limit")
+            }
+            (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
+        };
+        Some(format!(
+            "this retry runs inside another (level {}): attempts multiply, {product}; \
+             retry in one place only, or give the inner one -n 1",
+            n.level
+        ))
+    }
+
     /// Every status that is fatal before `--retry-on` is consulted.
     pub fn fatal_list(&self) -> String {
         let all = self.rules.never_better.union(&self.rules.fatal_on);

@@ -2,13 +2,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, IsTerminal, Write};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nix::libc;
 use serde::Serialize;
 
+use crate::policy::backoff::Shape;
 use crate::policy::duration::human;
 use crate::policy::status::Status;
-use crate::policy::{LogFormat, LogSettings};
+use crate::policy::{LogFormat, LogSettings, Policy};
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,12 +25,25 @@ pub enum Event {
     Success,
     /// A signal reached retry and was passed on to the command.
     Signal,
+    /// The attempt that held the terminal ended as a Ctrl-C ends a command; retry itself
+    /// received no signal, and takes it as a cancel.
+    TerminalCancel,
+    /// retry stopped the command: its time ran out, or it outlived --kill-after.
+    Stop,
+    /// The command could not be started.
+    NotStarted,
+    /// A hook failed, exited non-zero or ran out of time.
+    Hook,
+    /// A setting that may not do what the user means (a retry inside another).
+    Warning,
     /// The run ends without success.
     GiveUp,
     /// A key's breaker moved, or its state could not be used (`--key`).
     State,
     /// The run was refused without running the command: the key's breaker is open.
     Refused,
+    /// A --summary or --metrics file could not be written.
+    Report,
 }
 
 /// One log entry; fields that do not apply are `None`.
@@ -47,6 +62,10 @@ pub struct Entry {
     pub elapsed: Duration,
     /// The key's state, with `--key`.
     pub key: Option<KeyFields>,
+    /// The command, for the give-up line.
+    pub command: Option<String>,
+    /// The resolved policy, for the policy line.
+    pub policy: Option<PolicyFields>,
 }
 
 /// What every log entry of a run with `--key` tells of the key's state.
@@ -74,6 +93,8 @@ impl Entry {
             reason: None,
             elapsed,
             key: None,
+            command: None,
+            policy: None,
         }
     }
 
@@ -101,8 +122,36 @@ impl Event {
     fn level(self) -> i8 {
         match self {
             Event::Policy | Event::Start => 2,
-            Event::Failure | Event::Success | Event::Signal | Event::State => 1,
-            Event::GiveUp | Event::Refused => 0,
+            Event::Failure
+            | Event::Success
+            | Event::Signal
+            | Event::State
+            | Event::TerminalCancel
+            | Event::Stop
+            | Event::NotStarted
+            | Event::Hook
+            | Event::Warning => 1,
+            Event::GiveUp | Event::Refused | Event::Report => 0,
+        }
+    }
+
+    /// The event's name in the JSON log.
+    fn name(self) -> &'static str {
+        match self {
+            Event::Policy => "policy",
+            Event::Start => "start",
+            Event::Failure => "failure",
+            Event::Success => "success",
+            Event::Signal => "signal",
+            Event::TerminalCancel => "terminal_cancel",
+            Event::Stop => "stop",
+            Event::NotStarted => "not_started",
+            Event::Hook => "hook",
+            Event::Warning => "warning",
+            Event::GiveUp => "give_up",
+            Event::State => "state",
+            Event::Refused => "refused",
+            Event::Report => "report",
         }
     }
 }
@@ -118,6 +167,11 @@ pub struct Log {
     showing: bool,
     /// Failure and success words in colour: on a terminal, unless NO_COLOR is set.
     colour: bool,
+    /// Text lines begin with the local time: in a log file, which says neither when nor, else,
+    /// what.
+    stamped: bool,
+    /// The nesting level each line names, when above 1.
+    depth: u32,
 }
 
 impl Log {
@@ -128,6 +182,7 @@ impl Log {
             None => Box::new(io::stderr()),
         };
         let mut log = Log::to(settings, sink);
+        log.stamped = settings.file.is_some() && settings.format == LogFormat::Text;
         let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
             && io::stderr().is_terminal();
@@ -146,6 +201,8 @@ impl Log {
             countdown: false,
             showing: false,
             colour: false,
+            stamped: false,
+            depth: settings.depth,
         }
     }
 
@@ -154,14 +211,18 @@ impl Log {
         self.countdown
     }
 
-    /// Shows (or updates) the one countdown line.
+    /// Shows (or updates) the one countdown line: first the wait as the log line gave it
+    /// (`retrying in 2.5s`, then `next attempt in 2.5s`), then whole seconds.
     pub fn count_down(&mut self, left: Duration) {
         if self.countdown {
-            let secs = left.as_secs_f64().ceil();
-            let line = format!(
-                "\rretry: next attempt in {}\x1b[K",
-                human(Duration::from_secs_f64(secs))
-            );
+            let shown = if self.showing {
+                Duration::from_secs_f64(left.as_secs_f64().ceil())
+            } else {
+                // To the hundredth that the log line shows, rounded up: a few milliseconds
+                // spent since it was written do not turn 2.5s into 2.49s.
+                Duration::from_millis(left.as_millis().div_ceil(10) as u64 * 10)
+            };
+            let line = format!("\rretry: next attempt in {}\x1b[K", human(shown));
             let _ = self.sink.write_all(line.as_bytes());
             let _ = self.sink.flush();
             self.showing = true;
@@ -187,8 +248,18 @@ impl Log {
         }
         self.clear_countdown();
         let mut line = match self.format {
-            LogFormat::Text => text(entry, self.colour),
-            LogFormat::Json => json(entry),
+            LogFormat::Text => {
+                let mut line = text(entry, self.colour);
+                if self.depth > 1 {
+                    line.insert_str("retry: ".len(), &format!("level {}: ", self.depth));
+                }
+                if self.stamped {
+                    line.insert(0, ' ');
+                    line.insert_str(0, &local_time(SystemTime::now()));
+                }
+                line
+            }
+            LogFormat::Json => json(entry, self.depth),
         };
         line.push('\n');
         // One write per line, so that a line is not split by the child's own stderr output.
@@ -243,20 +314,117 @@ fn text(e: &Entry, colour: bool) -> String {
             plural(e.attempt - 1, "attempt"),
             human(e.elapsed)
         ),
-        Event::Signal | Event::State => format!("retry: {reason}"),
+        Event::Signal
+        | Event::State
+        | Event::TerminalCancel
+        | Event::Stop
+        | Event::NotStarted
+        | Event::Hook
+        | Event::Warning => format!("retry: {reason}"),
         Event::Refused => format!("retry: {}: {reason}", paint("not running", BOLD_RED)),
+        Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
             // A fatal reason names the status already.
             let last = match e.what() {
                 Some(what) if !reason.starts_with("status") => format!("; last {what}"),
                 _ => String::new(),
             };
+            let command = e
+                .command
+                .as_ref()
+                .map(|c| format!("; command: {c}"))
+                .unwrap_or_default();
             format!(
-                "retry: {} after {} in {}: {reason}{last}",
+                "retry: {} after {} in {}: {reason}{last}{command}",
                 paint("giving up", BOLD_RED),
                 plural(e.attempt, "attempt"),
                 human(e.elapsed)
             )
+        }
+    }
+}
+
+/// `2026-11-21T21:16:03.254+01:00`: RFC 3339 in the local time zone, with its offset, as a
+/// person reading a log file wants it. UTC where the local time cannot be known.
+fn local_time(now: SystemTime) -> String {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let Ok(secs) = libc::time_t::try_from(since.as_secs()) else {
+        return humantime::format_rfc3339_millis(now).to_string();
+    };
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // SAFETY: localtime_r writes only to the tm it is given, which lives on this stack, and
+    // returns null on failure. glibc reads TZ (or /etc/localtime) on its first call.
+    let tm = unsafe {
+        if libc::localtime_r(&secs, tm.as_mut_ptr()).is_null() {
+            return humantime::format_rfc3339_millis(now).to_string();
+        }
+        tm.assume_init()
+    };
+    let offset = tm.tm_gmtoff;
+    let sign = if offset < 0 { '-' } else { '+' };
+    let offset = offset.unsigned_abs() / 60;
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}{sign}{:02}:{:02}",
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        since.subsec_millis(),
+        offset / 60,
+        offset % 60
+    )
+}
+
+/// The resolved policy as fields of the JSON log's `policy` event.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyFields {
+    attempts: Option<u32>,
+    max_time_ms: Option<u128>,
+    attempt_timeout_ms: Option<u128>,
+    backoff: &'static str,
+    factor: Option<f64>,
+    delays_ms: Option<Vec<u128>>,
+    delay_ms: u128,
+    max_delay_ms: u128,
+    jitter: String,
+    seed: Option<u64>,
+    success_on: String,
+    retry_on: Option<String>,
+    fatal_on: String,
+    hints: bool,
+}
+
+impl PolicyFields {
+    pub fn of(p: &Policy) -> PolicyFields {
+        let b = &p.backoff;
+        let (backoff, factor, delays) = match &b.shape {
+            Shape::Exponential { factor } => ("exponential", Some(*factor), None),
+            Shape::Linear => ("linear", None, None),
+            Shape::Constant => ("constant", None, None),
+            Shape::Fibonacci => ("fibonacci", None, None),
+            Shape::List(list) => (
+                "list",
+                None,
+                Some(list.iter().map(Duration::as_millis).collect()),
+            ),
+        };
+        PolicyFields {
+            attempts: p.attempts,
+            max_time_ms: p.max_time.map(|d| d.as_millis()),
+            attempt_timeout_ms: p.attempt_timeout.map(|d| d.as_millis()),
+            backoff,
+            factor,
+            delays_ms: delays,
+            delay_ms: b.delay.as_millis(),
+            max_delay_ms: b.max_delay.as_millis(),
+            jitter: b.jitter.to_string(),
+            seed: p.seed,
+            success_on: p.rules.success.to_string(),
+            retry_on: p.rules.retry_on.as_ref().map(ToString::to_string),
+            fatal_on: p.fatal_list(),
+            hints: p.hints,
         }
     }
 }
@@ -273,22 +441,18 @@ struct Json<'a> {
     reason: Option<&'a str>,
     elapsed_ms: u128,
     timestamp: String,
+    level: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<&'a PolicyFields>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     key: Option<&'a KeyFields>,
 }
 
-fn json(e: &Entry) -> String {
+fn json(e: &Entry, level: u32) -> String {
     let record = Json {
-        event: match e.event {
-            Event::Policy => "policy",
-            Event::Start => "start",
-            Event::Failure => "failure",
-            Event::Success => "success",
-            Event::Signal => "signal",
-            Event::GiveUp => "give_up",
-            Event::State => "state",
-            Event::Refused => "refused",
-        },
+        event: e.event.name(),
         attempt: e.attempt,
         max_attempts: e.max_attempts,
         status: e.status_number(),
@@ -298,6 +462,9 @@ fn json(e: &Entry) -> String {
         reason: e.reason.as_deref(),
         elapsed_ms: e.elapsed.as_millis(),
         timestamp: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        level,
+        command: e.command.as_deref(),
+        policy: e.policy.as_ref(),
         key: e.key.as_ref(),
     };
     // A struct of plain fields always serializes.
@@ -327,7 +494,7 @@ mod tests {
             text(&e, false),
             "retry: attempt 2/5 failed: killed by SIGKILL (status 137) after 40ms (retryable); retrying in 1.5s"
         );
-        let v: serde_json::Value = serde_json::from_str(&json(&e)).expect("valid JSON");
+        let v: serde_json::Value = serde_json::from_str(&json(&e, 1)).expect("valid JSON");
         assert_eq!(v["event"], "failure");
         assert_eq!(v["status"], 137);
         assert_eq!(v["signal"], "SIGKILL");

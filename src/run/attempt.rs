@@ -16,8 +16,7 @@ use crate::policy::output_rules::Found;
 use crate::policy::shared::Refusal;
 use crate::policy::status::{Status, cancels, signal_name};
 use crate::policy::{HttpVerdict, Policy};
-use crate::report::log::KeyFields;
-use crate::report::log::{Entry, Event as LogEvent, Log};
+use crate::report::log::{Entry, Event as LogEvent, KeyFields, Log, PolicyFields};
 use crate::report::summary::{AttemptSummary, KeySummary, Outcome, StoreSummary, Summary};
 use crate::state::{self, Refused, Shared};
 
@@ -215,19 +214,25 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         }
     }
 
-    /// Logs a note about the attempt: a hook that failed, a signal passed on.
-    fn note(&mut self, msg: String) {
-        let mut e = self.entry(LogEvent::Signal);
+    /// Logs a note about the attempt: a signal passed on, a command stopped, a hook failed.
+    fn note(&mut self, event: LogEvent, msg: String) {
+        let mut e = self.entry(event);
         e.reason = Some(msg);
         self.log.write(&e);
     }
 
-    /// Before the first attempt: the key's breaker may refuse the run, which then exits 75.
+    /// Before the first attempt: the policy (-v), a warning when this retry runs inside
+    /// another, whose attempts multiply with its own; then the key's breaker may refuse the
+    /// run, which then exits 75.
     fn begin(&mut self) -> Option<Exit> {
         if self.log.shows(LogEvent::Policy) {
             let mut e = self.entry(LogEvent::Policy);
             e.reason = Some(self.policy.to_string());
+            e.policy = Some(PolicyFields::of(self.policy));
             self.log.write(&e);
+        }
+        if let Some(warning) = self.policy.nesting_warning() {
+            self.note(LogEvent::Warning, warning);
         }
         let admitted = self.shared.as_mut()?.admit();
         self.state_warning();
@@ -396,7 +401,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let end = match self.world.spawn(&env) {
             Ok(()) => self.supervise(started),
             Err(e) => {
-                self.note(e.message);
+                self.note(LogEvent::NotStarted, e.message);
                 End {
                     status: Status::Code(e.status),
                     stopped: None,
@@ -470,7 +475,10 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     fn succeed(&mut self, end: &End) -> Exit {
         if self.attempt > 1 {
-            self.log.write(&self.entry(LogEvent::Success));
+            let mut e = self.entry(LogEvent::Success);
+            e.status = Some(end.status);
+            e.duration = Some(end.ran);
+            self.log.write(&e);
         }
         self.log_moves();
         let exit = end.exit();
@@ -558,6 +566,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
         e.reason = Some(why.clone());
+        e.command = Some(self.policy.command_line());
         // A run that gives up never exits 0, even when its last attempt did (--success-on
         // without 0): a caller must not read a failure as a success. 1, as for an output rule.
         let exit = if outcome == Outcome::Failure && exit == Exit::Code(0) {
@@ -592,12 +601,17 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 .map(|n| n.to_string())
                 .unwrap_or_default(),
         ));
+        let mut e = self.entry(LogEvent::Hook);
         let failure = match self.world.hook(command, vars, self.policy.hooks.timeout) {
             Ok(Status::Code(0)) => return,
-            Ok(status) => status.to_string(),
+            Ok(status) => {
+                e.status = Some(status);
+                status.to_string()
+            }
             Err(why) => why,
         };
-        self.note(format!("{flag} hook failed: {failure}"));
+        e.reason = Some(format!("{flag} hook failed: {failure}"));
+        self.log.write(&e);
     }
 
     /// Waits until `until`, counting down on a terminal; returns the cancelling signal that
@@ -630,7 +644,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 Event::Timer => {}
                 Event::Signal(sig) if cancels(sig) => break Some(sig),
                 // With no attempt running, there is nobody to pass other signals on to.
-                Event::Signal(_) | Event::Exited(_) => {}
+                Event::Signal(_) | Event::Exited(_) | Event::Interrupted(_) => {}
             }
         };
         log.clear_countdown();
@@ -676,7 +690,10 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 Event::Timer if kill_at.is_some_and(|at| self.world.elapsed() >= at) => {
                     self.world.kill(Signal::SIGKILL as i32);
                     kill_at = None;
-                    self.note("the command outlived --kill-after; sent SIGKILL".into());
+                    self.note(
+                        LogEvent::Stop,
+                        "the command outlived --kill-after; sent SIGKILL".into(),
+                    );
                 }
                 Event::Timer if limit.is_some_and(|at| self.world.elapsed() >= at) => {
                     stopped = Some(why);
@@ -687,7 +704,10 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                         Stop::Deadline => "--max-time",
                     };
                     let sig = signal_name(p.kill_signal);
-                    self.note(format!("{what} reached; sent {sig} to the command"));
+                    self.note(
+                        LogEvent::Stop,
+                        format!("{what} reached; sent {sig} to the command"),
+                    );
                 }
                 Event::Timer => {}
                 Event::Signal(sig) if cancels(sig) => {
@@ -697,14 +717,41 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                     if again {
                         self.world.kill(Signal::SIGKILL as i32);
                         kill_at = None;
-                        self.note(format!("{name} again; killed the command"));
+                        self.note(
+                            LogEvent::Signal,
+                            format!("{name} again; killed the command"),
+                        );
                     } else {
                         self.world.kill(sig);
                         kill_at.get_or_insert(self.world.elapsed().saturating_add(p.kill_after));
-                        self.note(format!(
-                            "{name} received; passed on to the command; no more attempts"
-                        ));
+                        self.note(
+                            LogEvent::Signal,
+                            format!("{name} received; passed on to the command; no more attempts"),
+                        );
                     }
+                    cancelled.get_or_insert(sig);
+                }
+                // A Ctrl-C that reached retry too (typed before the attempt had the terminal)
+                // was said already.
+                Event::Interrupted(_) if cancelled.is_some() => {}
+                Event::Interrupted(sig) => {
+                    // retry received nothing: it infers the Ctrl-C from how the attempt ended,
+                    // and says so. The rest of the group had the Ctrl-C from the terminal.
+                    self.world.kill(sig);
+                    kill_at.get_or_insert(self.world.elapsed().saturating_add(p.kill_after));
+                    let key = if sig == Signal::SIGQUIT as i32 {
+                        "Ctrl-\\"
+                    } else {
+                        "Ctrl-C"
+                    };
+                    self.note(
+                        LogEvent::TerminalCancel,
+                        format!(
+                            "the command ended with status {} while it held the terminal, as {key} \
+                             ends a command: taken as a {key} typed there; no more attempts",
+                            128 + sig
+                        ),
+                    );
                     cancelled.get_or_insert(sig);
                 }
                 Event::Signal(sig) => self.world.kill(sig),
@@ -826,16 +873,27 @@ fn decide<R: Rng + ?Sized>(
         }
         (None, Verdict::Retry(reason)) => Some(p.rules.say(reason)),
     };
-    // From here on the attempt failed in a way that is retried; only limits stop the run.
+    // From here on the attempt failed in a way that is retried; only limits stop the run. Such
+    // a failure says it is not retried: "(retryable)" would mislead.
+    let not_retried = |why: &str, reason: Option<String>| {
+        let said = reason
+            .as_deref()
+            .and_then(|r| r.strip_prefix("retryable: "))
+            .map(|r| format!("{r}; "))
+            .unwrap_or_default();
+        Some(format!("{said}not retried: {why}"))
+    };
     let out_of = |why: String, verdict: Option<String>| Decision {
         retryable: true,
         ..give_up(why, verdict)
     };
     if p.attempts.is_some_and(|max| attempt >= max) {
-        return out_of("attempts used up".into(), reason);
+        let why = "attempts used up";
+        return out_of(why.into(), not_retried(why, reason));
     }
     if end.stopped == Some(Stop::Deadline) {
-        return out_of("--max-time reached".into(), reason);
+        let why = "--max-time reached";
+        return out_of(why.into(), not_retried(why, reason));
     }
     if output_gone() {
         let why = "nothing reads its output any more";
@@ -852,7 +910,7 @@ fn decide<R: Rng + ?Sized>(
                 human(asked),
                 human(max.saturating_sub(now))
             );
-            return out_of(why, reason);
+            return out_of(why, not_retried("--max-time", reason));
         }
         let wait = follow(asked, p.retry_after_max, rng);
         delay = delay.max(wait);
@@ -875,7 +933,7 @@ fn decide<R: Rng + ?Sized>(
             human(delay),
             human(max.saturating_sub(now))
         );
-        return out_of(why, reason);
+        return out_of(why, not_retried("--max-time", reason));
     }
     out_of(String::new(), reason).retry(delay)
 }

@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 
 use crate::exit::Exit;
 use crate::policy::Policy;
-use crate::report::log::Log;
+use crate::report::log::{Entry, Event, Log};
 use crate::report::summary::Summary;
 
 /// Runs the command as the policy says, from `start` (when retry began), and writes the
@@ -61,7 +61,8 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
     let exit = attempt::Attempts::new(policy, &mut world, &mut rng, &mut log, &mut summary)
         .with_state(shared)
         .run();
-    // A report that cannot be written is logged; the run's outcome stands.
+    // A report that cannot be written is logged, as the give-up line is (under -q too, not
+    // under -qq, and in the --log-file); the run's outcome stands.
     let reports = [
         (
             &policy.summary,
@@ -74,8 +75,36 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         if let Some(path) = path
             && let Err(e) = write(&summary, path)
         {
-            eprintln!("retry: cannot write {flag} file '{}': {e}", path.display());
+            let mut entry = Entry::new(
+                Event::Report,
+                u32::try_from(summary.attempt_count).unwrap_or(u32::MAX),
+                policy.attempts,
+                start.elapsed(),
+            );
+            entry.reason = Some(format!(
+                "cannot write the {flag} file ({}): {}; check that its folder exists and is \
+                 writable (retry's exit status is the command's all the same)",
+                cause(&e),
+                path.display()
+            ));
+            log.write(&entry);
         }
     }
     exit
+}
+
+/// What went wrong, without the name of the temporary file that tempfile adds to its errors:
+/// the first operating-system error in the chain, else the kind.
+fn cause(e: &std::io::Error) -> String {
+    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = at {
+        if let Some(code) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return std::io::Error::from_raw_os_error(code).to_string();
+        }
+        at = err.source();
+    }
+    e.kind().to_string()
 }

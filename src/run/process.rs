@@ -66,10 +66,7 @@ impl Process {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let key =
             inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let depth = inherited("RETRY_DEPTH")
-            .and_then(|d| d.parse::<u32>().ok())
-            .unwrap_or(0)
-            .saturating_add(1);
+        let depth = p.nesting.level;
         let mut envp: Vec<CString> = std::env::vars_os()
             .filter(|(name, _)| !OWN_VARIABLES.contains(&name.as_bytes()))
             .filter_map(|(name, value)| entry(name.as_bytes(), value.as_bytes()).ok())
@@ -435,7 +432,7 @@ impl World for Process {
                 if let Some(signal) = self.terminal_cancel(status) {
                     self.signals.cancelled_at_the_terminal();
                     self.exited = Some(status);
-                    return Event::Signal(signal);
+                    return Event::Interrupted(signal);
                 }
                 return Event::Exited(status);
             }

@@ -17,6 +17,10 @@ pub enum Event {
     Timer,
     /// A signal reached retry.
     Signal(i32),
+    /// The attempt that held the terminal ended as a Ctrl-C (or Ctrl-\) typed there ends a
+    /// command: by SIGINT or SIGQUIT, or with status 130 or 131 from a trap. retry received no
+    /// signal itself; it takes the end as this signal's cancel.
+    Interrupted(i32),
 }
 
 /// What the loop may ask of the world: processes, time and signals.

@@ -12,7 +12,7 @@ use crate::policy::outcome::Rules;
 use crate::policy::shared::SharedSettings;
 use crate::policy::store::{self, Place, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
-    Hooks, HttpRules, LogSettings, Policy, StateSettings, UsageError, output_rules,
+    Hooks, HttpRules, LogSettings, Nesting, Policy, StateSettings, UsageError, output_rules,
 };
 
 /// How long a probe holds the breaker's lease without --attempt-timeout.
@@ -96,6 +96,7 @@ impl TryFrom<Cli> for Policy {
                 lease: cli.attempt_timeout.unwrap_or(DEFAULT_LEASE),
             },
         });
+        let nesting = nesting();
         Ok(Policy {
             command: cli.command.clone(),
             attempts,
@@ -165,10 +166,12 @@ impl TryFrom<Cli> for Policy {
             }),
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
+                depth: nesting.level,
                 format: cli.log_format,
                 file: cli.log_file,
             },
             state,
+            nesting,
         })
     }
 }
@@ -224,6 +227,26 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
         url.password = Some(Secret::new(password));
     }
     Ok(Some(url))
+}
+
+/// Where this retry runs, from what a retry above it gave its attempt: `RETRY_DEPTH` and
+/// `RETRY_MAX_ATTEMPTS` (empty when that retry has no limit).
+fn nesting() -> Nesting {
+    let inherited = std::env::var("RETRY_DEPTH")
+        .ok()
+        .and_then(|d| d.parse::<u32>().ok())
+        .unwrap_or(0);
+    let outer_attempts = (inherited > 0)
+        .then(|| std::env::var("RETRY_MAX_ATTEMPTS").ok())
+        .flatten()
+        .and_then(|v| match v.as_str() {
+            "" => Some(None),
+            n => n.parse().ok().map(Some),
+        });
+    Nesting {
+        level: inherited.saturating_add(1),
+        outer_attempts,
+    }
 }
 
 /// The user's output rules and a preset's, together.
