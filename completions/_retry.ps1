@@ -21,8 +21,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'retry' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1)')
-            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1) [default: 5]')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total attempts, the first included (at least 1) [default: 5]')
             [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Retries after the first attempt: the same as --attempts N+1')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)')
             [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)')
@@ -40,7 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--success-on', '--success-on', [CompletionResultType]::ParameterName, 'Statuses that count as success, e.g. 0,3 (replaces the default 0)')
             [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal')
             [CompletionResult]::new('--fatal-on', '--fatal-on', [CompletionResultType]::ParameterName, 'Never retry these statuses (added to 126 and 127; wins over --retry-on)')
-            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'Built-in lists of retryable and fatal statuses for a well-known command: curl. --retry-on replaces the preset''s retryable list; --fatal-on adds to its fatal one')
+            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset''s retryable list; --fatal-on adds to its fatal one')
             [CompletionResult]::new('--retry-if-output', '--retry-if-output', [CompletionResultType]::ParameterName, 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)')
             [CompletionResult]::new('--fatal-if-output', '--fatal-if-output', [CompletionResultType]::ParameterName, 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)')
             [CompletionResult]::new('--match-stream', '--match-stream', [CompletionResultType]::ParameterName, 'The output streams the output rules read')

@@ -18,8 +18,8 @@ set edit:completion:arg-completer[retry] = {|@words|
     }
     var completions = [
         &'retry'= {
-            cand -n 'Total attempts, the first included (at least 1)'
-            cand --attempts 'Total attempts, the first included (at least 1)'
+            cand -n 'Total attempts, the first included (at least 1) [default: 5]'
+            cand --attempts 'Total attempts, the first included (at least 1) [default: 5]'
             cand --retries 'Retries after the first attempt: the same as --attempts N+1'
             cand -t 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)'
             cand --max-time 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)'
@@ -37,7 +37,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --success-on 'Statuses that count as success, e.g. 0,3 (replaces the default 0)'
             cand --retry-on 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal'
             cand --fatal-on 'Never retry these statuses (added to 126 and 127; wins over --retry-on)'
-            cand --preset 'Built-in lists of retryable and fatal statuses for a well-known command: curl. --retry-on replaces the preset''s retryable list; --fatal-on adds to its fatal one'
+            cand --preset 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset''s retryable list; --fatal-on adds to its fatal one'
             cand --retry-if-output 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)'
             cand --fatal-if-output 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)'
             cand --match-stream 'The output streams the output rules read'

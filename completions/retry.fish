@@ -1,4 +1,4 @@
-complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1)' -r
+complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1) [default: 5]' -r
 complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
 complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)' -r
 complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none' -r
@@ -15,7 +15,7 @@ complete -c retry -l seed -d 'Seed for the random source, for a reproducible sch
 complete -c retry -l success-on -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)' -r
 complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal' -r
 complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
-complete -c retry -l preset -d 'Built-in lists of retryable and fatal statuses for a well-known command: curl. --retry-on replaces the preset\'s retryable list; --fatal-on adds to its fatal one' -r
+complete -c retry -l preset -d 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset\'s retryable list; --fatal-on adds to its fatal one' -r
 complete -c retry -l retry-if-output -d 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)' -r
 complete -c retry -l fatal-if-output -d 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)' -r
 complete -c retry -l match-stream -d 'The output streams the output rules read' -r -f -a "both\t''

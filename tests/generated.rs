@@ -39,7 +39,22 @@ fn man_page() -> Vec<u8> {
     let render = |out: &mut Vec<u8>| -> std::io::Result<()> {
         man.render_title(out)?;
         man.render_name_section(out)?;
-        man.render_synopsis_section(out)?;
+        // clap_mangen's synopsis lists every flag; the help's usage line reads better.
+        let mut synopsis = roff::Roff::new();
+        synopsis.control("SH", ["SYNOPSIS"]);
+        synopsis.text([
+            roff::bold("retry"),
+            roff::roman(" ["),
+            roff::italic("OPTIONS"),
+            roff::roman("] ["),
+            roff::bold("--"),
+            roff::roman("] "),
+            roff::italic("COMMAND"),
+            roff::roman(" ["),
+            roff::italic("ARG"),
+            roff::roman("]..."),
+        ]);
+        synopsis.to_writer(out)?;
         man.render_description_section(out)?;
         man.render_options_section(out)?;
         let mut sections = roff::Roff::new();
@@ -165,4 +180,83 @@ fn the_fish_completion_loads_and_completes_retry_flags() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+#[test]
+fn the_short_help_answers_the_common_questions_on_its_first_screen() {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
+        .arg("-h")
+        .output()
+        .expect("run retry -h");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let screen: Vec<&str> = help.lines().take(30).collect();
+    let first = screen.join("\n");
+    assert!(
+        first.contains("retry [OPTIONS] [--] COMMAND [ARG]..."),
+        "{first}"
+    );
+    assert!(
+        first.contains("250ms") && first.contains("1h 30m"),
+        "durations: {first}"
+    );
+    for status in ["124", "125"] {
+        assert!(first.contains(status), "exit status {status}: {first}");
+    }
+    for preset in retry::setup::presets::ALL {
+        assert!(
+            first.contains(preset.name),
+            "preset {}: {first}",
+            preset.name
+        );
+    }
+    let n = help
+        .lines()
+        .find(|l| l.contains("--attempts"))
+        .expect("the -n line");
+    assert!(n.contains("[default: 5]"), "{n}");
+}
+
+#[test]
+fn the_man_page_has_the_synopsis_command_hint_files_and_see_also() {
+    let (_, man) = rendered().pop().expect("the man page is rendered last");
+    let man = String::from_utf8(man).expect("UTF-8 roff");
+    let synopsis = &man[man.find(".SH SYNOPSIS").expect("a synopsis")..];
+    let synopsis = &synopsis[..synopsis[4..].find(".SH").expect("a section after it")];
+    assert!(
+        synopsis.contains("[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fICOMMAND\\fR [\\fIARG\\fR]..."),
+        "{synopsis}"
+    );
+    for needle in [
+        ".SH COMMAND",
+        "retry\\-after=30s",
+        "stop",
+        ".SH \"SEE ALSO\"",
+        "timeout(1)",
+        "curl(1)",
+        "systemd.service(5)",
+    ] {
+        assert!(man.contains(needle), "man page lacks {needle}");
+    }
+}
+
+#[test]
+fn the_readmes_cron_lines_do_not_rely_on_crons_path() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let mut blocks = readme.split("```cron").skip(1).peekable();
+    assert!(blocks.peek().is_some(), "the README has cron examples");
+    for block in blocks {
+        let block = &block[..block.find("```").expect("end of block")];
+        // A variable setting (PATH=...) or a job: five time fields, then the command.
+        let jobs = block
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter(|l| !l.split_whitespace().next().is_some_and(|w| w.contains('=')));
+        for job in jobs {
+            let command = job.split_whitespace().nth(5).unwrap_or_default();
+            assert!(
+                command.starts_with('/'),
+                "cron's PATH is /usr/bin:/bin: name retry by its full path in {job:?}"
+            );
+        }
+    }
 }

@@ -24,13 +24,14 @@ use crate::setup::presets::{self, Preset};
 #[command(
     name = "retry",
     version,
-    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. \
-                  Exit status: the last attempt's; 124 timed out; 125 retry's own error. \
-                  See --help for more.",
+    override_usage = USAGE,
+    before_help = QUICK,
+    help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}{all-args}{after-help}",
+    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. See --help for more.",
     after_long_help = after_long_help()
 )]
 pub struct Cli {
-    /// Total attempts, the first included (at least 1).
+    /// Total attempts, the first included (at least 1) [default: 5].
     #[arg(short = 'n', long, value_name = "N", value_parser = attempts,
           conflicts_with_all = ["retries", "forever"], help_heading = "When to stop")]
     pub attempts: Option<u32>,
@@ -110,8 +111,9 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub fatal_on: Option<CodeSet>,
 
-    /// Built-in lists of retryable and fatal statuses for a well-known command: curl.
-    /// --retry-on replaces the preset's retryable list; --fatal-on adds to its fatal one.
+    /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
+    /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
+    /// fatal one.
     #[arg(long, value_name = "NAME", value_parser = preset, help_heading = "Which results are retried")]
     pub preset: Option<&'static Preset>,
 
@@ -317,14 +319,29 @@ pub struct Cli {
     #[arg(long)]
     pub explain: bool,
 
-    /// The command to run and its arguments, passed on byte for byte.
-    #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1..,
+    /// The command to run and its arguments, passed on byte for byte: run directly, not
+    /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
+    /// begins with a dash.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., help_heading = "Command",
           value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state"])]
     pub command: Vec<OsString>,
 }
 
+/// How retry is called, for the help and the man page's synopsis.
+pub const USAGE: &str = "retry [OPTIONS] [--] COMMAND [ARG]...";
+
+/// The answers to the common questions, on the first screen of `retry -h`.
+const QUICK: &str = "\
+Example:     retry -n 3 -d 2s -- curl -fsS https://example.com/health
+DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds (0 as a limit: none)
+LIST:        exit statuses, ranges and signals, as 1,5-7,75,SIGKILL
+Exit status: the last attempt's; 124 timed out; 125 bad usage or retry's own failure;
+             126/127 cannot run / not found; 1 gave up on a status 0 that is not success;
+             75 refused, the --key's breaker being open
+Presets:     curl, sysexits, ssh, git, apt (--preset NAME, or -p NAME)";
+
 /// The end of `--help`, and the man page's sections after the options: one source for both.
-pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
+pub const SECTIONS: [(&str, &[(&str, &str)]); 6] = [
     (
         "EXIT STATUS",
         &[
@@ -436,6 +453,23 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
         ],
     ),
     (
+        "HINT FILES",
+        &[
+            (
+                "HTTP/1.1 503 Service Unavailable ... Retry-After: 30",
+                "a header dump, as curl -D {hints} writes it: the last response's status is judged by --retry-on-http and --fatal-on-http, and Retry-After sets the next wait (up to --retry-after-max)",
+            ),
+            (
+                "retry-after=30s",
+                "a line any command may write to $RETRY_HINT_FILE: wait this long before the next attempt",
+            ),
+            (
+                "stop",
+                "a line that asks not to be retried: the run ends with the attempt's status",
+            ),
+        ],
+    ),
+    (
         "EXAMPLES",
         &[
             (
@@ -461,6 +495,23 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 4] = [
             (
                 "retry --explain -n 6 --seed 1",
                 "show the schedule, run nothing",
+            ),
+        ],
+    ),
+    (
+        "SEE ALSO",
+        &[
+            (
+                "timeout(1)",
+                "one attempt with a time limit; retry reads its exit statuses and 0 as it does",
+            ),
+            (
+                "curl(1)",
+                "--retry, and the exit statuses of the curl preset",
+            ),
+            (
+                "systemd.service(5)",
+                "Restart= and RestartSec= for services that systemd keeps running",
             ),
         ],
     ),
