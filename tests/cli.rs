@@ -145,6 +145,13 @@ fn explain(args: &[&str]) -> String {
     r.stdout()
 }
 
+/// The row of the policy `--explain` shows for a setting; empty when there is none.
+fn row<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+        .unwrap_or_default()
+}
+
 fn dur(s: &str) -> Duration {
     humantime::parse_duration(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
 }
@@ -369,17 +376,9 @@ fn max_time_stops_a_running_attempt_with_124() {
 #[test]
 fn max_time_accepts_humantime_durations() {
     let text = explain(&["--max-time", "1h 30m"]);
-    assert!(
-        text.lines()
-            .any(|l| l.trim_start().starts_with("max-time") && l.contains("1h 30m")),
-        "{text}"
-    );
+    assert!(row(&text, "max-time").contains("1h 30m"), "{text}");
     let text = explain(&["-t", "90"]);
-    assert!(
-        text.lines()
-            .any(|l| l.trim_start().starts_with("max-time") && l.contains("1m 30s")),
-        "{text}"
-    );
+    assert!(row(&text, "max-time").contains("1m 30s"), "{text}");
 }
 
 #[test]
@@ -2384,11 +2383,8 @@ fn max_time_and_attempt_timeout_of_zero_mean_no_limit_as_in_timeout() {
     assert_eq!(r.code(), Some(1), "{}", r.show());
     assert_eq!(r.lines(), ["run"; 2], "{}", r.show());
     let text = explain(&["--max-time", "0", "--attempt-timeout", "0"]);
-    assert!(
-        text.lines()
-            .any(|l| l.trim_start().starts_with("max-time") && l.contains("none")),
-        "{text}"
-    );
+    assert!(row(&text, "max-time").contains("none"), "{text}");
+    assert!(row(&text, "attempt-timeout").contains("none"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------------
