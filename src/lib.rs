@@ -10,6 +10,7 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod setup;
+pub mod sim;
 pub mod state;
 
 use std::ffi::OsString;

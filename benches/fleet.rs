@@ -1,0 +1,262 @@
+//! The simulator's evidence, printed as tables, written as CSV (one row per scenario,
+//! parameters, policy and seed, under target/fleet/) and drawn as SVG charts (under docs/fleet/,
+//! which the README shows).
+//!
+//! A. Brooker 2015, the oracle: `shared/reference/brooker-2015.md`'s model and figures. Each
+//!    of our figures is the mean of 100 runs with its 95% confidence interval, beside the
+//!    published one; a difference beyond ±15% is printed as a miss.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use plotters::prelude::*;
+use retry::sim::Estimate;
+use retry::sim::brooker::{self, REFERENCE};
+
+/// Runs per (clients, policy) cell, as the blog's simulator made.
+const RUNS: u64 = 100;
+/// How far a figure may land from the published one.
+const TOLERANCE: f64 = 0.15;
+
+fn out_dir(parts: &[&str]) -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    dir.extend(parts);
+    dir
+}
+
+/// One cell of scenario A: a policy at a client count.
+struct Cell {
+    clients: usize,
+    policy: &'static str,
+    calls: Estimate,
+    time_ms: Estimate,
+    reference: (f64, f64),
+}
+
+fn scenario_a(csv: &mut String) -> Vec<Cell> {
+    let policies = brooker::policies();
+    let mut cells = Vec::new();
+    for (clients, reference) in REFERENCE {
+        for ((name, backoff), reference) in policies.iter().zip(reference) {
+            let runs: Vec<_> = (0..RUNS)
+                .map(|seed| (seed, brooker::run(clients, backoff, seed)))
+                .collect();
+            for (seed, run) in &runs {
+                let _ = writeln!(
+                    csv,
+                    "A,{clients},{name},{seed},{},{:.3}",
+                    run.calls,
+                    run.time as f64 / 1e6
+                );
+            }
+            let calls: Vec<f64> = runs.iter().map(|(_, r)| r.calls as f64).collect();
+            let times: Vec<f64> = runs.iter().map(|(_, r)| r.time as f64 / 1e6).collect();
+            cells.push(Cell {
+                clients,
+                policy: name,
+                calls: Estimate::of(&calls),
+                time_ms: Estimate::of(&times),
+                reference,
+            });
+        }
+    }
+    cells
+}
+
+fn off(ours: f64, theirs: f64) -> f64 {
+    ours / theirs - 1.0
+}
+
+fn print_a(cells: &[Cell]) -> usize {
+    println!("A. Brooker 2015: mean calls and completion time over {RUNS} runs, ± 95% CI");
+    println!(
+        "  {:>7}  {:<13}{:>16} {:>7} {:>6}   {:>18} {:>8} {:>6}",
+        "clients", "policy", "calls", "ref", "diff", "time ms", "ref", "diff"
+    );
+    let mut misses = 0;
+    for c in cells {
+        let (dc, dt) = (
+            off(c.calls.mean, c.reference.0),
+            off(c.time_ms.mean, c.reference.1),
+        );
+        let miss = dc.abs() > TOLERANCE || dt.abs() > TOLERANCE;
+        misses += usize::from(miss);
+        println!(
+            "  {:>7}  {:<13}{:>9.0} ± {:<4.0} {:>7.0} {:>+5.1}%   {:>9.0} ± {:<6.0} {:>8.0} {:>+5.1}%{}",
+            c.clients,
+            c.policy,
+            c.calls.mean,
+            c.calls.ci95,
+            c.reference.0,
+            dc * 100.0,
+            c.time_ms.mean,
+            c.time_ms.ci95,
+            c.reference.1,
+            dt * 100.0,
+            if miss { "  MISSED" } else { "" }
+        );
+    }
+    misses
+}
+
+/// The blog's conclusions, checked on our figures at every client count past 10.
+fn conclusions(cells: &[Cell]) -> Vec<(String, bool)> {
+    let at = |clients, policy| {
+        cells
+            .iter()
+            .find(|c| c.clients == clients && c.policy == policy)
+            .map(|c| (c.calls.mean, c.time_ms.mean))
+            .unwrap_or((f64::NAN, f64::NAN))
+    };
+    let mut checks = Vec::new();
+    for (clients, _) in REFERENCE.iter().skip(1) {
+        let exp = at(*clients, "exponential");
+        let equal = at(*clients, "equal");
+        let full = at(*clients, "full");
+        let decorr = at(*clients, "decorrelated");
+        let jittered = [equal, full, decorr];
+        checks.push((
+            format!("{clients} clients: un-jittered exponential takes the longest by far"),
+            jittered.iter().all(|j| exp.1 > 3.0 * j.1),
+        ));
+        checks.push((
+            format!("{clients} clients: un-jittered exponential makes more calls than any jitter"),
+            jittered.iter().all(|j| exp.0 > j.0),
+        ));
+        checks.push((
+            format!("{clients} clients: full jitter does less work than decorrelated"),
+            full.0 < decorr.0,
+        ));
+        checks.push((
+            format!("{clients} clients: equal jitter is slower than full and decorrelated"),
+            equal.1 > full.1 && equal.1 > decorr.1,
+        ));
+    }
+    checks
+}
+
+/// A named line of a chart, in its colour.
+type Series<'a> = (&'a str, RGBColor, Vec<(usize, f64)>);
+
+/// Lines of `y` against `x`, one per named series, on `area`.
+fn lines<DB, Y>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x: (&str, std::ops::Range<usize>),
+    y: Y,
+    series: &[Series<'_>],
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x.1, y)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc(x.0)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (name, colour, points) in series {
+        let colour = *colour;
+        chart
+            .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+            .map_err(|e| e.to_string())?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// Scenario A: calls and completion time against clients, one line per policy.
+fn chart_a(cells: &[Cell], path: &Path) -> Result<(), String> {
+    let root = SVGBackend::new(path, (960, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (left, right) = root.split_horizontally(480);
+    let colours = [BLACK, RED, MAGENTA, BLUE, GREEN];
+    let series = |pick: fn(&Cell) -> f64| -> Vec<Series<'_>> {
+        brooker::policies()
+            .iter()
+            .zip(colours)
+            .map(|((name, _), colour)| {
+                let points = cells
+                    .iter()
+                    .filter(|c| c.policy == *name)
+                    .map(|c| (c.clients, pick(c)))
+                    .collect();
+                (*name, colour, points)
+            })
+            .collect()
+    };
+    lines(
+        &left,
+        "calls (writes) per run",
+        ("clients", 0..200),
+        0.0..9000.0,
+        &series(|c| c.calls.mean),
+    )?;
+    lines(
+        &right,
+        "completion time, ms (log scale)",
+        ("clients", 0..200),
+        (100.0..200_000.0).log_scale(),
+        &series(|c| c.time_ms.mean),
+    )?;
+    root.present().map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let mut csv = String::from("scenario,clients,policy,seed,calls,time_ms\n");
+    let cells = scenario_a(&mut csv);
+    let misses = print_a(&cells);
+    println!();
+    let checks = conclusions(&cells);
+    for (what, held) in &checks {
+        println!("  {} {what}", if *held { "holds:" } else { "FAILS:" });
+    }
+    let failed = checks.iter().filter(|(_, held)| !held).count();
+    println!(
+        "\n  {} of {} figures within ±{:.0}% of the reference; {} of {} conclusions hold",
+        cells.len() * 2 - misses,
+        cells.len() * 2,
+        TOLERANCE * 100.0,
+        checks.len() - failed,
+        checks.len()
+    );
+    let csv_dir = out_dir(&["target", "fleet"]);
+    let charts = out_dir(&["docs", "fleet"]);
+    let written = fs::create_dir_all(&csv_dir)
+        .and_then(|()| fs::write(csv_dir.join("scenario-a.csv"), &csv))
+        .and_then(|()| fs::create_dir_all(&charts))
+        .map_err(|e| e.to_string())
+        .and_then(|()| chart_a(&cells, &charts.join("scenario-a.svg")));
+    match written {
+        Ok(()) => {
+            println!(
+                "\n  wrote {} and {}",
+                csv_dir.join("scenario-a.csv").display(),
+                charts.join("scenario-a.svg").display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fleet: cannot write the results: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
