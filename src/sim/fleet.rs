@@ -1,0 +1,365 @@
+//! Scenario C, and `retry --explain --fleet N`: a fleet of hosts, each running a job every
+//! period (cron, each host at its own phase), against one service that is down for a while and
+//! then recovers. Each run is retry's policy: its attempts, its backoff and jitter drawn by
+//! [`Backoff::schedule`](crate::policy::backoff::Backoff::schedule), its `--max-time`, and with a
+//! key its breaker and budget through the same [`Shared`] handle a real run uses, over an
+//! in-memory store: one for the whole fleet (a shared store), or one per host (local state, or a
+//! shared store that is down and every host falls back to its own).
+
+use std::time::Duration;
+
+use rand::RngExt;
+
+use super::{Component, Nanos, Queue, nanos, stream};
+use crate::policy::Policy;
+use crate::policy::backoff::Schedule;
+use crate::policy::breaker::Attempt;
+use crate::policy::shared::SharedSettings;
+use crate::state::Shared;
+use crate::state::memory::MemoryStore;
+
+/// Where the hosts keep the key's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// No key: every run starts from nothing.
+    None,
+    /// Each host its own state (`--key` without `--state`, or a shared store that is down).
+    PerHost,
+    /// One state for the fleet (`--key` with `--state redis://…`).
+    Fleet,
+}
+
+/// The world the fleet runs in.
+#[derive(Clone, Debug)]
+pub struct World {
+    pub hosts: usize,
+    /// How often each host's job runs.
+    pub every: Duration,
+    /// Each host's first run starts at a random time within this (at most `every`): cron's
+    /// splay. Zero starts them all at once.
+    pub splay: Duration,
+    /// The service fails every call from time 0 to this, then answers every call.
+    pub outage: Duration,
+    /// How long a call takes, failed or not.
+    pub call: Duration,
+    pub seed: u64,
+}
+
+/// What the fleet did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Calls that reached the service while it was down.
+    pub calls_during: u64,
+    /// Calls after it recovered, until every host had succeeded once.
+    pub calls_after: u64,
+    /// Runs the breaker refused (exit 75).
+    pub refused: u64,
+    /// Runs that were a breaker's probe.
+    pub probes: u64,
+    /// Runs that gave up without success.
+    pub gave_up: u64,
+    /// The most calls in one second.
+    pub peak_per_second: u64,
+    /// The most retries (calls after a run's first) in one second: what jitter spreads.
+    pub peak_retries_per_second: u64,
+    /// From the recovery to the first success in the fleet.
+    pub first_success: Option<Duration>,
+    /// From the recovery to the time every host had succeeded once; `None` when some host had
+    /// not by the end of the simulated time.
+    pub last_success: Option<Duration>,
+    /// Calls in each bucket of `bucket`, from time 0.
+    pub timeline: Vec<u64>,
+    pub bucket: Duration,
+    /// The simulated time.
+    pub horizon: Duration,
+}
+
+/// One run of retry on one host.
+struct Run<'a> {
+    host: usize,
+    started: Nanos,
+    attempt: u32,
+    schedule: Schedule<'a>,
+    shared: Option<Shared>,
+}
+
+enum Event {
+    /// A host's job starts a run.
+    Start(usize),
+    /// A run's attempt calls the service.
+    Call(usize),
+    /// The call's answer arrives: success or not.
+    Answer(usize, bool),
+}
+
+/// Runs the fleet through the outage. `state` is the key's rules when `sharing` is not
+/// [`Sharing::None`].
+pub fn simulate(
+    policy: &Policy,
+    sharing: Sharing,
+    state: Option<&SharedSettings>,
+    world: &World,
+) -> Report {
+    let backoff = &policy.backoff;
+    let outage = nanos(world.outage);
+    let every = nanos(world.every).max(1);
+    let call = nanos(world.call);
+    let horizon = outage
+        .saturating_add(state.map_or(0, |s| nanos(s.breaker.open_max)))
+        .saturating_add(policy.max_time.map_or(every, nanos).max(every))
+        .saturating_add(2 * every);
+    let bucket = Duration::from_nanos((horizon / 60).max(1_000_000_000));
+    let mut timeline = vec![0u64; usize::try_from(horizon / nanos(bucket) + 1).unwrap_or(1)];
+    let mut per_second = std::collections::HashMap::<u64, u64>::new();
+    let mut retries_per_second = std::collections::HashMap::<u64, u64>::new();
+
+    let mut phases = stream(world.seed, Component::Arrivals);
+    let mut rng = stream(world.seed, Component::Policy);
+    let fleet_store = MemoryStore::default();
+    let stores: Vec<MemoryStore> = (0..world.hosts)
+        .map(|_| match sharing {
+            Sharing::Fleet => fleet_store.clone(),
+            _ => MemoryStore::default(),
+        })
+        .collect();
+    let mut queue = Queue::default();
+    let splay = nanos(world.splay).min(every);
+    for host in 0..world.hosts {
+        let phase = if splay == 0 {
+            0
+        } else {
+            phases.random_range(0..splay)
+        };
+        queue.at(phase, Event::Start(host));
+    }
+    let mut runs: Vec<Option<Run>> = Vec::new();
+    let mut report = Report {
+        bucket,
+        horizon: Duration::from_nanos(horizon),
+        ..Report::default()
+    };
+    let mut recovered = vec![false; world.hosts];
+    let mut waiting = world.hosts;
+    let ms = |t: Nanos| t / 1_000_000;
+
+    while let Some(event) = queue.pop() {
+        let now = queue.now();
+        match event {
+            Event::Start(host) => {
+                if now.saturating_add(every) < horizon && waiting > 0 {
+                    queue.after(every, Event::Start(host));
+                }
+                let mut shared = match (sharing, state) {
+                    (Sharing::None, _) | (_, None) => None,
+                    (_, Some(s)) => Some(Shared::new(
+                        "fleet".into(),
+                        s.clone(),
+                        Box::new(stores[host].clone()),
+                    )),
+                };
+                if let Some(shared) = &mut shared {
+                    stores[host].now.set(ms(now));
+                    // An in-memory store does not fail.
+                    if let Ok(Some(_)) = shared.admit() {
+                        report.refused += 1;
+                        continue;
+                    }
+                    report.probes += u64::from(shared.probing());
+                }
+                runs.push(Some(Run {
+                    host,
+                    started: now,
+                    attempt: 0,
+                    schedule: backoff.schedule(),
+                    shared,
+                }));
+                queue.at(now, Event::Call(runs.len() - 1));
+            }
+            Event::Call(id) => {
+                let Some(run) = runs[id].as_mut() else {
+                    continue;
+                };
+                if run.attempt > 0
+                    && let Some(shared) = &mut run.shared
+                {
+                    stores[run.host].now.set(ms(now));
+                    if let Ok(Some(_)) = shared.before_retry() {
+                        report.gave_up += 1;
+                        runs[id] = None;
+                        continue;
+                    }
+                }
+                run.attempt += 1;
+                if now < outage {
+                    report.calls_during += 1;
+                } else {
+                    report.calls_after += 1;
+                }
+                if let Some(slot) =
+                    timeline.get_mut(usize::try_from(now / nanos(bucket)).unwrap_or(usize::MAX))
+                {
+                    *slot += 1;
+                }
+                *per_second.entry(now / 1_000_000_000).or_default() += 1;
+                if run.attempt > 1 {
+                    *retries_per_second.entry(now / 1_000_000_000).or_default() += 1;
+                }
+                queue.after(call, Event::Answer(id, now >= outage));
+            }
+            Event::Answer(id, ok) => {
+                let Some(mut run) = runs[id].take() else {
+                    continue;
+                };
+                let attempts_left = policy.attempts.is_none_or(|max| run.attempt < max);
+                let delay = (!ok && attempts_left).then(|| run.schedule.next_delay(&mut rng));
+                let in_time = |d: Duration| {
+                    policy.max_time.is_none_or(|max| {
+                        now.saturating_add(nanos(d)).saturating_sub(run.started) < nanos(max)
+                    })
+                };
+                let mut retry = delay.filter(|d| in_time(*d));
+                if let Some(shared) = &mut run.shared {
+                    stores[run.host].now.set(ms(now));
+                    let counted = if ok {
+                        Attempt::Success
+                    } else {
+                        Attempt::Failure
+                    };
+                    let u = rng.random::<f64>();
+                    if let Ok((_, Some(_))) = shared.after_attempt(counted, retry.is_some(), u) {
+                        retry = None;
+                    }
+                }
+                if ok {
+                    if now >= outage {
+                        let since = Duration::from_nanos(now - outage);
+                        report.first_success.get_or_insert(since);
+                        if !recovered[run.host] {
+                            recovered[run.host] = true;
+                            waiting -= 1;
+                            if waiting == 0 {
+                                report.last_success = Some(since);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                match retry {
+                    Some(delay) => {
+                        runs[id] = Some(run);
+                        queue.after(nanos(delay), Event::Call(id));
+                    }
+                    None => report.gave_up += 1,
+                }
+            }
+        }
+    }
+    report.peak_per_second = per_second.values().copied().max().unwrap_or(0);
+    report.peak_retries_per_second = retries_per_second.values().copied().max().unwrap_or(0);
+    report.timeline = timeline;
+    report
+}
+
+/// The shared-state rules with the breaker or the budget turned off.
+pub fn only(s: &SharedSettings, breaker: bool, budget: bool) -> SharedSettings {
+    let mut s = s.clone();
+    if !breaker {
+        s.breaker.failures = 0;
+    }
+    if !budget {
+        s.budget.burst = 0;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::cli::Cli;
+    use clap::Parser;
+
+    fn policy(args: &[&str]) -> Policy {
+        let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "cmd"]))
+            .expect("flags parse");
+        Policy::try_from(cli).expect("valid policy")
+    }
+
+    fn world(hosts: usize, outage_min: u64) -> World {
+        World {
+            hosts,
+            every: Duration::from_secs(300),
+            splay: Duration::from_secs(300),
+            outage: Duration::from_secs(outage_min * 60),
+            call: Duration::from_millis(100),
+            seed: 1,
+        }
+    }
+
+    fn shared(p: &Policy) -> SharedSettings {
+        p.state.as_ref().expect("--key").shared.clone()
+    }
+
+    #[test]
+    fn one_cron_job_through_a_47_minute_outage_agrees_with_the_readme() {
+        let p = policy(&["-n", "5", "--key", "api"]);
+        let w = World {
+            // The job's first run at the start of the outage, as in the README's table.
+            splay: Duration::ZERO,
+            ..world(1, 47)
+        };
+        let without = simulate(&p, Sharing::None, None, &w);
+        let with = simulate(&p, Sharing::PerHost, Some(&shared(&p)), &w);
+        // Ten runs fall in 47 minutes, whatever the phase; five attempts each without a key.
+        assert_eq!(without.calls_during, 50, "{without:?}");
+        assert_eq!(with.calls_during, 10, "{with:?}");
+        assert_eq!((with.refused, with.probes), (5, 6), "{with:?}");
+        assert!(with.last_success > without.last_success);
+    }
+
+    #[test]
+    fn a_shared_breaker_lets_one_probe_through_for_the_whole_fleet() {
+        let p = policy(&["-n", "5", "--key", "api"]);
+        let s = shared(&p);
+        let w = world(50, 30);
+        let local = simulate(&p, Sharing::PerHost, Some(&s), &w);
+        let fleet = simulate(&p, Sharing::Fleet, Some(&s), &w);
+        let none = simulate(&p, Sharing::None, None, &w);
+        assert!(
+            fleet.calls_during < local.calls_during,
+            "{fleet:?} {local:?}"
+        );
+        assert!(local.calls_during < none.calls_during, "{local:?} {none:?}");
+        assert!(fleet.probes < local.probes);
+        assert!(fleet.last_success.is_some() && local.last_success.is_some());
+    }
+
+    #[test]
+    fn without_jitter_a_fleet_retries_in_step() {
+        let jittered = policy(&["-n", "5", "-d", "10s"]);
+        let plain = policy(&["-n", "5", "-d", "10s", "--jitter", "none"]);
+        let w = World {
+            // Every host at the same phase: jobs started by the same cron minute.
+            splay: Duration::ZERO,
+            ..world(200, 5)
+        };
+        let j = simulate(&jittered, Sharing::None, None, &w);
+        let n = simulate(&plain, Sharing::None, None, &w);
+        assert_eq!(n.peak_per_second, 200, "every host starts at once");
+        assert_eq!(n.peak_retries_per_second, 200, "and retries in step");
+        assert!(j.peak_retries_per_second < 60, "{j:?}");
+    }
+
+    #[test]
+    fn a_thousand_hosts_take_well_under_a_second() {
+        let p = policy(&["-n", "5", "--key", "api"]);
+        let started = std::time::Instant::now();
+        let r = simulate(&p, Sharing::Fleet, Some(&shared(&p)), &world(1000, 10));
+        assert!(r.last_success.is_some());
+        // Debug build, shared machine: a wide margin over the release build's time.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
