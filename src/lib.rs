@@ -34,6 +34,13 @@ where
     if setup.reset_state {
         return reset_state(policy);
     }
+    if let (true, Some(fleet)) = (setup.explain, setup.fleet) {
+        let text = sim::explain::fleet(policy, fleet);
+        return match std::io::stdout().lock().write_all(text.as_bytes()) {
+            Ok(()) => Exit::Code(0),
+            Err(_) => Exit::FAILURE,
+        };
+    }
     if setup.explain {
         // The key's state, read without changing it.
         let key = policy.state.as_ref().map(|settings| {

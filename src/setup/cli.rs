@@ -319,6 +319,25 @@ pub struct Cli {
     #[arg(long)]
     pub explain: bool,
 
+    /// With --explain: simulate N processes running this policy against one service that is
+    /// down for --outage, and print what they do to it, beside the same policy without jitter
+    /// and without shared state.
+    #[arg(long, value_name = "N", requires = "explain",
+          value_parser = clap::value_parser!(u32).range(1..=100_000),
+          help_heading = "Explain a fleet")]
+    pub fleet: Option<u32>,
+
+    /// With --fleet: how long the service is down.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
+          help_heading = "Explain a fleet")]
+    pub outage: Duration,
+
+    /// With --fleet: how often each process runs the job (a cron interval); each process
+    /// starts at its own time within the first.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
+          help_heading = "Explain a fleet")]
+    pub every: Duration,
+
     /// The command to run and its arguments, passed on byte for byte: run directly, not
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.

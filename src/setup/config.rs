@@ -15,11 +15,14 @@ use super::{cli, presets, usage};
 use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
-const NOT_SETTINGS: [&str; 6] = [
+const NOT_SETTINGS: [&str; 9] = [
     "config",
     "profile",
     "explain",
     "reset-state",
+    "fleet",
+    "outage",
+    "every",
     "help",
     "version",
 ];

@@ -8,12 +8,14 @@ mod usage;
 mod validate;
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use clap::{FromArgMatches, Parser};
 
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
+use crate::policy::shared::SharedSettings;
 use crate::policy::{Origin, Origins, Policy};
 
 /// What the command line asks for.
@@ -25,6 +27,16 @@ pub struct Setup {
     pub explain: bool,
     /// Forget the key's state and run nothing.
     pub reset_state: bool,
+    /// With `--explain`, simulate a fleet running the policy.
+    pub fleet: Option<Fleet>,
+}
+
+/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fleet {
+    pub hosts: u32,
+    pub outage: Duration,
+    pub every: Duration,
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
@@ -54,6 +66,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
         }
     };
     let (explain, reset_state) = (cli.explain, cli.reset_state);
+    if cli.fleet.is_some() && cli.every < Duration::from_secs(1) {
+        eprintln!(
+            "retry: error: --every is too short for a job's interval: {}; give 1s or more",
+            humantime::format_duration(cli.every)
+        );
+        return Err(Exit::FAILURE);
+    }
+    let fleet = cli.fleet.map(|hosts| Fleet {
+        hosts,
+        outage: cli.outage,
+        every: cli.every,
+    });
     let sources = sources(&cli, &origins);
     match Policy::try_from(cli) {
         Ok(mut policy) => {
@@ -63,6 +87,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
                 origins,
                 explain,
                 reset_state,
+                fleet,
             })
         }
         Err(e) => {
@@ -112,4 +137,10 @@ fn clap_error(e: clap::Error) -> Exit {
     }
     eprintln!("retry: error: {}", usage::describe(&e, str::to_string));
     Exit::FAILURE
+}
+
+/// The breaker and budget that `--key` turns on, with their defaults.
+pub fn default_state() -> Option<SharedSettings> {
+    let cli = Cli::try_parse_from(["retry", "--explain", "--key", "default"]).ok()?;
+    Some(Policy::try_from(cli).ok()?.state?.shared)
 }

@@ -8,6 +8,7 @@
 //! sees the same arrivals and the same network.
 
 pub mod brooker;
+pub mod explain;
 pub mod fleet;
 
 use std::cmp::Ordering;

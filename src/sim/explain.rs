@@ -1,0 +1,169 @@
+//! `retry --explain --fleet N`: what N processes running this policy do to a service that is
+//! down for a while, simulated with the policy's own code, beside the same policy without
+//! jitter and without (or with) shared state.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use super::fleet::{Report, Sharing, World, simulate};
+use crate::policy::Policy;
+use crate::policy::backoff::Jitter;
+use crate::policy::duration::human;
+use crate::setup::Fleet;
+
+/// How long one call to the service takes in the simulation, failed or not.
+const CALL: Duration = Duration::from_millis(100);
+/// Columns of the chart.
+const WIDTH: usize = 60;
+/// Rows of the chart.
+const HEIGHT: usize = 4;
+
+/// The whole explanation, as printed.
+pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
+    let world = World {
+        hosts: usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
+        every: fleet.every,
+        splay: fleet.every,
+        outage: fleet.outage,
+        call: CALL,
+        seed: policy.seed.unwrap_or(1),
+    };
+    let state = policy.state.as_ref().map(|s| &s.shared);
+    // A key without a shared store is a state per host.
+    let sharing = if state.is_some() {
+        Sharing::PerHost
+    } else {
+        Sharing::None
+    };
+    let mut plain = policy.clone();
+    plain.backoff.jitter = Jitter::None;
+    let mut rows = vec![
+        ("this policy", simulate(policy, sharing, state, &world)),
+        ("without jitter", simulate(&plain, sharing, state, &world)),
+    ];
+    match state {
+        Some(_) => rows.push((
+            "without --key",
+            simulate(policy, Sharing::None, None, &world),
+        )),
+        None => {
+            // What a key would do, with the default breaker and budget.
+            if let Some(keyed) = crate::setup::default_state() {
+                rows.push((
+                    "with --key (each host)",
+                    simulate(policy, Sharing::PerHost, Some(&keyed), &world),
+                ));
+                rows.push((
+                    "with --key, one store",
+                    simulate(policy, Sharing::Fleet, Some(&keyed), &world),
+                ));
+            }
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Fleet: {} processes, each running the job every {} (first runs spread over it),\n\
+         against one service that is down for {}, then up; a call takes {}.\n\
+         Simulated with retry's own backoff, jitter, breaker and budget (seed {}).\n",
+        fleet.hosts,
+        human(fleet.every),
+        human(fleet.outage),
+        human(CALL),
+        world.seed
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {}",
+        "", "calls in", "calls", "peak", "peak", "runs", "all back"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {}",
+        "", "outage", "after", "calls/s", "retries/s", "refused", "after recovery"
+    );
+    for (name, r) in &rows {
+        let back = r.last_success.map_or_else(|| "not yet".to_string(), human);
+        let _ = writeln!(
+            out,
+            "  {name:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {back}",
+            r.calls_during, r.calls_after, r.peak_per_second, r.peak_retries_per_second, r.refused
+        );
+    }
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let _ = writeln!(
+        out,
+        "\nCalls per second over time, this policy (each column the mean over {})",
+        human(rows[0].1.bucket)
+    );
+    chart(&mut out, &rows[0].1, fleet.outage, colour);
+    out
+}
+
+/// A chart of calls per second, `HEIGHT` rows of block characters, the outage in red on a
+/// terminal.
+fn chart(out: &mut String, r: &Report, outage: Duration, colour: bool) {
+    const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let per_bucket = r.bucket.as_secs_f64();
+    // The timeline has one bucket per 1/60 of the simulated time: a column each.
+    let rates: Vec<f64> = r
+        .timeline
+        .iter()
+        .take(WIDTH)
+        .map(|&calls| calls as f64 / per_bucket)
+        .collect();
+    let top = rates
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let outage_end = (outage.as_secs_f64() / per_bucket) as usize;
+    let label_width = 9;
+    for row in (0..HEIGHT).rev() {
+        let label = if row == HEIGHT - 1 {
+            format!("{top:.0}/s")
+        } else {
+            String::new()
+        };
+        let _ = write!(out, "  {label:>label_width$} ");
+        let mut in_red = false;
+        for (i, rate) in rates.iter().enumerate() {
+            let eighths = (rate / top * (HEIGHT * 8) as f64).round() as usize;
+            let here = eighths.saturating_sub(row * 8).min(8);
+            // A column with any calls shows at least a sliver.
+            let here = if row == 0 && here == 0 && *rate > 0.0 {
+                1
+            } else {
+                here
+            };
+            if colour && (i < outage_end) != in_red {
+                in_red = i < outage_end;
+                out.push_str(if in_red { "\x1b[31m" } else { "\x1b[0m" });
+            }
+            out.push(BLOCKS[here]);
+        }
+        if in_red {
+            out.push_str("\x1b[0m");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "  {:>label_width$} {}", "", "─".repeat(rates.len()));
+    let mut axis = vec![' '; rates.len()];
+    if let Some(c) = axis.get_mut(outage_end) {
+        *c = '^';
+    }
+    let _ = writeln!(
+        out,
+        "  {:>label_width$} {}",
+        "",
+        axis.iter().collect::<String>().trim_end()
+    );
+    let _ = writeln!(
+        out,
+        "  {:>label_width$} 0 .. {}; ^ the service is back",
+        "",
+        human(r.horizon)
+    );
+}

@@ -1,0 +1,79 @@
+//! `retry --explain --fleet N` (SPEC §12) through the built binary: it simulates, runs
+//! nothing, exits 0, and answers quickly for a thousand processes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+fn explain(args: &[&str]) -> (std::process::Output, Duration) {
+    let mut c = common::retry();
+    c.env_remove("RETRY_STATE_DIR")
+        .args(["--explain"])
+        .args(args);
+    let started = Instant::now();
+    let out = c.output().expect("retry runs");
+    (out, started.elapsed())
+}
+
+#[test]
+fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let marker = dir.path().join("ran");
+    let touch = format!("touch '{}'", marker.display());
+    let (out, took) = explain(&[
+        "--fleet", "1000", "--outage", "10m", "-n", "5", "--", "sh", "-c", &touch,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!marker.exists(), "nothing ran");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Fleet: 1000 processes"), "{text}");
+    for row in [
+        "this policy",
+        "without jitter",
+        "with --key (each host)",
+        "with --key, one store",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    assert!(text.contains('█'), "a chart: {text}");
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
+    // A debug build on a shared machine; the release build takes milliseconds.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+/// The calls a row of the table counts into the outage.
+fn calls_in_outage(text: &str, row: &str) -> u64 {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(row))
+        .and_then(|l| {
+            l[l.find(row).map_or(0, |i| i + row.len())..]
+                .split_whitespace()
+                .next()
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no row {row:?} in {text}"))
+}
+
+#[test]
+fn one_store_for_the_fleet_sends_far_fewer_calls_into_the_outage() {
+    let (out, _) = explain(&["--fleet", "200", "--outage", "30m", "--key", "api"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let with = calls_in_outage(&text, "this policy");
+    let without = calls_in_outage(&text, "without --key");
+    assert!(with * 2 < without, "{with} against {without}: {text}");
+}
+
+#[test]
+fn fleet_needs_explain_and_a_sane_interval() {
+    let out = common::retry()
+        .args(["--fleet", "10", "--", "true"])
+        .output()
+        .expect("retry runs");
+    assert_eq!(out.status.code(), Some(125));
+    let (out, _) = explain(&["--fleet", "10", "--every", "10ms"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--every"));
+    let (out, _) = explain(&["--fleet", "0"]);
+    assert_eq!(out.status.code(), Some(125));
+}
