@@ -73,16 +73,19 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         human(CALL),
         world.seed
     );
-    let _ = writeln!(
-        out,
-        "  {:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {}",
-        "", "calls in", "calls", "peak", "peak", "runs", "all back"
-    );
-    let _ = writeln!(
-        out,
-        "  {:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {}",
-        "", "outage", "after", "calls/s", "retries/s", "refused", "after recovery"
-    );
+    for (a, b, c, d, e, f) in [
+        ("calls in", "calls", "peak", "peak", "runs", "all back"),
+        (
+            "outage",
+            "after",
+            "calls/s",
+            "retries/s",
+            "refused",
+            "after recovery",
+        ),
+    ] {
+        let _ = writeln!(out, "  {:<24}{a:>10} {b:>10} {c:>9} {d:>9} {e:>8}  {f}", "");
+    }
     for (name, r) in &rows {
         let back = r.last_success.map_or_else(|| "not yet".to_string(), human);
         let _ = writeln!(
