@@ -18,6 +18,9 @@ use crate::policy::shared::SharedSettings;
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
 
+/// `--breaker-open-max`'s default: the simulated time covers at least this after the outage.
+const DEFAULT_OPEN_MAX: Duration = Duration::from_secs(15 * 60);
+
 /// Where the hosts keep the key's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sharing {
@@ -50,7 +53,7 @@ pub struct World {
 pub struct Report {
     /// Calls that reached the service while it was down.
     pub calls_during: u64,
-    /// Calls after it recovered, until every host had succeeded once.
+    /// Calls after it recovered, to the end of the simulated time.
     pub calls_after: u64,
     /// Runs the breaker refused (exit 75).
     pub refused: u64,
@@ -104,8 +107,12 @@ pub fn simulate(
     let outage = nanos(world.outage);
     let every = nanos(world.every).max(1);
     let call = nanos(world.call);
+    // The same for every variant of a policy, so that they are compared over the same time:
+    // long enough for a breaker open for its longest to let a probe through after the outage,
+    // and for every host to run again.
+    let open_max = state.map_or(0, |s| nanos(s.breaker.open_max));
     let horizon = outage
-        .saturating_add(state.map_or(0, |s| nanos(s.breaker.open_max)))
+        .saturating_add(open_max.max(nanos(DEFAULT_OPEN_MAX)))
         .saturating_add(policy.max_time.map_or(every, nanos).max(every))
         .saturating_add(2 * every);
     let bucket = Duration::from_nanos((horizon / 60).max(1_000_000_000));
@@ -146,7 +153,7 @@ pub fn simulate(
         let now = queue.now();
         match event {
             Event::Start(host) => {
-                if now.saturating_add(every) < horizon && waiting > 0 {
+                if now.saturating_add(every) < horizon {
                     queue.after(every, Event::Start(host));
                 }
                 let mut shared = match (sharing, state) {
@@ -256,6 +263,12 @@ pub fn simulate(
     }
     report.peak_per_second = per_second.values().copied().max().unwrap_or(0);
     report.peak_retries_per_second = retries_per_second.values().copied().max().unwrap_or(0);
+    // The last bucket runs past the simulated time: it would show a drop that is not there.
+    timeline.truncate(
+        usize::try_from(horizon / nanos(bucket))
+            .unwrap_or(usize::MAX)
+            .max(1),
+    );
     report.timeline = timeline;
     report
 }
