@@ -10,6 +10,10 @@
 //!    state, with a breaker per host, with one shared breaker, one shared budget, both, and both
 //!    with the shared store down (each host falls back to its own state). Means over 30 seeds
 //!    with 95% confidence intervals.
+//! Real processes against the simulator: 100 real `retry` processes sharing one `--key` call a
+//! real HTTP server on 127.0.0.1 (with `curl`) that answers 503 for its first 3 seconds and 200
+//! after, started 20 ms apart; the calls the server counted, over a few rounds, beside the
+//! simulator's prediction for the same setup (with the attempt time measured in those rounds).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -278,6 +282,7 @@ fn scenario_c(csv: &mut String) -> Result<Vec<Row>, String> {
                             hosts,
                             every: Duration::from_secs(300),
                             splay: Duration::from_secs(300),
+                            repeat: true,
                             outage: Duration::from_secs(outage_min * 60),
                             call: Duration::from_millis(100),
                             seed,
@@ -390,6 +395,198 @@ fn chart_c(rows: &[Row], path: &Path) -> Result<(), String> {
     root.present().map_err(|e| e.to_string())
 }
 
+/// Processes in the real-process check.
+const REAL_PROCESSES: usize = 100;
+/// Rounds of the real-process check.
+const REAL_ROUNDS: usize = 5;
+/// How long the real server fails.
+const REAL_OUTAGE: Duration = Duration::from_secs(3);
+/// The processes are started this far apart: spawned all at once, a hundred processes on two
+/// cores would start whenever the scheduler lets them, which no model of a fleet describes.
+const REAL_GAP: Duration = Duration::from_millis(20);
+/// The policy of the real-process check, and of its simulation.
+const REAL_POLICY: [&str; 14] = [
+    "-n",
+    "8",
+    "-d",
+    "100ms",
+    "--max-delay",
+    "1s",
+    "--breaker-failures",
+    "5",
+    "--breaker-open",
+    "500ms",
+    "--breaker-open-max",
+    "2s",
+    "--log-format=json",
+    "--stdin=null",
+];
+
+/// A server on 127.0.0.1 that answers 503 until `outage` has passed since it started, then
+/// 200, and counts the requests.
+struct Server {
+    port: u16,
+    calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Server {
+    fn start(outage: Duration) -> Result<Server, String> {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (count, done) = (calls.clone(), stop.clone());
+        let started = std::time::Instant::now();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_micros(200));
+                    continue;
+                };
+                count.fetch_add(1, Ordering::Relaxed);
+                let status = if started.elapsed() < outage {
+                    "503 Service Unavailable"
+                } else {
+                    "200 OK"
+                };
+                std::thread::spawn(move || {
+                    let _ = conn.set_nonblocking(false);
+                    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut byte) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => head.extend_from_slice(&byte[..n]),
+                        }
+                    }
+                    let _ = conn.write_all(
+                        format!(
+                            "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                });
+            }
+        });
+        Ok(Server { port, calls, stop })
+    }
+
+    fn calls(&self) -> u64 {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// One round: the calls the server saw, how long spawning the processes took, and how long
+/// their failed attempts took (from retry's JSON log): under this load, far longer than one
+/// call alone.
+fn real_round() -> Result<(u64, Duration, Vec<f64>), String> {
+    let state = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let server = Server::start(REAL_OUTAGE)?;
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let state_dir = state.path().display().to_string();
+    let started = std::time::Instant::now();
+    let mut children = Vec::new();
+    for _ in 0..REAL_PROCESSES {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_retry"))
+            .args(["--key", "real", "--state-dir", &state_dir])
+            .args(REAL_POLICY)
+            .args(["--", "curl", "-fsS", "-o", "/dev/null", &url])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run retry: {e}"))?;
+        children.push(child);
+        std::thread::sleep(REAL_GAP);
+    }
+    let spread = started.elapsed();
+    let mut durations = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if event["event"] == "failure"
+                && let Some(ms) = event["duration_ms"].as_f64()
+            {
+                durations.push(ms);
+            }
+        }
+    }
+    Ok((server.calls(), spread, durations))
+}
+
+fn real_check() -> Result<(), String> {
+    let rounds = (0..REAL_ROUNDS)
+        .map(|_| real_round())
+        .collect::<Result<Vec<_>, _>>()?;
+    let real = Estimate::of(&rounds.iter().map(|(c, _, _)| *c as f64).collect::<Vec<_>>());
+    let spreads: Vec<f64> = rounds.iter().map(|(_, s, _)| s.as_secs_f64()).collect();
+    let spread = Duration::from_secs_f64(Estimate::of(&spreads).mean);
+    let attempts: Vec<f64> = rounds
+        .iter()
+        .flat_map(|(_, _, d)| d.iter().copied())
+        .collect();
+    let call = Duration::from_secs_f64(Estimate::of(&attempts).mean.max(0.0) / 1e3);
+    let mut args: Vec<&str> = vec!["--key", "real"];
+    args.extend(REAL_POLICY);
+    let p = policy(&args)?;
+    let rules = p.state.as_ref().map(|s| s.shared.clone()).ok_or("no key")?;
+    let predicted: Vec<f64> = (0..SEEDS)
+        .map(|seed| {
+            let world = World {
+                hosts: REAL_PROCESSES,
+                every: Duration::from_secs(3600),
+                splay: spread,
+                repeat: false,
+                outage: REAL_OUTAGE,
+                call,
+                seed,
+            };
+            let r = fleet::simulate(&p, Sharing::Fleet, Some(&rules), &world);
+            (r.calls_during + r.calls_after) as f64
+        })
+        .collect();
+    let predicted = Estimate::of(&predicted);
+    println!(
+        "Real processes: {REAL_PROCESSES} retry processes on one key, curl against 127.0.0.1, \
+         503 for {} then 200",
+        humantime::format_duration(REAL_OUTAGE)
+    );
+    println!("  policy: retry --key real {}", REAL_POLICY.join(" "));
+    println!(
+        "  measured here: a failed attempt takes {:.1} ms (mean of {}), the {REAL_PROCESSES} processes are spawned within {:.0} ms",
+        call.as_secs_f64() * 1e3,
+        attempts.len(),
+        spread.as_secs_f64() * 1e3
+    );
+    println!(
+        "  calls the server saw, {REAL_ROUNDS} rounds:  {:>7.1} ± {:.1}  (rounds: {:?})",
+        real.mean,
+        real.ci95,
+        rounds.iter().map(|(c, _, _)| *c).collect::<Vec<_>>()
+    );
+    println!(
+        "  the simulator's prediction, {SEEDS} seeds: {:>7.1} ± {:.1}",
+        predicted.mean, predicted.ci95
+    );
+    println!(
+        "  difference: {:+.1}%",
+        (real.mean / predicted.mean - 1.0) * 100.0
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let mut csv = String::from("scenario,clients,policy,seed,calls,time_ms\n");
     let cells = scenario_a(&mut csv);
@@ -420,6 +617,11 @@ fn main() -> ExitCode {
         }
     };
     print_c(&rows);
+    println!();
+    if let Err(e) = real_check() {
+        eprintln!("fleet: the real-process check: {e}");
+        return ExitCode::FAILURE;
+    }
     let csv_dir = out_dir(&["target", "fleet"]);
     let charts = out_dir(&["docs", "fleet"]);
     let written = fs::create_dir_all(&csv_dir)

@@ -25,6 +25,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         hosts: usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
         every: fleet.every,
         splay: fleet.every,
+        repeat: true,
         outage: fleet.outage,
         call: CALL,
         seed: policy.seed.unwrap_or(1),

@@ -41,6 +41,8 @@ pub struct World {
     /// Each host's first run starts at a random time within this (at most `every`): cron's
     /// splay. Zero starts them all at once.
     pub splay: Duration,
+    /// Each host runs the job again every `every`; else once.
+    pub repeat: bool,
     /// The service fails every call from time 0 to this, then answers every call.
     pub outage: Duration,
     /// How long a call takes, failed or not.
@@ -130,7 +132,11 @@ pub fn simulate(
         })
         .collect();
     let mut queue = Queue::default();
-    let splay = nanos(world.splay).min(every);
+    let splay = if world.repeat {
+        nanos(world.splay).min(every)
+    } else {
+        nanos(world.splay)
+    };
     for host in 0..world.hosts {
         let phase = if splay == 0 {
             0
@@ -153,7 +159,7 @@ pub fn simulate(
         let now = queue.now();
         match event {
             Event::Start(host) => {
-                if now.saturating_add(every) < horizon {
+                if world.repeat && now.saturating_add(every) < horizon {
                     queue.after(every, Event::Start(host));
                 }
                 let mut shared = match (sharing, state) {
@@ -302,6 +308,7 @@ mod tests {
             hosts,
             every: Duration::from_secs(300),
             splay: Duration::from_secs(300),
+            repeat: true,
             outage: Duration::from_secs(outage_min * 60),
             call: Duration::from_millis(100),
             seed: 1,
