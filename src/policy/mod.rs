@@ -2,6 +2,7 @@
 //! and jitter, which statuses are retried, what output and hint files say). No I/O, no
 //! processes; setup builds a [`Policy`], and the run and the reports read it.
 
+pub mod adaptive;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
