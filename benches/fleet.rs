@@ -5,6 +5,10 @@
 //! A. Brooker 2015, the oracle: `shared/reference/brooker-2015.md`'s model and figures. Each
 //!    of our figures is the mean of 100 runs with its 95% confidence interval, beside the
 //!    published one; a difference beyond ±15% is printed as a miss.
+//! B. The seed paper's load spike: Poisson arrivals at 70% of a server's capacity, +30% for 5
+//!    minutes or +50% for 10, against a loss server and a collapse model; `retry -n 5 -d 100ms
+//!    --max-delay 5s` with each jitter, the adaptive delay and a hybrid, each with and without a
+//!    shared budget. Means over 30 seeds with 95% confidence intervals.
 //! C. A cron fleet through an outage: H hosts (1, 50, 500) each running `retry -n 5` every 5
 //!    minutes at its own phase, against a service down for 10 minutes to 3 hours; without
 //!    state, with a breaker per host, with one shared breaker, one shared budget, both, and both
@@ -23,11 +27,14 @@ use std::process::ExitCode;
 use clap::Parser;
 use plotters::prelude::*;
 use retry::policy::Policy;
+use retry::policy::adaptive::Params;
+use retry::policy::backoff::Jitter;
 use retry::policy::shared::SharedSettings;
 use retry::setup::cli::Cli;
 use retry::sim::Estimate;
 use retry::sim::brooker::{self, REFERENCE};
 use retry::sim::fleet::{self, Report, Sharing, World};
+use retry::sim::spike::{self, Delay, Load};
 use std::time::Duration;
 
 /// Runs per (clients, policy) cell, as the blog's simulator made.
@@ -395,6 +402,221 @@ fn chart_c(rows: &[Row], path: &Path) -> Result<(), String> {
     root.present().map_err(|e| e.to_string())
 }
 
+/// A task that took longer than this missed its deadline (P(T < T_th)).
+const THRESHOLD_S: f64 = 2.0;
+
+/// One row of scenario B.
+struct SpikeRow {
+    server: &'static str,
+    spike: &'static str,
+    policy: &'static str,
+    budget: bool,
+    mean_t: Estimate,
+    succeeded: Estimate,
+    within: Estimate,
+    p50: Estimate,
+    p99: Estimate,
+    attempts: Estimate,
+    gave_up: Estimate,
+    peak: Estimate,
+    back: Estimate,
+}
+
+fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
+    let base = policy(&["-n", "5", "-d", "100ms", "--max-delay", "5s"])?;
+    let keyed = policy(&["--key", "b", "--breaker-failures", "0"])?;
+    let budget = keyed
+        .state
+        .as_ref()
+        .map(|s| s.shared.clone())
+        .ok_or("no key")?;
+    let with_jitter = |j| {
+        let mut b = base.backoff.clone();
+        b.jitter = j;
+        b
+    };
+    let policies = [
+        ("no retry", Jitter::None, Delay::NoRetry),
+        ("exponential", Jitter::None, Delay::Backoff),
+        ("full jitter", Jitter::Full, Delay::Backoff),
+        ("equal jitter", Jitter::Equal, Delay::Backoff),
+        ("decorrelated", Jitter::Decorrelated, Delay::Backoff),
+        (
+            "adaptive",
+            Jitter::Full,
+            Delay::Adaptive(Params {
+                gamma: 1.0,
+                ..Params::default()
+            }),
+        ),
+        ("hybrid", Jitter::Full, Delay::Adaptive(Params::default())),
+    ];
+    let servers = [
+        (
+            "loss",
+            spike::Server::Loss {
+                slots: 10,
+                service: Duration::from_millis(200),
+                failure: 0.01,
+            },
+        ),
+        (
+            "collapse",
+            spike::Server::Collapse {
+                slots: 10,
+                service: Duration::from_millis(200),
+                timeout: Duration::from_secs(1),
+            },
+        ),
+    ];
+    let spikes = [("+30% 5m", 1.3, 300u64), ("+50% 10m", 1.5, 600)];
+    // The closed loop: 7 workers running tasks back to back (about 70% of the loss server's
+    // capacity), 30% or 50% more of them during the spike; without a budget.
+    let closed = [("closed", servers[0].1)];
+    let mut rows = Vec::new();
+    for (server_name, server) in servers.into_iter().chain(closed) {
+        let closed_loop = server_name == "closed";
+        for (spike_name, factor, seconds) in spikes {
+            for (name, jitter, delay) in &policies {
+                for with_budget in [false, true] {
+                    if closed_loop && with_budget {
+                        continue;
+                    }
+                    let reports: Vec<spike::Report> = (0..SEEDS)
+                        .map(|seed| {
+                            spike::run(&spike::Setup {
+                                attempts: 5,
+                                backoff: with_jitter(*jitter),
+                                delay: *delay,
+                                budget: with_budget.then(|| budget.clone()),
+                                server,
+                                load: Load {
+                                    base: if closed_loop { 7.0 } else { 35.0 },
+                                    spike: factor,
+                                    spike_at: Duration::from_secs(120),
+                                    spike_for: Duration::from_secs(seconds),
+                                    horizon: Duration::from_secs(120 + seconds + 300),
+                                    closed: closed_loop,
+                                },
+                                seed,
+                            })
+                        })
+                        .collect();
+                    for (seed, r) in reports.iter().enumerate() {
+                        let _ = writeln!(
+                            csv,
+                            "B,{server_name},{spike_name},{name},{with_budget},{seed},{:.4},{},{},{},{},{}",
+                            r.mean(),
+                            r.tasks,
+                            r.succeeded,
+                            r.attempts,
+                            r.peak_rate,
+                            r.back_to_baseline.map_or(f64::NAN, |d| d.as_secs_f64())
+                        );
+                    }
+                    let of = |f: &dyn Fn(&spike::Report) -> f64| {
+                        Estimate::of(&reports.iter().map(f).collect::<Vec<_>>())
+                    };
+                    rows.push(SpikeRow {
+                        server: server_name,
+                        spike: spike_name,
+                        policy: name,
+                        budget: with_budget,
+                        mean_t: of(&|r| r.mean()),
+                        succeeded: of(&|r| r.succeeded as f64 / r.tasks.max(1) as f64),
+                        within: of(&|r| r.within(THRESHOLD_S)),
+                        p50: of(&|r| r.quantile(0.5)),
+                        p99: of(&|r| r.quantile(0.99)),
+                        attempts: of(&|r| r.attempts as f64 / r.tasks.max(1) as f64),
+                        gave_up: of(&|r| r.gave_up as f64),
+                        peak: of(&|r| r.peak_rate as f64),
+                        back: of(&|r| r.back_to_baseline.map_or(f64::NAN, |d| d.as_secs_f64())),
+                    });
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn print_b(rows: &[SpikeRow]) {
+    println!(
+        "B. A load spike: 35 tasks/s against 50/s of capacity, retry -n 5 -d 100ms --max-delay 5s, mean ± 95% CI over {SEEDS} seeds"
+    );
+    println!(
+        "  E[T] over tasks that succeeded; ok: share that succeeded; <{THRESHOLD_S}s: share of all tasks done within it; back: s after the spike"
+    );
+    println!(
+        "  (closed: the loss server, 7 workers running tasks back to back instead of arrivals)"
+    );
+    println!(
+        "  {:<9}{:<10}{:<14}{:<7}{:>16} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} {:>7} {:>6}",
+        "server",
+        "spike",
+        "policy",
+        "budget",
+        "E[T] s",
+        "ok",
+        "<2s",
+        "p50",
+        "p99",
+        "att/task",
+        "gave up",
+        "peak/s",
+        "back"
+    );
+    for r in rows {
+        let back = if r.back.mean.is_nan() {
+            "never".to_string()
+        } else {
+            format!("{:.0}", r.back.mean)
+        };
+        println!(
+            "  {:<9}{:<10}{:<14}{:<7}{:>8.3} ± {:<5.3} {:>6.3} {:>6.3} {:>6.2} {:>6.2} {:>9.2} {:>9.0} {:>7.0} {:>6}",
+            r.server,
+            r.spike,
+            r.policy,
+            if r.budget { "yes" } else { "no" },
+            r.mean_t.mean,
+            r.mean_t.ci95,
+            r.succeeded.mean,
+            r.within.mean,
+            r.p50.mean,
+            r.p99.mean,
+            r.attempts.mean,
+            r.gave_up.mean,
+            r.peak.mean,
+            back,
+        );
+    }
+}
+
+/// The seed paper's claim, checked: the adaptive delay against exponential and full jitter,
+/// without the budget, in every server and spike.
+fn verdict_b(rows: &[SpikeRow]) {
+    println!("\n  the adaptive delay against exponential and full jitter (no budget):");
+    let find = |server: &str, spike: &str, policy: &str| {
+        rows.iter()
+            .find(|r| r.server == server && r.spike == spike && r.policy == policy && !r.budget)
+    };
+    for r in rows.iter().filter(|r| r.policy == "adaptive" && !r.budget) {
+        for other in ["exponential", "full jitter"] {
+            if let Some(o) = find(r.server, r.spike, other) {
+                println!(
+                    "    {:<9}{:<10} vs {:<12} E[T] {:+6.1}%  done within {THRESHOLD_S}s {:+6.1} points  succeeded {:+6.1} points  attempts/task {:+6.1}%",
+                    r.server,
+                    r.spike,
+                    other,
+                    (r.mean_t.mean / o.mean_t.mean - 1.0) * 100.0,
+                    (r.within.mean - o.within.mean) * 100.0,
+                    (r.succeeded.mean - o.succeeded.mean) * 100.0,
+                    (r.attempts.mean / o.attempts.mean - 1.0) * 100.0,
+                );
+            }
+        }
+    }
+}
+
 /// Processes in the real-process check.
 const REAL_PROCESSES: usize = 100;
 /// Rounds of the real-process check.
@@ -424,14 +646,14 @@ const REAL_POLICY: [&str; 14] = [
 
 /// A server on 127.0.0.1 that answers 503 until `outage` has passed since it started, then
 /// 200, and counts the requests.
-struct Server {
+struct HttpServer {
     port: u16,
     calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl Server {
-    fn start(outage: Duration) -> Result<Server, String> {
+impl HttpServer {
+    fn start(outage: Duration) -> Result<HttpServer, String> {
         use std::io::{Read, Write};
         use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -473,7 +695,7 @@ impl Server {
                 });
             }
         });
-        Ok(Server { port, calls, stop })
+        Ok(HttpServer { port, calls, stop })
     }
 
     fn calls(&self) -> u64 {
@@ -481,7 +703,7 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for HttpServer {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -492,7 +714,7 @@ impl Drop for Server {
 /// call alone.
 fn real_round() -> Result<(u64, Duration, Vec<f64>), String> {
     let state = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let server = Server::start(REAL_OUTAGE)?;
+    let server = HttpServer::start(REAL_OUTAGE)?;
     let url = format!("http://127.0.0.1:{}/", server.port);
     let state_dir = state.path().display().to_string();
     let started = std::time::Instant::now();
@@ -606,6 +828,19 @@ fn main() -> ExitCode {
         checks.len()
     );
     println!();
+    let mut csv_b = String::from(
+        "scenario,server,spike,policy,budget,seed,mean_t_s,tasks,succeeded,attempts,peak_per_s,back_s\n",
+    );
+    let spike_rows = match scenario_b(&mut csv_b) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("fleet: scenario B: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print_b(&spike_rows);
+    verdict_b(&spike_rows);
+    println!();
     let mut csv_c = String::from(
         "scenario,hosts,outage,state,seed,calls_during,calls_after,refused,probes,first_success_s\n",
     );
@@ -626,6 +861,7 @@ fn main() -> ExitCode {
     let charts = out_dir(&["docs", "fleet"]);
     let written = fs::create_dir_all(&csv_dir)
         .and_then(|()| fs::write(csv_dir.join("scenario-a.csv"), &csv))
+        .and_then(|()| fs::write(csv_dir.join("scenario-b.csv"), &csv_b))
         .and_then(|()| fs::write(csv_dir.join("scenario-c.csv"), &csv_c))
         .and_then(|()| fs::create_dir_all(&charts))
         .map_err(|e| e.to_string())
@@ -634,7 +870,7 @@ fn main() -> ExitCode {
     match written {
         Ok(()) => {
             println!(
-                "\n  wrote scenario-a.csv and scenario-c.csv in {}, and the charts in {}",
+                "\n  wrote scenario-a.csv, scenario-b.csv and scenario-c.csv in {}, and the charts in {}",
                 csv_dir.display(),
                 charts.display()
             );

@@ -77,22 +77,22 @@ impl Backoff {
     /// The range retry k's delay is drawn from, uniformly, given the previous delay (which only
     /// decorrelated jitter uses). Both ends lie within `max_delay`.
     pub fn range(&self, k: u32, prev: Duration) -> (Duration, Duration) {
+        self.spread(self.base(k), prev)
+    }
+
+    /// The range the jitter spreads a delay of `d` over (`d` already capped), given the
+    /// previous delay. Decorrelated jitter makes its own schedule and ignores `d`.
+    pub fn spread(&self, d: Duration, prev: Duration) -> (Duration, Duration) {
+        let d = d.min(self.max_delay);
         match self.jitter {
-            Jitter::None => {
-                let d = self.base(k);
-                (d, d)
-            }
-            Jitter::Full => (Duration::ZERO, self.base(k)),
-            Jitter::Equal => {
-                let d = self.base(k);
-                (d / 2, d)
-            }
+            Jitter::None => (d, d),
+            Jitter::Full => (Duration::ZERO, d),
+            Jitter::Equal => (d / 2, d),
             Jitter::Proportional(p) => {
                 // Jitter goes inside the cap: a delay whose band would reach past max_delay is
                 // moved down until the band fits, so that delays at the cap stay spread
                 // instead of piling up on max_delay.
-                let d = self
-                    .base(k)
+                let d = d
                     .as_secs_f64()
                     .min(self.max_delay.as_secs_f64() / (1.0 + p));
                 (secs(d * (1.0 - p)), secs(d * (1.0 + p)).min(self.max_delay))
@@ -104,6 +104,12 @@ impl Backoff {
                 (self.delay.min(hi), hi)
             }
         }
+    }
+
+    /// A delay of `d`, jittered and capped as every delay is.
+    pub fn jitter<R: Rng + ?Sized>(&self, d: Duration, prev: Duration, rng: &mut R) -> Duration {
+        let (lo, hi) = self.spread(d, prev);
+        uniform(rng, lo, hi)
     }
 
     /// The widest range retry k's delay can come from, whatever the delays before it were.

@@ -10,6 +10,7 @@
 pub mod brooker;
 pub mod explain;
 pub mod fleet;
+pub mod spike;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
