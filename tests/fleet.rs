@@ -31,7 +31,7 @@ fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
         "this policy",
         "without jitter",
         "with --key (each host)",
-        "with --key, one store",
+        "with --key --state",
     ] {
         assert!(text.contains(row), "{row}: {text}");
     }
@@ -62,6 +62,31 @@ fn one_store_for_the_fleet_sends_far_fewer_calls_into_the_outage() {
     let with = calls_in_outage(&text, "this policy");
     let without = calls_in_outage(&text, "without --key");
     assert!(with * 2 < without, "{with} against {without}: {text}");
+}
+
+#[test]
+fn with_a_shared_store_the_fleet_has_one_breaker() {
+    let local = explain(&["--fleet", "200", "--outage", "30m", "--key", "api"]).0;
+    let shared = explain(&[
+        "--fleet",
+        "200",
+        "--outage",
+        "30m",
+        "--key",
+        "api",
+        "--state",
+        "redis://127.0.0.1:1",
+    ])
+    .0;
+    assert_eq!(shared.status.code(), Some(0), "nothing is connected to");
+    let (local, shared) = (
+        String::from_utf8_lossy(&local.stdout),
+        String::from_utf8_lossy(&shared.stdout),
+    );
+    assert!(
+        calls_in_outage(&shared, "this policy") * 10 < calls_in_outage(&local, "this policy"),
+        "{shared}\n{local}"
+    );
 }
 
 #[test]

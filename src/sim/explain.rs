@@ -31,11 +31,11 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         seed: policy.seed.unwrap_or(1),
     };
     let state = policy.state.as_ref().map(|s| &s.shared);
-    // A key without a shared store is a state per host.
-    let sharing = if state.is_some() {
-        Sharing::PerHost
-    } else {
-        Sharing::None
+    // A key is one state for the fleet with --state, else a state per host.
+    let sharing = match &policy.state {
+        Some(s) if s.store.is_some() => Sharing::Fleet,
+        Some(_) => Sharing::PerHost,
+        None => Sharing::None,
     };
     let mut plain = policy.clone();
     plain.backoff.jitter = Jitter::None;
@@ -56,7 +56,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
                     simulate(policy, Sharing::PerHost, Some(&keyed), &world),
                 ));
                 rows.push((
-                    "with --key, one store",
+                    "with --key --state",
                     simulate(policy, Sharing::Fleet, Some(&keyed), &world),
                 ));
             }
