@@ -173,13 +173,7 @@ impl Summary {
             "retry_runs_total",
             "counter",
             "Runs of retry, by how they ended.",
-            &[
-                Outcome::Success,
-                Outcome::Failure,
-                Outcome::Cancelled,
-                Outcome::Refused,
-            ]
-            .map(|o| {
+            &OUTCOMES.map(|o| {
                 let labels = format!("{label},outcome=\"{}\"", outcome_name(o));
                 let this = f64::from(u8::from(self.outcome == o));
                 let before = value(before, "retry_runs_total", &labels).unwrap_or(0.0);
@@ -208,13 +202,7 @@ impl Summary {
             "retry_last_outcome",
             "gauge",
             "How the last run ended: 1 for the outcome it had, 0 for the others.",
-            &[
-                Outcome::Success,
-                Outcome::Failure,
-                Outcome::Cancelled,
-                Outcome::Refused,
-            ]
-            .map(|o| {
+            &OUTCOMES.map(|o| {
                 let labels = format!("{label},outcome=\"{}\"", outcome_name(o));
                 (labels, f64::from(u8::from(self.outcome == o)))
             }),
@@ -271,6 +259,14 @@ impl Summary {
         out
     }
 }
+
+/// Every way a run can end, as the metrics label them.
+const OUTCOMES: [Outcome; 4] = [
+    Outcome::Success,
+    Outcome::Failure,
+    Outcome::Cancelled,
+    Outcome::Refused,
+];
 
 fn outcome_name(o: Outcome) -> &'static str {
     match o {
