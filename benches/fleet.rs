@@ -24,13 +24,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
 use plotters::prelude::*;
 use retry::policy::Policy;
 use retry::policy::adaptive::Params;
 use retry::policy::backoff::Jitter;
 use retry::policy::shared::SharedSettings;
-use retry::setup::cli::Cli;
 use retry::sim::Estimate;
 use retry::sim::brooker::{self, REFERENCE};
 use retry::sim::fleet::{self, Report, Sharing, World};
@@ -247,9 +245,7 @@ const SEEDS: u64 = 30;
 
 /// A policy from retry's own flags.
 fn policy(args: &[&str]) -> Result<Policy, String> {
-    let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "job"]))
-        .map_err(|e| e.to_string())?;
-    Policy::try_from(cli).map_err(|e| e.to_string())
+    retry::setup::from_flags(args)
 }
 
 /// Scenario C's variants: where the state is kept, and which of breaker and budget are on.
@@ -285,15 +281,12 @@ fn scenario_c(csv: &mut String) -> Result<Vec<Row>, String> {
                 let rules = fleet::only(&keyed, breaker, budget);
                 let reports: Vec<Report> = (0..SEEDS)
                     .map(|seed| {
-                        let world = World {
+                        let world = World::cron(
                             hosts,
-                            every: Duration::from_secs(300),
-                            splay: Duration::from_secs(300),
-                            repeat: true,
-                            outage: Duration::from_secs(outage_min * 60),
-                            call: Duration::from_millis(100),
+                            Duration::from_secs(300),
+                            Duration::from_secs(outage_min * 60),
                             seed,
-                        };
+                        );
                         fleet::simulate(&p, sharing, Some(&rules), &world)
                     })
                     .collect();

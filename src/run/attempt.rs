@@ -969,14 +969,12 @@ mod tests {
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 
-    use clap::Parser;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
     use super::*;
     use crate::policy::shared::{Admit, After, SharedSettings, Ticket};
     use crate::run::world::SpawnError;
-    use crate::setup::cli::Cli;
     use crate::state::memory::MemoryStore;
     use crate::state::{Reply, Store};
 
@@ -1167,9 +1165,7 @@ mod tests {
 
     /// Runs the loop with the key's state in `store`.
     fn run_shared(args: &[&str], mut world: Fake, store: Option<Box<dyn Store>>) -> Run {
-        let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "cmd"]))
-            .expect("flags parse");
-        let policy = Policy::try_from(cli).expect("valid policy");
+        let policy = crate::setup::from_flags(args).expect("a valid policy");
         let sink = Sink::default();
         let mut log = Log::to(&policy.log, Box::new(sink.clone()));
         let mut rng = StdRng::seed_from_u64(7);

@@ -139,8 +139,15 @@ fn clap_error(e: clap::Error) -> Exit {
     Exit::FAILURE
 }
 
+/// The policy these flags give, without a config file or a command (`--` and a placeholder
+/// are added): for the simulator, its benchmarks and tests.
+pub fn from_flags(flags: &[&str]) -> Result<Policy, String> {
+    let cli = Cli::try_parse_from(["retry"].iter().chain(flags).chain(&["--", "job"]))
+        .map_err(|e| e.to_string())?;
+    Policy::try_from(cli).map_err(|e| e.to_string())
+}
+
 /// The breaker and budget that `--key` turns on, with their defaults.
 pub fn default_state() -> Option<SharedSettings> {
-    let cli = Cli::try_parse_from(["retry", "--explain", "--key", "default"]).ok()?;
-    Some(Policy::try_from(cli).ok()?.state?.shared)
+    Some(from_flags(&["--key", "default"]).ok()?.state?.shared)
 }

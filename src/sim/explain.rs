@@ -6,14 +6,12 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use super::fleet::{Report, Sharing, World, simulate};
+use super::fleet::{CALL, Report, Sharing, World, simulate};
 use crate::policy::Policy;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::setup::Fleet;
 
-/// How long one call to the service takes in the simulation, failed or not.
-const CALL: Duration = Duration::from_millis(100);
 /// Columns of the chart.
 const WIDTH: usize = 60;
 /// Rows of the chart.
@@ -21,15 +19,12 @@ const HEIGHT: usize = 4;
 
 /// The whole explanation, as printed.
 pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
-    let world = World {
-        hosts: usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
-        every: fleet.every,
-        splay: fleet.every,
-        repeat: true,
-        outage: fleet.outage,
-        call: CALL,
-        seed: policy.seed.unwrap_or(1),
-    };
+    let world = World::cron(
+        usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
+        fleet.every,
+        fleet.outage,
+        policy.seed.unwrap_or(1),
+    );
     let state = policy.state.as_ref().map(|s| &s.shared);
     // A key is one state for the fleet with --state, else a state per host.
     let sharing = match &policy.state {

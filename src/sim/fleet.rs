@@ -50,6 +50,25 @@ pub struct World {
     pub seed: u64,
 }
 
+impl World {
+    /// `hosts` cron jobs every `every`, their first runs spread over it, against a service
+    /// down for `outage` whose calls take [`CALL`].
+    pub fn cron(hosts: usize, every: Duration, outage: Duration, seed: u64) -> World {
+        World {
+            hosts,
+            every,
+            splay: every,
+            repeat: true,
+            outage,
+            call: CALL,
+            seed,
+        }
+    }
+}
+
+/// How long one call to the service takes, failed or not, unless a world says otherwise.
+pub const CALL: Duration = Duration::from_millis(100);
+
 /// What the fleet did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
@@ -294,25 +313,18 @@ pub fn only(s: &SharedSettings, breaker: bool, budget: bool) -> SharedSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::setup::cli::Cli;
-    use clap::Parser;
 
     fn policy(args: &[&str]) -> Policy {
-        let cli = Cli::try_parse_from(["retry"].iter().chain(args).chain(&["--", "cmd"]))
-            .expect("flags parse");
-        Policy::try_from(cli).expect("valid policy")
+        crate::setup::from_flags(args).expect("a valid policy")
     }
 
     fn world(hosts: usize, outage_min: u64) -> World {
-        World {
+        World::cron(
             hosts,
-            every: Duration::from_secs(300),
-            splay: Duration::from_secs(300),
-            repeat: true,
-            outage: Duration::from_secs(outage_min * 60),
-            call: Duration::from_millis(100),
-            seed: 1,
-        }
+            Duration::from_secs(300),
+            Duration::from_secs(outage_min * 60),
+            1,
+        )
     }
 
     fn shared(p: &Policy) -> SharedSettings {
