@@ -7,8 +7,10 @@
 //!    published one; a difference beyond ±15% is printed as a miss.
 //! B. The seed paper's load spike: Poisson arrivals at 70% of a server's capacity, +30% for 5
 //!    minutes or +50% for 10, against a loss server and a collapse model; `retry -n 5 -d 100ms
-//!    --max-delay 5s` with each jitter, the adaptive delay and a hybrid, each with and without a
-//!    shared budget. Means over 30 seeds with 95% confidence intervals.
+//!    --max-delay 5s` with each jitter, the paper's adaptive delay as published (α ½, β 1),
+//!    `--backoff adaptive` (β tuned) and a hybrid, each with and without a shared budget. Means
+//!    over 30 seeds with 95% confidence intervals. `cargo bench --bench fleet -- tune` prints
+//!    the grid the tuned parameters were chosen from, and nothing else.
 //! C. A cron fleet through an outage: H hosts (1, 50, 500) each running `retry -n 5` every 5
 //!    minutes at its own phase, against a service down for 10 minutes to 3 hours; without
 //!    state, with a breaker per host, with one shared breaker, one shared budget, both, and both
@@ -26,7 +28,7 @@ use std::process::ExitCode;
 
 use plotters::prelude::*;
 use retry::policy::Policy;
-use retry::policy::adaptive::Params;
+use retry::policy::adaptive::{self, Params, Rule};
 use retry::policy::backoff::Jitter;
 use retry::policy::shared::SharedSettings;
 use retry::sim::Estimate;
@@ -435,14 +437,19 @@ fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
         ("equal jitter", Jitter::Equal, Delay::Backoff),
         ("decorrelated", Jitter::Decorrelated, Delay::Backoff),
         (
-            "adaptive",
+            "paper, α.5 β1",
             Jitter::Full,
-            Delay::Adaptive(Params {
+            Delay::Adaptive(Rule::Paper(Params {
                 gamma: 1.0,
                 ..Params::default()
-            }),
+            })),
         ),
-        ("hybrid", Jitter::Full, Delay::Adaptive(Params::default())),
+        ("adaptive", Jitter::Full, Delay::Adaptive(adaptive::RULE)),
+        (
+            "hybrid",
+            Jitter::Full,
+            Delay::Adaptive(Rule::Paper(Params::default())),
+        ),
     ];
     let servers = [
         (
@@ -802,7 +809,110 @@ fn real_check() -> Result<(), String> {
     Ok(())
 }
 
+/// Seeds per cell of the tuning grid.
+const TUNE_SEEDS: u64 = 10;
+
+/// `cargo bench --bench fleet -- tune`: the grid the adaptive delay's parameters were chosen
+/// from, in scenario B without a budget, beside exponential, full and equal jitter.
+fn tune() -> Result<(), String> {
+    let base = policy(&["-n", "5", "-d", "100ms", "--max-delay", "5s"])?;
+    let mut rows: Vec<(String, Jitter, Delay)> = vec![
+        ("exponential".into(), Jitter::None, Delay::Backoff),
+        ("full jitter".into(), Jitter::Full, Delay::Backoff),
+        ("equal jitter".into(), Jitter::Equal, Delay::Backoff),
+    ];
+    for alpha in [0.0, 0.5, 0.9] {
+        for beta in [1.0, 3.0, 10.0, 30.0] {
+            for gamma in [0.5, 1.0] {
+                let rule = Rule::Paper(Params { alpha, beta, gamma });
+                rows.push((
+                    format!("α {alpha} β {beta} γ {gamma}"),
+                    Jitter::Full,
+                    Delay::Adaptive(rule),
+                ));
+            }
+        }
+    }
+    for scale in [1.0, 2.0] {
+        rows.push((
+            format!("recovery ×{scale}"),
+            Jitter::Full,
+            Delay::Adaptive(Rule::Recovery { scale, grow: true }),
+        ));
+    }
+    let loss = spike::Server::Loss {
+        slots: 10,
+        service: Duration::from_millis(200),
+        failure: 0.01,
+    };
+    let collapse = spike::Server::Collapse {
+        slots: 10,
+        service: Duration::from_millis(200),
+        timeout: Duration::from_secs(1),
+    };
+    let cases = [
+        ("loss +50% 10m", loss, 1.5, 600, false),
+        ("loss +30% 5m", loss, 1.3, 300, false),
+        ("collapse +50% 10m", collapse, 1.5, 600, false),
+        ("closed +50% 10m", loss, 1.5, 600, true),
+    ];
+    println!(
+        "Tuning the adaptive delay: scenario B without a budget, means over {TUNE_SEEDS} seeds"
+    );
+    for (name, server, factor, seconds, closed) in cases {
+        println!("  {name}");
+        println!(
+            "    {:<22}{:>8} {:>8} {:>8} {:>9}",
+            "rule", "E[T] s", "ok", "<2s", "att/task"
+        );
+        for (rule, jitter, delay) in &rows {
+            let mut backoff = base.backoff.clone();
+            backoff.jitter = *jitter;
+            let reports: Vec<spike::Report> = (0..TUNE_SEEDS)
+                .map(|seed| {
+                    spike::run(&spike::Setup {
+                        attempts: 5,
+                        backoff: backoff.clone(),
+                        delay: *delay,
+                        budget: None,
+                        server,
+                        load: Load {
+                            base: if closed { 7.0 } else { 35.0 },
+                            spike: factor,
+                            spike_at: Duration::from_secs(120),
+                            spike_for: Duration::from_secs(seconds),
+                            horizon: Duration::from_secs(120 + seconds + 300),
+                            closed,
+                        },
+                        seed,
+                    })
+                })
+                .collect();
+            let mean = |f: &dyn Fn(&spike::Report) -> f64| {
+                reports.iter().map(f).sum::<f64>() / reports.len().max(1) as f64
+            };
+            println!(
+                "    {rule:<22}{:>8.3} {:>8.4} {:>8.4} {:>9.3}",
+                mean(&|r| r.mean()),
+                mean(&|r| r.succeeded as f64 / r.tasks.max(1) as f64),
+                mean(&|r| r.within(THRESHOLD_S)),
+                mean(&|r| r.attempts as f64 / r.tasks.max(1) as f64),
+            );
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
+    if std::env::args().any(|a| a == "tune") {
+        return match tune() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fleet: tune: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut csv = String::from("scenario,clients,policy,seed,calls,time_ms\n");
     let cells = scenario_a(&mut csv);
     let misses = print_a(&cells);

@@ -15,7 +15,7 @@ use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
 use super::{Component, Nanos, Queue, nanos, stream};
-use crate::policy::adaptive::{self, History, Params};
+use crate::policy::adaptive::{Adaptive, History, Rule};
 use crate::policy::backoff::{Backoff, Schedule};
 use crate::policy::breaker::Attempt;
 use crate::policy::shared::SharedSettings;
@@ -44,9 +44,8 @@ pub enum Delay {
     NoRetry,
     /// The backoff's own schedule (its shape and jitter).
     Backoff,
-    /// The adaptive delay with these parameters (γ = 1: adaptive alone; below: a hybrid),
-    /// jittered by the backoff's jitter.
-    Adaptive(Params),
+    /// An adaptive delay, jittered by the backoff's jitter.
+    Adaptive(Rule),
 }
 
 /// The load.
@@ -119,9 +118,9 @@ struct Task<'a> {
     attempt: u32,
     /// The task's own schedule, as a run of retry has.
     schedule: Schedule<'a>,
-    /// The previous delay (for decorrelated jitter) and the previous adaptive delay.
+    /// The previous delay (for decorrelated jitter) and the adaptive delay's own state.
     prev: Duration,
-    adaptive: Duration,
+    adaptive: Option<Adaptive>,
     shared: Option<Shared>,
     worker: Option<usize>,
 }
@@ -153,7 +152,10 @@ fn task<'a>(s: &'a Setup, store: &MemoryStore, now: Nanos, worker: Option<usize>
         attempt: 0,
         schedule: s.backoff.schedule(),
         prev: s.backoff.delay,
-        adaptive: s.backoff.delay,
+        adaptive: match s.delay {
+            Delay::Adaptive(rule) => Some(Adaptive::new(rule, &s.backoff)),
+            _ => None,
+        },
         shared,
         worker,
     }
@@ -289,21 +291,13 @@ pub fn run(s: &Setup) -> Report {
                     }
                 }
                 if retry {
-                    let delay = match s.delay {
-                        Delay::Adaptive(params) => {
+                    let delay = match &mut task.adaptive {
+                        Some(adaptive) => {
                             let e = history.estimate(now_ms, s.backoff.delay);
-                            let exponential = s.backoff.base(task.attempt);
-                            let (adaptive, blended) = adaptive::next(
-                                &params,
-                                task.adaptive,
-                                &e,
-                                exponential,
-                                s.backoff.max_delay,
-                            );
-                            task.adaptive = adaptive;
-                            s.backoff.jitter(blended, task.prev, &mut rng)
+                            let d = adaptive.next(&s.backoff, task.attempt, &e);
+                            s.backoff.jitter(d, task.prev, &mut rng)
                         }
-                        _ => task.schedule.next_delay(&mut rng),
+                        None => task.schedule.next_delay(&mut rng),
                     };
                     task.prev = delay;
                     queue.after(nanos(delay), Event::Attempt(id));
