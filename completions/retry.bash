@@ -62,11 +62,11 @@ _retry() {
                     return 0
                     ;;
                 --backoff)
-                    COMPREPLY=($(compgen -W "exponential linear constant fibonacci" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "exponential linear constant fibonacci adaptive" -- "${cur}"))
                     return 0
                     ;;
                 -b)
-                    COMPREPLY=($(compgen -W "exponential linear constant fibonacci" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "exponential linear constant fibonacci adaptive" -- "${cur}"))
                     return 0
                     ;;
                 --factor)

@@ -6,7 +6,8 @@ complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
 complete -c retry -s b -l backoff -d 'How the delay grows from retry to retry' -r -f -a "exponential\t'delay * factor^(k-1)'
 linear\t'delay * k'
 constant\t'always delay'
-fibonacci\t'delay * 1, 2, 3, 5, 8, ...'"
+fibonacci\t'delay * 1, 2, 3, 5, 8, ...'
+adaptive\t'learned from the key\'s recent outcomes (needs --key; experimental)'"
 complete -c retry -l factor -d 'Multiplier for exponential backoff (at least 1; fractions allowed)' -r
 complete -c retry -l max-delay -d 'Cap on any single delay, jitter included [default: 1m, or the longest delay asked for by --delay or --delays]. A smaller cap than --delay caps it' -r
 complete -c retry -l delays -d 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff' -r

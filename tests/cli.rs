@@ -1319,6 +1319,22 @@ fn attempts_used_up_by_signals_end_by_the_last_signal() {
 // Usage errors: 125, the bad value named, nothing run
 
 #[test]
+fn the_adaptive_delay_without_a_key_or_with_decorrelated_jitter_is_a_usage_error() {
+    assert_usage_error(&["--backoff", "adaptive"], "--backoff adaptive needs --key");
+    assert_usage_error(
+        &[
+            "--backoff",
+            "adaptive",
+            "--key",
+            "k",
+            "--jitter",
+            "decorrelated",
+        ],
+        "--jitter decorrelated and --backoff adaptive",
+    );
+}
+
+#[test]
 fn a_bad_duration_is_a_usage_error() {
     assert_usage_error(&["-d", "5parsecs"], "5parsecs");
 }

@@ -71,6 +71,7 @@ fn small() -> SharedSettings {
             refill: Duration::from_millis(1700),
         },
         lease: Duration::from_millis(500),
+        history: false,
     }
 }
 
@@ -107,6 +108,12 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
         (4, {
             let mut s = small();
             s.budget.burst = 0;
+            s
+        }),
+        // The adaptive delay's outcomes, kept and capped alike.
+        (5, {
+            let mut s = small();
+            s.history = true;
             s
         }),
     ] {
@@ -184,6 +191,10 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
                 canonical(memory.state().expect("used"), &s),
                 "{what}: the states"
             );
+        }
+        if s.history {
+            let kept = memory.state().map(|k| k.history.outcomes().count());
+            assert_eq!(kept, Some(retry::policy::adaptive::KEPT), "capped alike");
         }
         // The scenario went through the states it is meant to compare.
         if seed <= 2 {

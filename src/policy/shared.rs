@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::adaptive::History;
 use super::breaker::{Admission, Attempt, Breaker, BreakerSettings, Change};
 use super::budget::{Budget, BudgetSettings};
 
@@ -18,6 +19,8 @@ pub struct SharedSettings {
     pub budget: BudgetSettings,
     /// How long a probe holds the lease: the attempt timeout, else a minute.
     pub lease: Duration,
+    /// Keep the key's recent outcomes, which the adaptive delay learns from (SPEC §11).
+    pub history: bool,
 }
 
 /// A key's state.
@@ -27,6 +30,10 @@ pub struct KeyState {
     pub generation: u64,
     pub breaker: Breaker,
     pub budget: Budget,
+    /// The latest outcomes of runs that keep them (`--backoff adaptive`); empty otherwise, and
+    /// then not written.
+    #[serde(default, skip_serializing_if = "History::is_empty")]
+    pub history: History,
 }
 
 /// A run's standing with its key: the state its current attempt started under.
@@ -76,6 +83,8 @@ pub struct View {
     pub open_until: Option<u64>,
     pub lease_until: Option<u64>,
     pub tokens: f64,
+    /// The key's recent outcomes, for the adaptive delay.
+    pub history: History,
 }
 
 impl KeyState {
@@ -85,6 +94,7 @@ impl KeyState {
             generation: 0,
             breaker: Breaker::default(),
             budget: Budget::full(&s.budget, now),
+            history: History::default(),
         }
     }
 
@@ -92,6 +102,7 @@ impl KeyState {
     pub fn clamp(&mut self, s: &SharedSettings, now: u64) {
         self.breaker.clamp(&s.breaker, now, s.lease);
         self.budget.clamp(&s.budget, now);
+        self.history.clamp(now);
     }
 
     /// Moves every time from one timeline to another: the moment `from` on the old one is
@@ -110,6 +121,7 @@ impl KeyState {
             Breaker::HalfOpen { lease_until, .. } => moved(lease_until),
         }
         moved(&mut self.budget.at);
+        self.history.times_mut().for_each(moved);
     }
 
     /// A run wants to start: run, probe, or be refused.
@@ -154,6 +166,9 @@ impl KeyState {
         }
         if attempt == Attempt::Success {
             self.budget.succeeded(&s.budget, now);
+        }
+        if s.history && attempt != Attempt::Uncounted {
+            self.history.record(now, attempt == Attempt::Success);
         }
         let mut refusal = None;
         if wants_retry {
@@ -207,6 +222,7 @@ impl KeyState {
             open_until,
             lease_until,
             tokens: self.budget.left(&s.budget, now),
+            history: self.history.clone(),
         }
     }
 }
@@ -229,6 +245,7 @@ mod tests {
                 refill: Duration::from_secs(60),
             },
             lease: Duration::from_secs(10),
+            history: false,
         }
     }
 
@@ -357,6 +374,32 @@ mod tests {
     }
 
     #[test]
+    fn outcomes_are_kept_only_when_the_settings_ask_and_never_for_an_uncounted_attempt() {
+        let mut s = settings();
+        let mut k = KeyState::new(&s, 0);
+        let t = run(k.admit(&s, 0));
+        let a = k.after_attempt(&s, 1, t, Attempt::Failure, true, 0.0);
+        assert!(
+            k.history.is_empty(),
+            "without --backoff adaptive nothing is kept"
+        );
+        s.history = true;
+        let a = k.after_attempt(&s, 2, a.ticket, Attempt::Failure, true, 0.0);
+        let a = k.after_attempt(&s, 3, a.ticket, Attempt::Uncounted, false, 0.0);
+        k.after_attempt(&s, 4, a.ticket, Attempt::Success, false, 0.0);
+        let kept: Vec<(u64, bool)> = k.history.outcomes().map(|o| (o.at, o.success)).collect();
+        assert_eq!(kept, [(2, false), (4, true)]);
+        assert_eq!(k.view(&s, 5).history, k.history);
+        // A file from a clock ahead of this one: its times are brought back to now.
+        k.clamp(&s, 3);
+        let times: Vec<u64> = k.history.outcomes().map(|o| o.at).collect();
+        assert_eq!(times, [2, 3]);
+        k.shift(3, 1003);
+        let times: Vec<u64> = k.history.outcomes().map(|o| o.at).collect();
+        assert_eq!(times, [1002, 1003]);
+    }
+
+    #[test]
     fn the_view_reports_without_changing_anything() {
         let s = settings();
         let mut k = KeyState::new(&s, 0);
@@ -387,6 +430,7 @@ mod tests {
                 refill: Duration::from_secs(60),
             },
             lease: Duration::from_secs(60),
+            history: false,
         };
         const MIN: u64 = 60_000;
         let outage_ends = 47 * MIN;

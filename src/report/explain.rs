@@ -7,7 +7,8 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use crate::policy::backoff::{Jitter, Shape};
+use crate::policy::adaptive::{self, Adaptive, Rule};
+use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
 use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
@@ -38,7 +39,7 @@ pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String
     policy(&mut out, p, origins);
     schedule(&mut out, p, retries);
     if let (Some(state), Some(report)) = (&p.state, key) {
-        shared_state(&mut out, state, report);
+        shared_state(&mut out, state, report, p.adaptive, &p.backoff);
     }
     let warnings = warnings(p, retries);
     if !warnings.is_empty() {
@@ -110,7 +111,13 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
 
 /// Where a row's value came from, when not from a built-in default: ` (profile ci)`.
 /// The key's breaker and budget: the settings, and the state as it stands.
-fn shared_state(out: &mut String, st: &StateSettings, report: &KeyReport) {
+fn shared_state(
+    out: &mut String,
+    st: &StateSettings,
+    report: &KeyReport,
+    p_adaptive: Option<Rule>,
+    backoff: &Backoff,
+) {
     let s = &st.shared;
     let _ = writeln!(out, "\nShared state (key '{}', {})", st.key, report.place);
     let breaker = if s.breaker.enabled() {
@@ -179,6 +186,36 @@ fn shared_state(out: &mut String, st: &StateSettings, report: &KeyReport) {
     };
     let _ = writeln!(out, "  breaker now      {state}");
     let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
+    if let Some(rule) = p_adaptive {
+        adaptive_now(out, rule, backoff, v, report.now);
+    }
+}
+
+/// What the adaptive delay would make of the key's history now: the estimates, and the first
+/// retry's delay if the next attempt fails.
+fn adaptive_now(out: &mut String, rule: Rule, b: &Backoff, v: &View, now: u64) {
+    let mut history = v.history.clone();
+    history.record(now, false);
+    let e = history.estimate(now, b.delay);
+    let delay = Adaptive::new(rule, b).next(b, 1, &e);
+    let (lo, hi) = b.spread(delay, Duration::ZERO);
+    let seen = e.attempts.saturating_sub(1);
+    let _ = writeln!(
+        out,
+        "  adaptive delay   {seen} outcome{} of the last {} kept: success rate {:.2}, {:.3} attempts/s",
+        if seen == 1 { "" } else { "s" },
+        human(adaptive::WINDOW),
+        e.p_s,
+        e.lambda
+    );
+    let _ = writeln!(
+        out,
+        "                   if the next attempt fails, the first retry waits {} ({} to {} with {} jitter)",
+        human(delay),
+        human(lo),
+        human(hi),
+        b.jitter
+    );
 }
 
 fn origin(row: &str, origins: &Origins) -> String {
@@ -208,6 +245,12 @@ fn patterns(list: &[regex::bytes::Regex]) -> String {
 fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
     let b = &p.backoff;
     out.push_str("\nSchedule (the wait before each retry)\n");
+    if p.adaptive.is_some() {
+        out.push_str(
+            "  adaptive (experimental): learned from the key's recent outcomes, capped and \
+             jittered;\n  below, the exponential delay it falls back on without the key's state\n",
+        );
+    }
     if retries == Some(0) {
         out.push_str("  one attempt only: no retries, no waiting\n");
         return;

@@ -8,6 +8,7 @@ use nix::sys::signal::Signal;
 use rand::{Rng, RngExt};
 
 use crate::exit::Exit;
+use crate::policy::adaptive::{Adaptive, Estimates};
 use crate::policy::backoff::Schedule;
 use crate::policy::breaker::{Attempt, Change};
 use crate::policy::duration::human;
@@ -84,6 +85,11 @@ pub struct Attempts<'a, W, R: ?Sized> {
     shared: Option<Shared>,
     /// What the key's breaker did after an attempt, logged after that attempt's own line.
     moves: Vec<String>,
+    /// The adaptive delay's own state (`--backoff adaptive`).
+    adaptive: Option<Adaptive>,
+    /// When the key's store last answered, on the run's clock: the store's time is its time
+    /// then plus what has passed since.
+    heard_at: Duration,
 }
 
 /// Runs the attempts the policy allows and returns how retry should exit.
@@ -116,6 +122,10 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             previous: None,
             shared: None,
             moves: Vec::new(),
+            adaptive: policy
+                .adaptive
+                .map(|rule| Adaptive::new(rule, &policy.backoff)),
+            heard_at: Duration::ZERO,
         }
     }
 
@@ -235,6 +245,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             self.note(LogEvent::Warning, warning);
         }
         let admitted = self.shared.as_mut()?.admit();
+        self.heard_at = self.world.elapsed();
         self.state_warning();
         match admitted {
             Ok(None) => {
@@ -340,6 +351,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let was_probe = shared.probing();
         let u = self.rng.random::<f64>();
         let answer = shared.after_attempt(counted, wants_retry, u);
+        self.heard_at = self.world.elapsed();
         self.state_warning();
         let (change, refused) = match answer {
             Ok(answer) => answer,
@@ -437,12 +449,21 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// when the attempt ends the run.
     fn judge(&mut self, end: &End) -> Decision {
         let now = self.world.elapsed();
+        let estimates = self.estimates(now);
         let world = &*self.world;
+        let (backoff, attempt) = (&self.policy.backoff, self.attempt);
+        let (schedule, adaptive) = (&mut self.schedule, &mut self.adaptive);
+        let mut next_delay = |rng: &mut R| match (adaptive.as_mut(), &estimates) {
+            (Some(adaptive), Some(e)) => {
+                backoff.jitter(adaptive.next(backoff, attempt, e), Duration::ZERO, rng)
+            }
+            _ => schedule.next_delay(rng),
+        };
         let mut decision = decide(
             self.policy,
             end,
             self.attempt,
-            &mut self.schedule,
+            &mut next_delay,
             self.rng,
             now,
             || world.output_gone(),
@@ -461,6 +482,23 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             decision.failed_anyway = Some(125);
         }
         decision
+    }
+
+    /// What the key's recent outcomes say, for the adaptive delay: the history of the store's
+    /// last answer with this attempt's failure added (a delay is only asked for after one), at
+    /// the store's time now. `None` without the adaptive delay or once the state is gone.
+    fn estimates(&self, now: Duration) -> Option<Estimates> {
+        self.adaptive.as_ref()?;
+        let shared = self.shared.as_ref()?;
+        let passed = u64::try_from(now.saturating_sub(self.heard_at).as_millis()).unwrap_or(0);
+        let store_now = shared.now().saturating_add(passed);
+        let mut history = shared
+            .view
+            .as_ref()
+            .map(|v| v.history.clone())
+            .unwrap_or_default();
+        history.record(store_now, false);
+        Some(history.estimate(store_now, self.policy.backoff.delay))
     }
 
     /// The attempt's log line: how it ended and the verdict.
@@ -536,6 +574,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         }
         if let Some(shared) = self.shared.as_mut() {
             let answer = shared.before_retry();
+            self.heard_at = self.world.elapsed();
             self.state_warning();
             match answer {
                 Ok(Some(refused)) => {
@@ -802,7 +841,7 @@ fn decide<R: Rng + ?Sized>(
     p: &Policy,
     end: &End,
     attempt: u32,
-    schedule: &mut Schedule<'_>,
+    next_delay: &mut dyn FnMut(&mut R) -> Duration,
     rng: &mut R,
     now: Duration,
     output_gone: impl FnOnce() -> bool,
@@ -899,7 +938,7 @@ fn decide<R: Rng + ?Sized>(
         let why = "nothing reads its output any more";
         return give_up(why.into(), Some(format!("not retried: {why}")));
     }
-    let mut delay = schedule.next_delay(rng);
+    let mut delay = next_delay(rng);
     let mut reason = reason;
     if let Some(asked) = f.retry_after {
         if let Some(max) = p.max_time
@@ -973,6 +1012,7 @@ mod tests {
     use rand::rngs::StdRng;
 
     use super::*;
+    use crate::policy::adaptive::{self, History};
     use crate::policy::shared::{Admit, After, SharedSettings, Ticket};
     use crate::run::world::SpawnError;
     use crate::state::memory::MemoryStore;
@@ -1748,6 +1788,63 @@ mod tests {
         );
         assert!(r.log.contains("the breaker closed"), "{}", r.log);
         assert_eq!(store.state().map(|s| s.breaker.name()), Some("closed"));
+    }
+
+    #[test]
+    fn the_adaptive_delay_learns_from_the_outcomes_of_the_runs_on_the_key() {
+        let args = [
+            "--key",
+            "api",
+            "--backoff",
+            "adaptive",
+            "--jitter",
+            "none",
+            "--breaker-failures",
+            "0",
+            "--budget-burst",
+            "0",
+            "-n",
+            "2",
+        ];
+        // Ten runs a second apart: one key where they succeed, one where they fail.
+        let keys = [(MemoryStore::default(), 0), (MemoryStore::default(), 1)];
+        for (store, status) in &keys {
+            for t in 0..10 {
+                store.now.set(t * 1000);
+                let script = [exits(*status, 10), exits(*status, 10)];
+                run_shared(&args, Fake::new(script), Some(Box::new(store.clone())));
+            }
+            store.now.set(10_000);
+        }
+        let first_delay = |store: &MemoryStore| {
+            let r = run_shared(
+                &args,
+                Fake::new([exits(1, 10), exits(0, 10)]),
+                Some(Box::new(store.clone())),
+            );
+            assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+            r.world.slept[0]
+        };
+        let (healthy, failing) = (first_delay(&keys[0].0), first_delay(&keys[1].0));
+        assert!(healthy < failing, "{healthy:?} vs {failing:?}");
+        // Each is what the rule makes of the key's history, this run's failure included.
+        let kept = keys[0].0.state().expect("a state").history;
+        assert_eq!(
+            kept.outcomes().count(),
+            12,
+            "ten successes, then a failure and a success"
+        );
+        // The store's clock stood still; the run's moved on by the 10 ms attempt.
+        let mut before = History::default();
+        for o in kept.outcomes().take(10) {
+            before.record(o.at, o.success);
+        }
+        before.record(10_010, false);
+        let p = crate::setup::from_flags(&args).expect("a valid policy");
+        let mut rule = Adaptive::new(adaptive::RULE, &p.backoff);
+        let expected = rule.next(&p.backoff, 1, &before.estimate(10_010, p.backoff.delay));
+        assert_eq!(healthy, expected);
+        assert_ne!(healthy, p.backoff.base(1), "not the exponential delay");
     }
 
     #[test]

@@ -563,6 +563,8 @@ pub enum BackoffKind {
     Constant,
     /// delay * 1, 2, 3, 5, 8, ...
     Fibonacci,
+    /// learned from the key's recent outcomes (needs --key; experimental)
+    Adaptive,
 }
 
 /// The clap definition, for completions and the man page.

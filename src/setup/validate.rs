@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::{BackoffKind, Cli};
+use crate::policy::adaptive;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
@@ -43,6 +44,25 @@ impl TryFrom<Cli> for Policy {
         let max_delay = cli.max_delay.unwrap_or(DEFAULT_MAX_DELAY.max(asked));
         // 0 is no limit, as timeout(1) reads it.
         let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
+        let adaptive = match cli.backoff {
+            BackoffKind::Adaptive if cli.key.is_none() => {
+                return usage(
+                    "--backoff adaptive needs --key: the delay is learned from the recent \
+                     outcomes of the runs that share the key"
+                        .into(),
+                );
+            }
+            BackoffKind::Adaptive if cli.jitter == Jitter::Decorrelated => {
+                return usage(
+                    "flags that exclude each other: --jitter decorrelated and --backoff \
+                     adaptive; decorrelated jitter makes its own schedule, so choose another \
+                     jitter"
+                        .into(),
+                );
+            }
+            BackoffKind::Adaptive => Some(adaptive::RULE),
+            _ => None,
+        };
         let shape = match cli.delays {
             Some(list) => {
                 if cli.jitter == Jitter::Decorrelated {
@@ -55,7 +75,10 @@ impl TryFrom<Cli> for Policy {
                 Shape::List(list)
             }
             None => match cli.backoff {
-                BackoffKind::Exponential => Shape::Exponential { factor: cli.factor },
+                // The adaptive delay is blended with, and falls back on, the exponential one.
+                BackoffKind::Exponential | BackoffKind::Adaptive => {
+                    Shape::Exponential { factor: cli.factor }
+                }
                 BackoffKind::Linear => Shape::Linear,
                 BackoffKind::Constant => Shape::Constant,
                 BackoffKind::Fibonacci => Shape::Fibonacci,
@@ -94,6 +117,7 @@ impl TryFrom<Cli> for Policy {
                     refill: cli.budget_refill,
                 },
                 lease: cli.attempt_timeout.unwrap_or(DEFAULT_LEASE),
+                history: adaptive.is_some(),
             },
         });
         let nesting = nesting();
@@ -171,6 +195,7 @@ impl TryFrom<Cli> for Policy {
                 file: cli.log_file,
             },
             state,
+            adaptive,
             nesting,
         })
     }

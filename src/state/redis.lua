@@ -5,7 +5,9 @@
 --
 -- KEYS[1]    the key's hash: g (generation), s (closed, open, half-open), f (the failures'
 --            times, comma-separated), u (open until), l (lease until), o (open for),
---            m (tokens, in thousandths), a (when m was brought up to date).
+--            m (tokens, in thousandths), a (when m was brought up to date), h (the latest
+--            outcomes, oldest first, as time:1 for a success and time:0 for a failure,
+--            comma-separated; kept only by runs with the adaptive delay).
 -- ARGV[1]    the time in ms; '' for the server's own clock (TIME). Only tests give one.
 -- ARGV[2-10] failures, window, first open time, longest open time, lease, burst and ratio
 --            (thousandths), refill period, expiry.
@@ -31,6 +33,8 @@ local RATIO = tonumber(ARGV[8])
 local REFILL = tonumber(ARGV[9])
 local EXPIRY = tonumber(ARGV[10])
 local MILLI = 1000
+-- adaptive.rs's KEPT: the outcomes a key keeps.
+local KEPT = 32
 
 local function fmt(x)
   return string.format('%.0f', x)
@@ -47,7 +51,7 @@ end
 
 -- KeyState::new
 local function fresh()
-  return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now }
+  return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now, h = {} }
 end
 
 -- The hash, or a fresh state and true when it cannot be understood.
@@ -57,12 +61,16 @@ local function load()
   local r = {}
   for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
   local st = { g = tonumber(r.g), s = r.s, f = {}, u = tonumber(r.u), l = tonumber(r.l),
-               o = tonumber(r.o), m = tonumber(r.m), a = tonumber(r.a) }
+               o = tonumber(r.o), m = tonumber(r.m), a = tonumber(r.a), h = {} }
   if not (st.g and st.u and st.l and st.o and st.m and st.a and r.f)
       or not (st.s == 'closed' or st.s == 'open' or st.s == 'half-open') then
     return fresh(), true
   end
   for at in string.gmatch(r.f, '%d+') do st.f[#st.f + 1] = tonumber(at) end
+  -- A hash from before the history was kept has none.
+  for at, ok in string.gmatch(r.h or '', '(%d+):([01])') do
+    st.h[#st.h + 1] = { at = tonumber(at), ok = ok == '1' }
+  end
   return st, false
 end
 
@@ -78,8 +86,10 @@ local function encode(st)
   else
     l, o = st.l, st.o
   end
+  local h = {}
+  for i, o in ipairs(st.h) do h[i] = fmt(o.at) .. (o.ok and ':1' or ':0') end
   return { 'g', fmt(st.g), 's', st.s, 'f', f, 'u', fmt(u), 'l', fmt(l), 'o', fmt(o),
-           'm', fmt(st.m), 'a', fmt(st.a) }
+           'm', fmt(st.m), 'a', fmt(st.a), 'h', table.concat(h, ',') }
 end
 
 -- KeyState::clamp: Breaker::clamp and Budget::clamp
@@ -95,6 +105,14 @@ local function clamp(st)
   end
   st.a = math.min(st.a, now)
   st.m = math.min(st.m, BURST)
+  for _, o in ipairs(st.h) do o.at = math.min(o.at, now) end
+  while #st.h > KEPT do table.remove(st.h, 1) end
+end
+
+-- History::record
+local function remember(st, ok)
+  st.h[#st.h + 1] = { at = now, ok = ok }
+  while #st.h > KEPT do table.remove(st.h, 1) end
 end
 
 -- Budget::refill

@@ -14,6 +14,7 @@ use redis::{
 };
 
 use super::{Error, Reply, Store};
+use crate::policy::adaptive::History;
 use crate::policy::breaker::{Attempt, Breaker, Change, ms};
 use crate::policy::budget::Budget;
 use crate::policy::duration::human;
@@ -69,6 +70,7 @@ if ticket.g == st.g then
   end
 end
 if result == 'success' then succeeded(st) end
+if ARGV[16] == '1' and result ~= 'uncounted' then remember(st, result == 'success') end
 local why, t = 'none', 0
 if ARGV[14] == '1' then
   why, t = refusal(st, ticket)
@@ -356,7 +358,7 @@ fn limit(con: &mut Connection, deadline: Instant) -> Result<(), Failure> {
 /// operation's own answer.
 fn decode(fields: &[String]) -> Result<(u64, bool, KeyState, Vec<String>), String> {
     let bad = || format!("the store's script answered {fields:?}");
-    let [now, corrupt, g, s, f, u, l, o, m, a, answer @ ..] = fields else {
+    let [now, corrupt, g, s, f, u, l, o, m, a, h, answer @ ..] = fields else {
         return Err(bad());
     };
     let n = |x: &String| x.parse::<u64>().map_err(|_| bad());
@@ -385,8 +387,24 @@ fn decode(fields: &[String]) -> Result<(u64, bool, KeyState, Vec<String>), Strin
             milli: n(m)?,
             at: n(a)?,
         },
+        history: history(h).ok_or_else(bad)?,
     };
     Ok((n(now)?, corrupt == "1", state, answer.to_vec()))
+}
+
+/// The outcomes as the scripts keep them: `time:1` for a success, `time:0` for a failure.
+fn history(h: &str) -> Option<History> {
+    let mut history = History::default();
+    for outcome in h.split(',').filter(|o| !o.is_empty()) {
+        let (at, ok) = outcome.split_once(':')?;
+        let success = match ok {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        history.record(at.parse().ok()?, success);
+    }
+    Some(history)
 }
 
 /// A refusal as the scripts name it.
@@ -446,6 +464,7 @@ impl Store for RedisStore {
             u8::from(wants_retry).to_string(),
             // Rust prints the shortest text that reads back as the same double.
             u.to_string(),
+            u8::from(s.history).to_string(),
         ];
         let (now, corrupt, state, answer) = self.run(&AFTER, s, &own)?;
         let change = match (text(&answer, 2), &state.breaker) {
@@ -501,5 +520,27 @@ impl Store for RedisStore {
 
     fn describe(&self) -> String {
         format!("{}, hash {}", self.settings.url.redacted(), self.hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_keeps_as_many_outcomes_as_the_rules() {
+        let kept = format!("local KEPT = {}\n", crate::policy::adaptive::KEPT);
+        assert!(RULES.contains(&kept), "redis.lua must say {kept:?}");
+    }
+
+    #[test]
+    fn the_outcomes_read_back_as_the_script_writes_them() {
+        let h = history("5:0,17:1").expect("a history");
+        let read: Vec<(u64, bool)> = h.outcomes().map(|o| (o.at, o.success)).collect();
+        assert_eq!(read, [(5, false), (17, true)]);
+        assert!(history("").is_some_and(|h| h.is_empty()));
+        for bad in ["5", "5:2", "x:1", "5:1,,:0"] {
+            assert!(history(bad).is_none(), "{bad:?}");
+        }
     }
 }

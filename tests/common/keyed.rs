@@ -33,6 +33,7 @@ macro_rules! scenarios {
             the_json_log_summary_and_metrics_carry_the_key,
             a_profile_in_the_config_file_sets_the_key,
             bad_state_flags_are_usage_errors_naming_the_value,
+            adaptive_runs_keep_the_keys_outcomes_and_explain_shows_the_delay_they_give,
         );
     };
 }
@@ -531,4 +532,50 @@ pub fn bad_state_flags_are_usage_errors_naming_the_value(s: &Setup) {
         assert!(stderr(&out).contains(word), "{args:?}: {}", stderr(&out));
     }
     assert_eq!(s.ran(), 0);
+}
+
+pub fn adaptive_runs_keep_the_keys_outcomes_and_explain_shows_the_delay_they_give(s: &Setup) {
+    let adaptive = [
+        "--key",
+        "api",
+        "--backoff",
+        "adaptive",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+        "-n",
+        "3",
+        "-d",
+        "1ms",
+        "--max-delay",
+        "10ms",
+    ];
+    let out = s.run(&adaptive, 3);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(s.ran(), 3);
+    s.run(&adaptive, 0);
+    // A run without the adaptive delay keeps no outcomes.
+    let plain = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+    ];
+    s.run(&with(&plain, &["-n", "2", "-d", "1ms"]), 1);
+    assert_eq!(s.ran(), 6);
+    let out = output(s.retry(&with(&adaptive, &["--explain"])));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Three failures and a success, and the failure the estimate supposes: (1 + 1) / (5 + 2).
+    assert!(
+        text.contains("adaptive delay   4 outcomes of the last 10m kept: success rate 0.29"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the first retry waits 10ms (0ms to 10ms with full jitter)"),
+        "capped by --max-delay: {text}"
+    );
 }
