@@ -840,6 +840,15 @@ fn tune() -> Result<(), String> {
             Delay::Adaptive(Rule::Recovery { scale, grow: true }),
         ));
     }
+    rows.push((
+        "failure odds".into(),
+        Jitter::Full,
+        Delay::Adaptive(Rule::Odds {
+            scale: 1.0,
+            lo: 0.1,
+            hi: 10.0,
+        }),
+    ));
     let loss = spike::Server::Loss {
         slots: 10,
         service: Duration::from_millis(200),

@@ -336,7 +336,12 @@ impl fmt::Display for Policy {
         }
         write!(
             f,
-            " backoff={} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+            " backoff={}{} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+            if self.adaptive.is_some() {
+                "adaptive, else "
+            } else {
+                ""
+            },
             b.shape,
             human(b.delay),
             human(b.max_delay),

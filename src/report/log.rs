@@ -410,6 +410,12 @@ impl PolicyFields {
                 Some(list.iter().map(Duration::as_millis).collect()),
             ),
         };
+        // The adaptive delay falls back on, and blends with, its exponential shape.
+        let backoff = if p.adaptive.is_some() {
+            "adaptive"
+        } else {
+            backoff
+        };
         PolicyFields {
             attempts: p.attempts,
             max_time_ms: p.max_time.map(|d| d.as_millis()),

@@ -69,6 +69,12 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         human(CALL),
         world.seed
     );
+    if policy.adaptive.is_some() {
+        out.push_str(
+            "  Note: the fleet model does not simulate --backoff adaptive yet; its delays here are\n  \
+             the exponential ones it falls back on.\n\n",
+        );
+    }
     for (a, b, c, d, e, f) in [
         ("calls in", "calls", "peak", "peak", "runs", "all back"),
         (
