@@ -625,6 +625,67 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
     assert_eq!(state, "closed");
 }
 
+/// The scripts the server has run (EVALSHA and EVAL), from its own count; an EVALSHA of a
+/// script it did not have yet is not one.
+fn script_calls(server: &Server) -> u64 {
+    let info: String = server.query(::redis::cmd("INFO").arg("commandstats"));
+    let count = |line: &str, field: &str| -> u64 {
+        line.split([':', ','])
+            .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .map(|l| count(l, "calls") - count(l, "failed_calls") - count(l, "rejected_calls"))
+        .sum()
+}
+
+#[test]
+fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    // A run's exit status, and the scripts it had the server run.
+    let run = |args: &[&str], code: i32| {
+        let before = script_calls(&server);
+        let out = s.run(args, code);
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+        (out.status.code(), script_calls(&server) - before)
+    };
+    let hash =
+        || -> Vec<(String, String)> { server.query(::redis::cmd("HGETALL").arg("retry:api")) };
+    // A key never used: the admission alone, and nothing written.
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
+    assert!(!s.stored("api"));
+    // A failure is kept: the next success is recorded, and clears it.
+    assert_eq!(run(&["--key", "api", "-n", "1"], 1), (Some(1), 2));
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
+    let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+    assert_eq!(f, "");
+    // Settled again: the admission alone, and the hash as it was.
+    let settled = hash();
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
+    assert_eq!(hash(), settled);
+    // A retry took a token: the next success is recorded, and adds its tenth.
+    let off = ["--key", "api", "--breaker-failures", "0", "-d", "1ms"];
+    assert_eq!(run(&with(&off, &["-n", "2"]), 1).0, Some(1));
+    let m = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("m")) };
+    assert_eq!(m(()), 9000);
+    assert_eq!(run(&off, 0), (Some(0), 2));
+    assert_eq!(m(()), 9100);
+    // An open breaker whose time is up: the probe's success is recorded, and closes it.
+    server.query::<i64>(
+        ::redis::cmd("HSET")
+            .arg("retry:api")
+            .arg(&["s", "open", "u", "0", "o", "1000", "m", "10000"]),
+    );
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
+    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    assert_eq!(state, "closed");
+}
+
 #[test]
 fn a_key_expires_after_a_week_without_use() {
     let Some(server) = Server::start() else {

@@ -85,6 +85,19 @@ pub struct View {
     pub tokens: f64,
     /// The key's recent outcomes, for the adaptive delay.
     pub history: History,
+    /// A success recorded now would change nothing (see [`KeyState::settled`]).
+    pub settled: bool,
+}
+
+impl View {
+    /// Whether the success of an attempt that started under this view, with `ticket`, can go
+    /// unrecorded: nothing a later operation can see would differ. The attempt's evidence was
+    /// gathered from its start, and its success counts as of then; what it gives up against
+    /// being recorded when it ends: failures that other runs record meanwhile are not cleared
+    /// by it, and its `--budget-ratio` credit to a bucket that was full is not given.
+    pub fn success_is_moot(&self, ticket: Ticket) -> bool {
+        self.settled && !ticket.probe
+    }
 }
 
 impl KeyState {
@@ -209,6 +222,21 @@ impl KeyState {
         }
     }
 
+    /// Whether recording a success now, from a run that is not probing, would change nothing
+    /// that any later operation, at any time, can tell: the breaker is off, or closed and
+    /// keeping no failure (`record` leaves it as it is); the budget is off, or holds its burst
+    /// (`succeeded` then only moves `at`, and a full bucket's `at` counts for nothing: every
+    /// operation first clamps it to its own time, and `refill` then sets it to that time);
+    /// and no history is kept (`--backoff adaptive` learns from every outcome). The failures
+    /// and tokens as stored, not as `view` counts them at `now`: a store's clock may go back,
+    /// and bring an old failure or a bucket's old time back into play.
+    pub fn settled(&self, s: &SharedSettings) -> bool {
+        let breaker = !s.breaker.enabled()
+            || matches!(&self.breaker, Breaker::Closed { failures } if failures.is_empty());
+        let budget = !s.budget.enabled() || self.budget.milli >= s.budget.burst_milli();
+        breaker && budget && !s.history
+    }
+
     /// What the state says at `now`, without changing it.
     pub fn view(&self, s: &SharedSettings, now: u64) -> View {
         let (open_until, lease_until) = match self.breaker {
@@ -223,12 +251,16 @@ impl KeyState {
             lease_until,
             tokens: self.budget.left(&s.budget, now),
             history: self.history.clone(),
+            settled: self.settled(s),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+
     use super::*;
 
     fn settings() -> SharedSettings {
@@ -371,6 +403,157 @@ mod tests {
         );
         k.shift(500_000, 10);
         assert_eq!(k.budget.at, 10);
+    }
+
+    /// Any state: any breaker, a bucket full or not, times from two hours before `now` to two
+    /// hours after.
+    fn any_state(rng: &mut StdRng, s: &SharedSettings, now: u64) -> KeyState {
+        let mut t = || now - 7_200_000 + rng.random_range(0..14_400_000);
+        let breaker = match t() % 4 {
+            0 => Breaker::default(),
+            1 => Breaker::Closed {
+                failures: vec![t()],
+            },
+            2 => Breaker::Open {
+                until: t(),
+                open_for: 60_000,
+            },
+            _ => Breaker::HalfOpen {
+                lease_until: t(),
+                open_for: 60_000,
+            },
+        };
+        let at = t();
+        let milli = match t() % 3 {
+            0 => at % s.budget.burst_milli().max(1),
+            _ => s.budget.burst_milli(),
+        };
+        let mut history = History::default();
+        if t() % 2 == 0 {
+            history.record(t(), t() % 2 == 0);
+        }
+        KeyState {
+            generation: at % 3,
+            breaker,
+            budget: Budget { milli, at },
+            history,
+        }
+    }
+
+    #[test]
+    fn a_moot_success_left_unrecorded_changes_nothing_any_later_operation_can_tell() {
+        let mut rng = StdRng::seed_from_u64(13);
+        let now = 100_000_000;
+        let mut moot = [0; 4];
+        for case in 0..4000 {
+            let mut s = settings();
+            match case % 4 {
+                1 => s.breaker.failures = 0,
+                2 => s.budget.burst = 0,
+                3 => s.history = true,
+                _ => {}
+            }
+            let mut start = any_state(&mut rng, &s, now);
+            start.clamp(&s, now);
+            let Admit::Run(ticket) = start.admit(&s, now) else {
+                continue;
+            };
+            if !start.view(&s, now).success_is_moot(ticket) {
+                continue;
+            }
+            moot[case % 4] += 1;
+            // One copy records the success when its attempt ends; the other does not.
+            let mut recorded = start.clone();
+            let ended = now + rng.random_range(0..100_000);
+            let a = recorded.after_attempt(&s, ended, ticket, Attempt::Success, false, 0.5);
+            assert_eq!(
+                (a.ticket, a.change, a.refusal),
+                (ticket, Change::None, None)
+            );
+            let mut skipped = start;
+            // Then other runs use the key, at any time: a store's clock may go back.
+            for step in 0..30 {
+                let t = now - 7_200_000 + rng.random_range(0..14_400_000);
+                let what = format!("case {case}, step {step}, at {t}");
+                recorded.clamp(&s, t);
+                skipped.clamp(&s, t);
+                let ticket = Ticket {
+                    generation: rng.random_range(0..4),
+                    probe: rng.random_bool(0.3),
+                };
+                let attempt = [Attempt::Success, Attempt::Failure, Attempt::Uncounted]
+                    [rng.random_range(0..3)];
+                let (retry, u) = (rng.random_bool(0.7), rng.random::<f64>());
+                match rng.random_range(0..3) {
+                    0 => assert_eq!(recorded.admit(&s, t), skipped.admit(&s, t), "{what}"),
+                    1 => assert_eq!(
+                        recorded.after_attempt(&s, t, ticket, attempt, retry, u),
+                        skipped.after_attempt(&s, t, ticket, attempt, retry, u),
+                        "{what}"
+                    ),
+                    _ => {
+                        let (mut a, mut b) = (ticket, ticket);
+                        assert_eq!(
+                            recorded.before_retry(&s, &mut a),
+                            skipped.before_retry(&s, &mut b),
+                            "{what}"
+                        );
+                        assert_eq!(a, b, "{what}");
+                    }
+                }
+                assert_eq!(recorded.view(&s, t), skipped.view(&s, t), "{what}");
+            }
+        }
+        assert!(moot[..3].iter().all(|&n| n > 100), "{moot:?}");
+        assert_eq!(
+            moot[3], 0,
+            "a success is never moot where the history is kept"
+        );
+    }
+
+    #[test]
+    fn a_success_is_recorded_when_failures_are_kept_the_bucket_is_not_full_or_the_run_probes() {
+        let s = settings();
+        let closed = Ticket {
+            generation: 0,
+            probe: false,
+        };
+        let mut k = KeyState::new(&s, 0);
+        assert!(k.view(&s, 0).success_is_moot(closed));
+        // A failure kept, even one too old to count now: a clock set back would count it.
+        k.breaker = Breaker::Closed { failures: vec![0] };
+        assert!(!k.view(&s, 0).success_is_moot(closed));
+        assert!(!k.view(&s, 7_200_000).success_is_moot(closed));
+        // A bucket short of its burst, even one that time has refilled.
+        let mut k = KeyState::new(&s, 0);
+        k.budget.milli -= 1;
+        assert!(!k.view(&s, 0).success_is_moot(closed));
+        assert!(!k.view(&s, 3_600_000).success_is_moot(closed));
+        // A probe: its success closes the breaker.
+        let mut k = KeyState::new(&s, 0);
+        k.breaker = Breaker::Open {
+            until: 10,
+            open_for: 10,
+        };
+        let probe = run(k.admit(&s, 10));
+        assert!(probe.probe);
+        assert!(!k.view(&s, 10).success_is_moot(probe));
+        // Where the history is kept, for the adaptive delay: every success is recorded.
+        let mut adaptive = settings();
+        adaptive.history = true;
+        assert!(
+            !KeyState::new(&s, 0)
+                .view(&adaptive, 0)
+                .success_is_moot(closed)
+        );
+        // With the breaker and the budget off, every success but a probe's is moot.
+        let mut off = settings();
+        off.breaker.failures = 0;
+        off.budget.burst = 0;
+        let mut k = KeyState::new(&s, 0);
+        k.breaker = Breaker::Closed { failures: vec![0] };
+        k.budget.milli = 0;
+        assert!(k.view(&off, 0).success_is_moot(closed));
     }
 
     #[test]

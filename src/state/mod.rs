@@ -22,7 +22,7 @@ use crate::policy::store::FailMode;
 pub fn open(settings: &StateSettings) -> Shared {
     let local = Box::new(file::FileStore::new(settings.dir.clone(), &settings.key));
     let key = settings.key.clone();
-    match &settings.store {
+    let mut shared = match &settings.store {
         None => Shared::new(key, settings.shared.clone(), local),
         Some(store) => {
             let remote = Box::new(redis::RedisStore::new(store, &settings.key));
@@ -33,7 +33,9 @@ pub fn open(settings: &StateSettings) -> Shared {
             });
             shared
         }
-    }
+    };
+    shared.skip_moot_successes = true;
+    shared
 }
 
 /// What a store answers: the operation's result, and the key's state and time just after it.
@@ -201,6 +203,12 @@ pub struct Shared {
     /// A warning the last operation left, for the log.
     pub warning: Option<String>,
     now: u64,
+    /// `view` is the state the current attempt started under (the answer to the admission or
+    /// to the check before a retry), not one given after it.
+    at_start: bool,
+    /// Leave unrecorded the successes that change nothing (see [`Shared::records`]). On for a
+    /// real run's handle ([`open`]); off by default, so that the simulator sees every outcome.
+    pub skip_moot_successes: bool,
 }
 
 impl Shared {
@@ -215,6 +223,8 @@ impl Shared {
             view: None,
             warning: None,
             now: 0,
+            at_start: false,
+            skip_moot_successes: false,
         }
     }
 
@@ -237,6 +247,7 @@ impl Shared {
 
     /// Remembers what a reply says of the key.
     fn heard<T>(&mut self, reply: Reply<T>) -> (T, u64) {
+        self.at_start = false;
         self.view = Some(reply.view);
         self.warning = reply.warning;
         self.now = reply.now;
@@ -277,6 +288,7 @@ impl Shared {
         match self.heard(reply) {
             (Admit::Run(ticket), _) => {
                 self.ticket = Some(ticket);
+                self.at_start = true;
                 Ok(None)
             }
             (Admit::Refused(refusal), now) => Ok(Some(refused(refusal, now))),
@@ -294,6 +306,11 @@ impl Shared {
         let Some(ticket) = self.ticket else {
             return Ok((Change::None, None));
         };
+        if !self.records(ticket, attempt, wants_retry) {
+            // The ticket, and the view the run reports, stay those of the attempt's start.
+            self.at_start = false;
+            return Ok((Change::None, None));
+        }
         let reply = self
             .store
             .after_attempt(&self.settings, ticket, attempt, wants_retry, u)
@@ -301,6 +318,27 @@ impl Shared {
         let (after, now) = self.heard(reply);
         self.ticket = Some(after.ticket);
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
+    }
+
+    /// Whether the attempt that ended is told to the store: the one place where that is
+    /// decided. A success is not, when the state the attempt started under shows that
+    /// recording it would change nothing ([`View::success_is_moot`]): a breaker closed with no
+    /// failure kept, a full bucket, no probe. That saves the store a call (a round trip to
+    /// Redis, a read of the state file) in the commonest run of all, one that succeeds at
+    /// once. The success then counts as of the attempt's start, when its evidence was
+    /// gathered: failures other runs record during the attempt are not cleared by it, and its
+    /// `--budget-ratio` credit to a bucket that was full is not given. No success is moot on
+    /// a key that keeps its outcomes (`--backoff adaptive`), and none is skipped without
+    /// `skip_moot_successes`.
+    fn records(&self, ticket: Ticket, attempt: Attempt, wants_retry: bool) -> bool {
+        let moot = attempt == Attempt::Success
+            && !wants_retry
+            && self.at_start
+            && self
+                .view
+                .as_ref()
+                .is_some_and(|v| v.success_is_moot(ticket));
+        !(self.skip_moot_successes && moot)
     }
 
     /// Just before a retry starts, after its wait: has the breaker opened since?
@@ -314,6 +352,7 @@ impl Shared {
             .inspect_err(|_| self.errors += 1)?;
         let ((refusal, ticket), now) = self.heard(reply);
         self.ticket = Some(ticket);
+        self.at_start = refusal.is_none();
         Ok(refusal.map(|r| refused(r, now)))
     }
 
@@ -345,5 +384,195 @@ fn refused(refusal: Refusal, now: u64) -> Refused {
     Refused {
         refusal,
         left: Duration::from_millis(until.saturating_sub(now)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::memory::MemoryStore;
+    use super::*;
+    use crate::policy::breaker::{Breaker, BreakerSettings};
+    use crate::policy::budget::BudgetSettings;
+
+    fn settings() -> SharedSettings {
+        SharedSettings {
+            breaker: BreakerSettings {
+                failures: 2,
+                window: Duration::from_secs(3600),
+                open: Duration::from_secs(60),
+                open_max: Duration::from_secs(900),
+            },
+            budget: BudgetSettings {
+                burst: 3,
+                ratio: 0.5,
+                refill: Duration::from_secs(60),
+            },
+            lease: Duration::from_secs(10),
+            history: false,
+        }
+    }
+
+    /// A store in memory that counts the attempts it is told of.
+    #[derive(Clone, Default)]
+    struct Counted {
+        memory: MemoryStore,
+        told: Rc<Cell<u32>>,
+    }
+
+    impl Store for Counted {
+        fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
+            Store::admit(&mut self.memory, s)
+        }
+        fn after_attempt(
+            &mut self,
+            s: &SharedSettings,
+            ticket: Ticket,
+            attempt: Attempt,
+            wants_retry: bool,
+            u: f64,
+        ) -> Result<Reply<After>, Error> {
+            self.told.set(self.told.get() + 1);
+            Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
+        }
+        fn before_retry(
+            &mut self,
+            s: &SharedSettings,
+            ticket: Ticket,
+        ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
+            Store::before_retry(&mut self.memory, s, ticket)
+        }
+        fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+            Store::view(&mut self.memory, s)
+        }
+        fn reset(&mut self) -> Result<(), Error> {
+            Store::reset(&mut self.memory)
+        }
+        fn describe(&self) -> String {
+            "counted".into()
+        }
+    }
+
+    /// A real run's handle on the store.
+    fn handle(store: &Counted) -> Shared {
+        let mut shared = Shared::new("api".into(), settings(), Box::new(store.clone()));
+        shared.skip_moot_successes = true;
+        shared
+    }
+
+    /// A run whose attempts end as `attempts` say (each retried but the last); how many of
+    /// them the store was told of.
+    fn told(store: &Counted, attempts: &[Attempt]) -> u32 {
+        let before = store.told.get();
+        let mut shared = handle(store);
+        assert_eq!(shared.admit().expect("admitted"), None);
+        for (i, &attempt) in attempts.iter().enumerate() {
+            let last = i + 1 == attempts.len();
+            let (_, refused) = shared.after_attempt(attempt, !last, 0.0).expect("told");
+            assert_eq!(refused, None);
+            if !last {
+                assert_eq!(shared.before_retry().expect("checked"), None);
+            }
+        }
+        store.told.get() - before
+    }
+
+    #[test]
+    fn a_success_on_a_settled_key_is_not_told_to_the_store() {
+        let store = Counted::default();
+        assert_eq!(told(&store, &[Attempt::Success]), 0);
+        assert_eq!(store.memory.state(), Some(KeyState::new(&settings(), 0)));
+        // The run reports the state its attempt started under.
+        let mut shared = handle(&store);
+        shared.admit().expect("admitted");
+        shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        let view = shared.view.as_ref().expect("a view");
+        assert_eq!((view.breaker, view.tokens), ("closed", 3.0));
+        // Off: every attempt is told.
+        let mut shared = handle(&store);
+        shared.skip_moot_successes = false;
+        shared.admit().expect("admitted");
+        shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!(store.told.get(), 1);
+        // A key that keeps its outcomes, for --backoff adaptive: every success is one.
+        let mut shared = handle(&store);
+        shared.settings.history = true;
+        shared.admit().expect("admitted");
+        shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!(store.told.get(), 2);
+    }
+
+    #[test]
+    fn a_success_is_told_when_a_failure_is_kept_the_bucket_is_not_full_or_the_run_probes() {
+        let store = Counted::default();
+        // A failure, then a success that must clear it.
+        assert_eq!(told(&store, &[Attempt::Failure]), 1);
+        assert_eq!(told(&store, &[Attempt::Success]), 1);
+        assert_eq!(
+            store.memory.state().map(|k| k.breaker),
+            Some(Breaker::default())
+        );
+        // A retry took a token, with the breaker off so that nothing else is kept: the success
+        // after it gives half a token back.
+        let off = Counted::default();
+        let mut shared = handle(&off);
+        shared.settings.breaker.failures = 0;
+        shared.admit().expect("admitted");
+        shared
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("ok");
+        shared.before_retry().expect("ok");
+        shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!(off.told.get(), 2);
+        assert_eq!(off.memory.state().map(|k| k.budget.milli), Some(2500));
+        // The bucket is still short: the next run's success is told too, and fills it.
+        assert_eq!(told(&off, &[Attempt::Success]), 1);
+        // Two failures open the breaker; after its open time the probe's success closes it.
+        let store = Counted::default();
+        told(&store, &[Attempt::Failure, Attempt::Failure]);
+        store.memory.now.set(60_000);
+        let mut shared = handle(&store);
+        shared.admit().expect("admitted");
+        assert!(shared.probing());
+        let (change, _) = shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!(change, Change::Closed);
+    }
+
+    #[test]
+    fn a_success_after_a_retry_is_judged_by_the_state_it_started_under() {
+        // Budget off and breaker off: nothing a success could change.
+        let store = Counted::default();
+        let mut shared = handle(&store);
+        shared.settings.breaker.failures = 0;
+        shared.settings.budget.burst = 0;
+        shared.admit().expect("admitted");
+        shared
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("ok");
+        // Without the check before the retry, the view is the one given after the failure.
+        let (change, _) = shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!((change, store.told.get()), (Change::None, 2));
+        shared
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("ok");
+        shared.before_retry().expect("ok");
+        shared
+            .after_attempt(Attempt::Success, false, 0.0)
+            .expect("ok");
+        assert_eq!(store.told.get(), 3);
     }
 }
