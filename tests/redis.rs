@@ -75,6 +75,17 @@ fn small() -> SharedSettings {
     }
 }
 
+/// Keeps SIGCHLD off this test's thread, which talks to Redis itself. Other tests spawn
+/// processes on other threads; a child's SIGCHLD, which the test process ignores, can still be
+/// queued while its spawning thread has every signal blocked (as posix_spawn does), and wake
+/// whichever thread the kernel picks: a read with a time limit on a socket, as the store's
+/// are, then fails with EINTR instead of going on.
+fn no_sigchld_here() {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGCHLD);
+    set.thread_block().expect("block SIGCHLD");
+}
+
 fn store_settings(url: &str, timeout: Duration) -> StoreSettings {
     StoreSettings {
         url: StoreUrl::parse(url).expect("URL"),
@@ -94,6 +105,7 @@ fn canonical(mut k: KeyState, s: &SharedSettings) -> KeyState {
 
 #[test]
 fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
+    no_sigchld_here();
     let Some(server) = Server::start() else {
         return;
     };
@@ -116,6 +128,13 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
             s.history = true;
             s
         }),
+        // Times past 10^14 ms, where Lua's own tostring would print an exponent; outcomes
+        // kept too, whose times are text.
+        (6, {
+            let mut s = small();
+            s.history = true;
+            s
+        }),
     ] {
         let mut rng = StdRng::seed_from_u64(seed);
         let memory = MemoryStore::default();
@@ -126,7 +145,7 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
         );
         // Three runs on the key; each holds a ticket while it runs.
         let mut runs: [Option<Ticket>; 3] = [None; 3];
-        let mut now = 1_000_000u64;
+        let mut now = if seed == 6 { 1 << 49 } else { 1_000_000u64 };
         let mut seen = [0usize; 4];
         for step in 0..600 {
             now += [0, 1, 40, 300, 900, 2500][rng.random_range(0..6)];
@@ -405,6 +424,7 @@ fn a_store_that_never_answers_costs_no_more_than_the_state_timeout() {
 
 #[test]
 fn every_call_of_a_run_shares_one_state_timeout() {
+    no_sigchld_here();
     let silent = Silent::start();
     let s = small();
     let mut store = RedisStore::new(

@@ -1,37 +1,41 @@
 -- The rules of src/policy/breaker.rs, budget.rs and shared.rs, run atomically by Redis on one
 -- key's hash; each function mirrors the Rust one of the same name, line for line. Every number
 -- is an integer (milliseconds, thousandths of a token) held in a Lua double, exact below 2^53;
--- the caller keeps every setting below 2^50.
+-- the caller keeps every setting below 2^50. One script for every operation, so that one SHA
+-- is loaded once.
 --
 -- KEYS[1]    the key's hash: g (generation), s (closed, open, half-open), f (the failures'
 --            times, comma-separated), u (open until), l (lease until), o (open for),
 --            m (tokens, in thousandths), a (when m was brought up to date), h (the latest
 --            outcomes, oldest first, as time:1 for a success and time:0 for a failure,
 --            comma-separated; kept only by runs with the adaptive delay).
--- ARGV[1]    the time in ms; '' for the server's own clock (TIME). Only tests give one.
--- ARGV[2-10] failures, window, first open time, longest open time, lease, burst and ratio
+-- ARGV[1]    the operation: admit, after, before or view.
+-- ARGV[2]    the time in ms; '' for the server's own clock (TIME). Only tests give one.
+-- ARGV[3-11] failures, window, first open time, longest open time, lease, burst and ratio
 --            (thousandths), refill period, expiry.
--- ARGV[11-]  the operation's own.
+-- ARGV[12-]  the operation's own.
 --
--- Returns the time, 1 if the hash could not be read, the state's eight fields as strings, then
--- the operation's answer.
+-- Returns the time, 1 if the hash could not be read (else 0), the state's nine fields, then
+-- the operation's answer. Numbers go back as integers, which Redis converts exactly; text
+-- (the failures' and outcomes' times, and what is stored) is written with fmt, since Lua's
+-- own tostring switches to an exponent above 14 digits.
 
 local now
-if ARGV[1] == '' then
+if ARGV[2] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  now = tonumber(ARGV[1])
+  now = tonumber(ARGV[2])
 end
-local FAILURES = tonumber(ARGV[2])
-local WINDOW = tonumber(ARGV[3])
-local FIRST_OPEN = tonumber(ARGV[4])
-local OPEN_MAX = tonumber(ARGV[5])
-local LEASE = tonumber(ARGV[6])
-local BURST = tonumber(ARGV[7])
-local RATIO = tonumber(ARGV[8])
-local REFILL = tonumber(ARGV[9])
-local EXPIRY = tonumber(ARGV[10])
+local FAILURES = tonumber(ARGV[3])
+local WINDOW = tonumber(ARGV[4])
+local FIRST_OPEN = tonumber(ARGV[5])
+local OPEN_MAX = tonumber(ARGV[6])
+local LEASE = tonumber(ARGV[7])
+local BURST = tonumber(ARGV[8])
+local RATIO = tonumber(ARGV[9])
+local REFILL = tonumber(ARGV[10])
+local EXPIRY = tonumber(ARGV[11])
 local MILLI = 1000
 -- adaptive.rs's KEPT: the outcomes a key keeps.
 local KEPT = 32
@@ -54,28 +58,30 @@ local function fresh()
   return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now, h = {} }
 end
 
--- The hash, or a fresh state and true when it cannot be understood.
+-- The hash, or a fresh state and true when it cannot be understood; and whether the hash
+-- exists.
 local function load()
   local h = redis.call('HGETALL', KEYS[1])
-  if #h == 0 then return fresh(), false end
+  if #h == 0 then return fresh(), false, false end
   local r = {}
   for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
   local st = { g = tonumber(r.g), s = r.s, f = {}, u = tonumber(r.u), l = tonumber(r.l),
                o = tonumber(r.o), m = tonumber(r.m), a = tonumber(r.a), h = {} }
   if not (st.g and st.u and st.l and st.o and st.m and st.a and r.f)
       or not (st.s == 'closed' or st.s == 'open' or st.s == 'half-open') then
-    return fresh(), true
+    return fresh(), true, true
   end
   for at in string.gmatch(r.f, '%d+') do st.f[#st.f + 1] = tonumber(at) end
   -- A hash from before the history was kept has none.
   for at, ok in string.gmatch(r.h or '', '(%d+):([01])') do
     st.h[#st.h + 1] = { at = tonumber(at), ok = ok == '1' }
   end
-  return st, false
+  return st, false, true
 end
 
--- The hash's fields, in one canonical form: a field the state does not use is empty or 0.
-local function encode(st)
+-- The fields of the state, in one canonical form: a field the state does not use is empty
+-- or 0. The failures' times and the outcomes as text; the numbers as numbers.
+local function fields(st)
   local f, u, l, o = '', 0, 0, 0
   if st.s == 'closed' then
     local times = {}
@@ -88,8 +94,18 @@ local function encode(st)
   end
   local h = {}
   for i, o in ipairs(st.h) do h[i] = fmt(o.at) .. (o.ok and ':1' or ':0') end
-  return { 'g', fmt(st.g), 's', st.s, 'f', f, 'u', fmt(u), 'l', fmt(l), 'o', fmt(o),
-           'm', fmt(st.m), 'a', fmt(st.a), 'h', table.concat(h, ',') }
+  return { st.g, st.s, f, u, l, o, st.m, st.a, table.concat(h, ',') }
+end
+
+-- The hash's fields and values, as HSET takes them: every value as exact text.
+local NAMES = { 'g', 's', 'f', 'u', 'l', 'o', 'm', 'a', 'h' }
+local function encode(st)
+  local out = {}
+  for i, v in ipairs(fields(st)) do
+    out[2 * i - 1] = NAMES[i]
+    out[2 * i] = type(v) == 'number' and fmt(v) or v
+  end
+  return out
 end
 
 -- KeyState::clamp: Breaker::clamp and Budget::clamp
@@ -214,24 +230,65 @@ local function refusal(st, ticket)
 end
 
 -- Keeps the state when the operation changed it (or the hash could not be read), as the local
--- store writes its file; `mode` is 'read' (never), 'write', or 'touch' (write, and otherwise
--- push the expiry back: a run started on the key).
-local function finish(st, before, corrupt, mode, answer)
-  local fields = encode(st)
-  if mode ~= 'read' then
-    if corrupt or table.concat(fields, ' ') ~= before then
-      redis.call('HSET', KEYS[1], unpack(fields))
-      redis.call('PEXPIRE', KEYS[1], EXPIRY)
-    elseif mode == 'touch' then
-      redis.call('PEXPIRE', KEYS[1], EXPIRY)
-    end
+-- store writes its file, and pushes the expiry back when `touch` (a run started on the key);
+-- returns the time, the state and the operation's answer.
+local function finish(st, corrupt, write, touch, answer)
+  if write then
+    redis.call('HSET', KEYS[1], unpack(encode(st)))
+    redis.call('PEXPIRE', KEYS[1], EXPIRY)
+  elseif touch then
+    redis.call('PEXPIRE', KEYS[1], EXPIRY)
   end
-  local out = { fmt(now), corrupt and '1' or '0' }
-  for i = 2, #fields, 2 do out[#out + 1] = fields[i] end
+  local out = { now, corrupt and 1 or 0 }
+  for _, v in ipairs(fields(st)) do out[#out + 1] = v end
   for _, v in ipairs(answer) do out[#out + 1] = v end
   return out
 end
 
-local st, corrupt = load()
+local st, corrupt, exists = load()
 clamp(st)
-local before = table.concat(encode(st), ' ')
+local op = ARGV[1]
+
+-- KeyState::admit. Only a probe changes the state: the lease taken, the generation moved.
+if op == 'admit' then
+  local kind, t = enter(st)
+  if kind == 'probe' then st.g = st.g + 1 end
+  return finish(st, corrupt, corrupt or kind == 'probe', exists, { kind, st.g, t })
+end
+
+-- KeyState::after_attempt
+if op == 'after' then
+  local before = table.concat(encode(st), ' ')
+  local ticket = { g = tonumber(ARGV[12]), p = tonumber(ARGV[13]) }
+  local result = ARGV[14]
+  local change = 'none'
+  if ticket.g == st.g then
+    change = record(st, ticket.p == 1, result, tonumber(ARGV[16]))
+    if change ~= 'none' then
+      st.g = st.g + 1
+      if change == 'closed' then
+        ticket.g = st.g
+        ticket.p = 0
+      end
+    end
+  end
+  if result == 'success' then succeeded(st) end
+  if ARGV[17] == '1' and result ~= 'uncounted' then remember(st, result == 'success') end
+  local why, t = 'none', 0
+  if ARGV[15] == '1' then
+    why, t = refusal(st, ticket)
+    if why == 'none' and not take(st) then why = 'budget' end
+  end
+  local changed = corrupt or table.concat(encode(st), ' ') ~= before
+  return finish(st, corrupt, changed, false, { ticket.g, ticket.p, change, why, t })
+end
+
+-- KeyState::before_retry: reads only.
+if op == 'before' then
+  local ticket = { g = tonumber(ARGV[12]), p = tonumber(ARGV[13]) }
+  local why, t = refusal(st, ticket)
+  return finish(st, corrupt, corrupt, false, { why, t, ticket.g, ticket.p })
+end
+
+-- KeyState::view, for --explain: changes nothing, not even a hash that cannot be read.
+return finish(st, corrupt, false, false, {})

@@ -3,14 +3,13 @@
 //! [`crate::policy::shared`] atomically, on the server's clock. The client connects on the
 //! first call, and every call of a run together waits no longer than `--state-timeout`.
 
-use std::sync::LazyLock;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use redis::{
     Client, Connection, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError, Script, ServerErrorKind,
+    RedisError, ServerErrorKind,
 };
 
 use super::{Error, Reply, Store};
@@ -30,66 +29,12 @@ const EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Every number given to a script stays below this, so that Lua's doubles hold it exactly.
 const EXACT: u64 = 1 << 50;
 
-const RULES: &str = include_str!("redis.lua");
+/// The script of every operation: one text, so one SHA, loaded once per server.
+pub const SCRIPT: &str = include_str!("redis.lua");
 
-/// One operation: the rules, then what it does with them.
-struct Op {
-    code: String,
-    script: Script,
-}
-
-impl Op {
-    fn new(body: &str) -> Op {
-        let code = format!("{RULES}\n{body}");
-        let script = Script::new(&code);
-        Op { code, script }
-    }
-}
-
-static ADMIT: LazyLock<Op> = LazyLock::new(|| {
-    Op::new(
-        "local kind, t = enter(st)
-if kind == 'probe' then st.g = st.g + 1 end
-return finish(st, before, corrupt, 'touch', { kind, fmt(st.g), fmt(t) })",
-    )
-});
-
-static AFTER: LazyLock<Op> = LazyLock::new(|| {
-    Op::new(
-        "local ticket = { g = tonumber(ARGV[11]), p = tonumber(ARGV[12]) }
-local result = ARGV[13]
-local change = 'none'
-if ticket.g == st.g then
-  change = record(st, ticket.p == 1, result, tonumber(ARGV[15]))
-  if change ~= 'none' then
-    st.g = st.g + 1
-    if change == 'closed' then
-      ticket.g = st.g
-      ticket.p = 0
-    end
-  end
-end
-if result == 'success' then succeeded(st) end
-if ARGV[16] == '1' and result ~= 'uncounted' then remember(st, result == 'success') end
-local why, t = 'none', 0
-if ARGV[14] == '1' then
-  why, t = refusal(st, ticket)
-  if why == 'none' and not take(st) then why = 'budget' end
-end
-return finish(st, before, corrupt, 'write', { fmt(ticket.g), fmt(ticket.p), change, why, fmt(t) })",
-    )
-});
-
-static BEFORE: LazyLock<Op> = LazyLock::new(|| {
-    Op::new(
-        "local ticket = { g = tonumber(ARGV[11]), p = tonumber(ARGV[12]) }
-local why, t = refusal(st, ticket)
-return finish(st, before, corrupt, 'write', { why, fmt(t), fmt(ticket.g), fmt(ticket.p) })",
-    )
-});
-
-static VIEW: LazyLock<Op> =
-    LazyLock::new(|| Op::new("return finish(st, before, corrupt, 'read', {})"));
+/// The script's SHA1, as EVALSHA names it: generated, so that no run computes it
+/// (tests/generated.rs checks it, and `RETRY_BLESS=1 cargo test --test generated` rewrites it).
+pub const SCRIPT_SHA1: &str = include_str!("redis.lua.sha1");
 
 /// A key's state in a Redis server.
 pub struct RedisStore {
@@ -143,7 +88,7 @@ impl RedisStore {
 
     /// The key's state as the scripts see it, changing nothing.
     pub fn read(&mut self, s: &SharedSettings) -> Result<(KeyState, u64), Error> {
-        let (now, _, state, _) = self.run(&VIEW, s, &[])?;
+        let (now, _, state, _) = self.run("view", s, &[])?;
         Ok((state, now))
     }
 
@@ -222,22 +167,22 @@ impl RedisStore {
         }
     }
 
-    /// Runs an operation's script: EVALSHA, and EVAL when the server does not have it yet
-    /// (which also keeps it for the next run). Returns the store's time, whether the hash had
-    /// to be started afresh, the state after the operation, and its answer.
+    /// Runs an operation of the script: EVALSHA, and EVAL when the server does not have it
+    /// yet (which also keeps it for the next run). Returns the store's time, whether the hash
+    /// had to be started afresh, the state after the operation, and its answer.
     fn run(
         &mut self,
-        op: &Op,
+        op: &str,
         s: &SharedSettings,
         own: &[String],
     ) -> Result<(u64, bool, KeyState, Vec<String>), Error> {
-        let mut args = self.settings_args(s);
+        let mut args = self.settings_args(op, s);
         args.extend_from_slice(own);
         let hash = self.hash.clone();
         let fields = self.call(|con, deadline| {
             limit(con, deadline)?;
             let sha = redis::cmd("EVALSHA")
-                .arg(op.script.get_hash())
+                .arg(SCRIPT_SHA1)
                 .arg(1)
                 .arg(&hash)
                 .arg(&args)
@@ -246,7 +191,7 @@ impl RedisStore {
                 Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                     limit(con, deadline)?;
                     Ok(redis::cmd("EVAL")
-                        .arg(&op.code)
+                        .arg(SCRIPT)
                         .arg(1)
                         .arg(&hash)
                         .arg(&args)
@@ -258,8 +203,8 @@ impl RedisStore {
         decode(&fields).map_err(|why| self.error(Failure::Reply(why)))
     }
 
-    /// The script's ARGV[1..10]: the time, and the settings as whole numbers.
-    fn settings_args(&self, s: &SharedSettings) -> Vec<String> {
+    /// The script's ARGV[1..11]: the operation, the time, and the settings as whole numbers.
+    fn settings_args(&self, op: &str, s: &SharedSettings) -> Vec<String> {
         let b = &s.breaker;
         let expiry = ms(EXPIRY)
             .max(ms(b.window))
@@ -275,7 +220,9 @@ impl RedisStore {
             ms(s.budget.refill).max(1),
             expiry,
         ];
-        let mut args = vec![self.clock.map_or(String::new(), |t| t.to_string())];
+        let mut args = Vec::with_capacity(16);
+        args.push(op.to_string());
+        args.push(self.clock.map_or(String::new(), |t| t.to_string()));
         args.extend(numbers.iter().map(|n| n.min(&EXACT).to_string()));
         args
     }
@@ -427,7 +374,7 @@ fn text(answer: &[String], i: usize) -> &str {
 
 impl Store for RedisStore {
     fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
-        let (now, corrupt, state, answer) = self.run(&ADMIT, s, &[])?;
+        let (now, corrupt, state, answer) = self.run("admit", s, &[])?;
         let ticket = |probe| {
             Admit::Run(Ticket {
                 generation: number(&answer, 1),
@@ -466,7 +413,7 @@ impl Store for RedisStore {
             u.to_string(),
             u8::from(s.history).to_string(),
         ];
-        let (now, corrupt, state, answer) = self.run(&AFTER, s, &own)?;
+        let (now, corrupt, state, answer) = self.run("after", s, &own)?;
         let change = match (text(&answer, 2), &state.breaker) {
             ("opened", Breaker::Open { until, .. }) => Change::Opened { until: *until },
             ("closed", _) => Change::Closed,
@@ -493,7 +440,7 @@ impl Store for RedisStore {
             ticket.generation.to_string(),
             u8::from(ticket.probe).to_string(),
         ];
-        let (now, corrupt, state, answer) = self.run(&BEFORE, s, &own)?;
+        let (now, corrupt, state, answer) = self.run("before", s, &own)?;
         let value = (
             refusal(text(&answer, 0), number(&answer, 1)),
             Ticket {
@@ -505,7 +452,7 @@ impl Store for RedisStore {
     }
 
     fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
-        let (now, corrupt, state, _) = self.run(&VIEW, s, &[])?;
+        let (now, corrupt, state, _) = self.run("view", s, &[])?;
         Ok(self.reply(s, now, corrupt, &state, ()))
     }
 
@@ -530,7 +477,7 @@ mod tests {
     #[test]
     fn the_script_keeps_as_many_outcomes_as_the_rules() {
         let kept = format!("local KEPT = {}\n", crate::policy::adaptive::KEPT);
-        assert!(RULES.contains(&kept), "redis.lua must say {kept:?}");
+        assert!(SCRIPT.contains(&kept), "redis.lua must say {kept:?}");
     }
 
     #[test]
