@@ -44,15 +44,6 @@ local function fmt(x)
   return string.format('%.0f', x)
 end
 
--- floor(a / b) for integers a >= 0 and b > 0: the division of doubles, corrected to the exact
--- quotient that Rust's integer division gives.
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  while q * b > a do q = q - 1 end
-  while (q + 1) * b <= a do q = q + 1 end
-  return q
-end
-
 -- KeyState::new
 local function fresh()
   return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now, h = {} }
@@ -125,6 +116,53 @@ local function clamp(st)
   while #st.h > KEPT do table.remove(st.h, 1) end
 end
 
+-- Breaker::enter: run, probe, open (until) or probing (lease until)
+local function enter(st)
+  if FAILURES == 0 or st.s == 'closed' then return 'run', 0 end
+  if st.s == 'open' and now < st.u then return 'open', st.u end
+  if st.s == 'half-open' and now < st.l then return 'probing', st.l end
+  st.s = 'half-open'
+  st.l = now + LEASE
+  return 'probe', 0
+end
+
+-- Keeps the state when the operation changed it (or the hash could not be read), as the local
+-- store writes its file, and pushes the expiry back when `touch` (a run started on the key);
+-- returns the time, the state and the operation's answer (the arguments after `touch`).
+local function finish(st, corrupt, write, touch, ...)
+  if write then
+    redis.call('HSET', KEYS[1], unpack(encode(st)))
+    redis.call('PEXPIRE', KEYS[1], EXPIRY)
+  elseif touch then
+    redis.call('PEXPIRE', KEYS[1], EXPIRY)
+  end
+  local g, s, f, u, l, o, m, a, h = unpack(fields(st))
+  return { now, corrupt and 1 or 0, g, s, f, u, l, o, m, a, h, ... }
+end
+
+local st, corrupt, exists = load()
+clamp(st)
+local op = ARGV[1]
+
+-- KeyState::admit. Only a probe changes the state: the lease taken, the generation moved.
+if op == 'admit' then
+  local kind, t = enter(st)
+  if kind == 'probe' then st.g = st.g + 1 end
+  return finish(st, corrupt, corrupt or kind == 'probe', exists, kind, st.g, t)
+end
+
+-- What only the other operations need: defined after the admission, which every run makes,
+-- so that it does not build them.
+
+-- floor(a / b) for integers a >= 0 and b > 0: the division of doubles, corrected to the exact
+-- quotient that Rust's integer division gives.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  while q * b > a do q = q - 1 end
+  while (q + 1) * b <= a do q = q + 1 end
+  return q
+end
+
 -- History::record
 local function remember(st, ok)
   st.h[#st.h + 1] = { at = now, ok = ok }
@@ -162,16 +200,6 @@ local function succeeded(st)
     refill(st)
     st.m = math.min(st.m + RATIO, BURST)
   end
-end
-
--- Breaker::enter: run, probe, open (until) or probing (lease until)
-local function enter(st)
-  if FAILURES == 0 or st.s == 'closed' then return 'run', 0 end
-  if st.s == 'open' and now < st.u then return 'open', st.u end
-  if st.s == 'half-open' and now < st.l then return 'probing', st.l end
-  st.s = 'half-open'
-  st.l = now + LEASE
-  return 'probe', 0
 end
 
 -- Breaker::open
@@ -229,33 +257,6 @@ local function refusal(st, ticket)
   return 'probing', st.l
 end
 
--- Keeps the state when the operation changed it (or the hash could not be read), as the local
--- store writes its file, and pushes the expiry back when `touch` (a run started on the key);
--- returns the time, the state and the operation's answer.
-local function finish(st, corrupt, write, touch, answer)
-  if write then
-    redis.call('HSET', KEYS[1], unpack(encode(st)))
-    redis.call('PEXPIRE', KEYS[1], EXPIRY)
-  elseif touch then
-    redis.call('PEXPIRE', KEYS[1], EXPIRY)
-  end
-  local out = { now, corrupt and 1 or 0 }
-  for _, v in ipairs(fields(st)) do out[#out + 1] = v end
-  for _, v in ipairs(answer) do out[#out + 1] = v end
-  return out
-end
-
-local st, corrupt, exists = load()
-clamp(st)
-local op = ARGV[1]
-
--- KeyState::admit. Only a probe changes the state: the lease taken, the generation moved.
-if op == 'admit' then
-  local kind, t = enter(st)
-  if kind == 'probe' then st.g = st.g + 1 end
-  return finish(st, corrupt, corrupt or kind == 'probe', exists, { kind, st.g, t })
-end
-
 -- KeyState::after_attempt
 if op == 'after' then
   local before = table.concat(encode(st), ' ')
@@ -280,15 +281,15 @@ if op == 'after' then
     if why == 'none' and not take(st) then why = 'budget' end
   end
   local changed = corrupt or table.concat(encode(st), ' ') ~= before
-  return finish(st, corrupt, changed, false, { ticket.g, ticket.p, change, why, t })
+  return finish(st, corrupt, changed, false, ticket.g, ticket.p, change, why, t)
 end
 
 -- KeyState::before_retry: reads only.
 if op == 'before' then
   local ticket = { g = tonumber(ARGV[12]), p = tonumber(ARGV[13]) }
   local why, t = refusal(st, ticket)
-  return finish(st, corrupt, corrupt, false, { why, t, ticket.g, ticket.p })
+  return finish(st, corrupt, corrupt, false, why, t, ticket.g, ticket.p)
 end
 
 -- KeyState::view, for --explain: changes nothing, not even a hash that cannot be read.
-return finish(st, corrupt, false, false, {})
+return finish(st, corrupt, false, false)
