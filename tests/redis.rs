@@ -645,20 +645,28 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
     assert_eq!(state, "closed");
 }
 
-/// The scripts the server has run (EVALSHA and EVAL), from its own count; an EVALSHA of a
-/// script it did not have yet is not one.
-fn script_calls(server: &Server) -> u64 {
-    let info: String = server.query(::redis::cmd("INFO").arg("commandstats"));
+/// The scripts the server has run (EVALSHA and EVAL; an EVALSHA of a script it did not have
+/// yet is not one), and the connections it has accepted (this question's own included), from
+/// its own counts.
+fn server_counts(server: &Server) -> (u64, u64) {
+    let info: String = server.query(::redis::cmd("INFO").arg("commandstats").arg("stats"));
     let count = |line: &str, field: &str| -> u64 {
         line.split([':', ','])
             .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))
             .and_then(|n| n.parse().ok())
             .unwrap_or(0)
     };
-    info.lines()
+    let scripts = info
+        .lines()
         .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
         .map(|l| count(l, "calls") - count(l, "failed_calls") - count(l, "rejected_calls"))
-        .sum()
+        .sum();
+    let connections = info
+        .lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("total_connections_received");
+    (scripts, connections)
 }
 
 #[test]
@@ -668,20 +676,26 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     };
     let s = Setup::redis(&server);
     // A run's exit status, and the scripts it had the server run.
+    let connections = std::cell::Cell::new(0);
     let run = |args: &[&str], code: i32| {
-        let before = script_calls(&server);
+        let before = server_counts(&server);
         let out = s.run(args, code);
         assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
-        (out.status.code(), script_calls(&server) - before)
+        let after = server_counts(&server);
+        connections.set(after.1 - before.1 - 1);
+        (out.status.code(), after.0 - before.0)
     };
     let hash =
         || -> Vec<(String, String)> { server.query(::redis::cmd("HGETALL").arg("retry:api")) };
     // A key never used: the admission alone, and nothing written.
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
     assert!(!s.stored("api"));
-    // A failure is kept: the next success is recorded, and clears it.
+    // A failure is kept: the next success is recorded, and clears it. The run that failed
+    // had let go of its connection while its command ran, and connected again to count it.
     assert_eq!(run(&["--key", "api", "-n", "1"], 1), (Some(1), 2));
+    assert_eq!(connections.get(), 2);
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
+    assert_eq!(connections.get(), 1);
     let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
     assert_eq!(f, "");
     // Settled again: the admission alone, and the hash as it was.

@@ -411,7 +411,12 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             self.log.write(&self.entry(LogEvent::Start));
         }
         let end = match self.world.spawn(&env) {
-            Ok(()) => self.supervise(started),
+            Ok(()) => {
+                if let Some(shared) = self.shared.as_mut() {
+                    shared.attempt_started();
+                }
+                self.supervise(started)
+            }
             Err(e) => {
                 self.note(LogEvent::NotStarted, e.message);
                 End {

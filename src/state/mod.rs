@@ -76,6 +76,9 @@ pub trait Store {
     fn reset(&mut self) -> Result<(), Error>;
     /// Where the state is, for `--explain`.
     fn describe(&self) -> String;
+    /// The run may not call again for a while: let go of what is held open (a connection).
+    /// The next call opens it again.
+    fn idle(&mut self) {}
 }
 
 /// A store that runs the rules itself, on a [`KeyState`] it reads and writes whole (a file, or
@@ -206,8 +209,9 @@ pub struct Shared {
     /// `view` is the state the current attempt started under (the answer to the admission or
     /// to the check before a retry), not one given after it.
     at_start: bool,
-    /// Leave unrecorded the successes that change nothing (see [`Shared::records`]). On for a
-    /// real run's handle ([`open`]); off by default, so that the simulator sees every outcome.
+    /// Leave unrecorded the successes that change nothing (see `Shared::skips_success`).
+    /// On for a real run's handle ([`open`]); off by default, so that the simulator sees
+    /// every outcome.
     pub skip_moot_successes: bool,
 }
 
@@ -306,7 +310,7 @@ impl Shared {
         let Some(ticket) = self.ticket else {
             return Ok((Change::None, None));
         };
-        if !self.records(ticket, attempt, wants_retry) {
+        if !self.records(attempt, wants_retry) {
             // The ticket, and the view the run reports, stay those of the attempt's start.
             self.at_start = false;
             return Ok((Change::None, None));
@@ -320,25 +324,38 @@ impl Shared {
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
     }
 
-    /// Whether the attempt that ended is told to the store: the one place where that is
-    /// decided. A success is not, when the state the attempt started under shows that
-    /// recording it would change nothing ([`View::success_is_moot`]): a breaker closed with no
-    /// failure kept, a full bucket, no probe. That saves the store a call (a round trip to
-    /// Redis, a read of the state file) in the commonest run of all, one that succeeds at
-    /// once. The success then counts as of the attempt's start, when its evidence was
+    /// Whether the attempt that ended is told to the store.
+    fn records(&self, attempt: Attempt, wants_retry: bool) -> bool {
+        !(attempt == Attempt::Success && !wants_retry && self.skips_success())
+    }
+
+    /// Whether the success of the attempt now running would not be told to the store: the one
+    /// place where that is decided. It is not, when the state the attempt started under shows
+    /// that recording it would change nothing ([`View::success_is_moot`]): a breaker closed
+    /// with no failure kept, a full bucket, no probe. That saves the store a call (a round
+    /// trip to Redis, a read of the state file) in the commonest run of all, one that succeeds
+    /// at once. The success then counts as of the attempt's start, when its evidence was
     /// gathered: failures other runs record during the attempt are not cleared by it, and its
     /// `--budget-ratio` credit to a bucket that was full is not given. No success is moot on
     /// a key that keeps its outcomes (`--backoff adaptive`), and none is skipped without
     /// `skip_moot_successes`.
-    fn records(&self, ticket: Ticket, attempt: Attempt, wants_retry: bool) -> bool {
-        let moot = attempt == Attempt::Success
-            && !wants_retry
+    fn skips_success(&self) -> bool {
+        self.skip_moot_successes
             && self.at_start
             && self
-                .view
-                .as_ref()
-                .is_some_and(|v| v.success_is_moot(ticket));
-        !(self.skip_moot_successes && moot)
+                .ticket
+                .zip(self.view.as_ref())
+                .is_some_and(|(ticket, view)| view.success_is_moot(ticket))
+    }
+
+    /// The attempt's command has started. When its success would not be told to the store,
+    /// the store's connection is let go now, while the command runs, rather than at exit:
+    /// closing it then costs the run no time, and a long attempt holds no idle connection to
+    /// a fleet's server. A failure, which is told, connects again.
+    pub fn attempt_started(&mut self) {
+        if self.skips_success() {
+            self.store.idle();
+        }
     }
 
     /// Just before a retry starts, after its wait: has the breaker opened since?
@@ -415,11 +432,12 @@ mod tests {
         }
     }
 
-    /// A store in memory that counts the attempts it is told of.
+    /// A store in memory that counts the attempts it is told of, and the times it is let go.
     #[derive(Clone, Default)]
     struct Counted {
         memory: MemoryStore,
         told: Rc<Cell<u32>>,
+        idled: Rc<Cell<u32>>,
     }
 
     impl Store for Counted {
@@ -453,6 +471,9 @@ mod tests {
         fn describe(&self) -> String {
             "counted".into()
         }
+        fn idle(&mut self) {
+            self.idled.set(self.idled.get() + 1);
+        }
     }
 
     /// A real run's handle on the store.
@@ -470,6 +491,7 @@ mod tests {
         assert_eq!(shared.admit().expect("admitted"), None);
         for (i, &attempt) in attempts.iter().enumerate() {
             let last = i + 1 == attempts.len();
+            shared.attempt_started();
             let (_, refused) = shared.after_attempt(attempt, !last, 0.0).expect("told");
             assert_eq!(refused, None);
             if !last {
@@ -548,6 +570,24 @@ mod tests {
             .after_attempt(Attempt::Success, false, 0.0)
             .expect("ok");
         assert_eq!(change, Change::Closed);
+    }
+
+    #[test]
+    fn the_store_is_let_go_while_an_attempt_runs_whose_success_it_would_not_be_told() {
+        let store = Counted::default();
+        told(&store, &[Attempt::Success]);
+        assert_eq!(store.idled.get(), 1);
+        // A failure then: the store is told of it, and of the success after it.
+        told(&store, &[Attempt::Failure]);
+        assert_eq!(store.idled.get(), 2);
+        told(&store, &[Attempt::Success]);
+        assert_eq!((store.idled.get(), store.told.get()), (2, 2));
+        // Not when it would be told: off, as for a policy that learns from every outcome.
+        let mut shared = handle(&store);
+        shared.skip_moot_successes = false;
+        shared.admit().expect("admitted");
+        shared.attempt_started();
+        assert_eq!(store.idled.get(), 2);
     }
 
     #[test]

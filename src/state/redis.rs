@@ -468,6 +468,10 @@ impl Store for RedisStore {
     fn describe(&self) -> String {
         format!("{}, hash {}", self.settings.url.redacted(), self.hash)
     }
+
+    fn idle(&mut self) {
+        self.con = None;
+    }
 }
 
 #[cfg(test)]
