@@ -73,26 +73,31 @@ end
 -- The fields of the state, in one canonical form: a field the state does not use is empty
 -- or 0. The failures' times and the outcomes as text; the numbers as numbers.
 local function fields(st)
-  local f, u, l, o = '', 0, 0, 0
+  local f, u, l, o, h = '', 0, 0, 0, ''
   if st.s == 'closed' then
-    local times = {}
-    for i, at in ipairs(st.f) do times[i] = fmt(at) end
-    f = table.concat(times, ',')
+    if #st.f > 0 then
+      local times = {}
+      for i, at in ipairs(st.f) do times[i] = fmt(at) end
+      f = table.concat(times, ',')
+    end
   elseif st.s == 'open' then
     u, o = st.u, st.o
   else
     l, o = st.l, st.o
   end
-  local h = {}
-  for i, o in ipairs(st.h) do h[i] = fmt(o.at) .. (o.ok and ':1' or ':0') end
-  return { st.g, st.s, f, u, l, o, st.m, st.a, table.concat(h, ',') }
+  if #st.h > 0 then
+    local kept = {}
+    for i, o in ipairs(st.h) do kept[i] = fmt(o.at) .. (o.ok and ':1' or ':0') end
+    h = table.concat(kept, ',')
+  end
+  return st.g, st.s, f, u, l, o, st.m, st.a, h
 end
 
 -- The hash's fields and values, as HSET takes them: every value as exact text.
 local NAMES = { 'g', 's', 'f', 'u', 'l', 'o', 'm', 'a', 'h' }
 local function encode(st)
   local out = {}
-  for i, v in ipairs(fields(st)) do
+  for i, v in ipairs({ fields(st) }) do
     out[2 * i - 1] = NAMES[i]
     out[2 * i] = type(v) == 'number' and fmt(v) or v
   end
@@ -136,7 +141,7 @@ local function finish(st, corrupt, write, touch, ...)
   elseif touch then
     redis.call('PEXPIRE', KEYS[1], EXPIRY)
   end
-  local g, s, f, u, l, o, m, a, h = unpack(fields(st))
+  local g, s, f, u, l, o, m, a, h = fields(st)
   return { now, corrupt and 1 or 0, g, s, f, u, l, o, m, a, h, ... }
 end
 
