@@ -29,7 +29,7 @@ use std::process::ExitCode;
 use plotters::prelude::*;
 use retry::policy::Policy;
 use retry::policy::adaptive::{self, Params, Rule};
-use retry::policy::backoff::Jitter;
+use retry::policy::backoff::{Backoff, Jitter};
 use retry::policy::shared::SharedSettings;
 use retry::sim::Estimate;
 use retry::sim::brooker::{self, REFERENCE};
@@ -417,6 +417,34 @@ struct SpikeRow {
     back: Estimate,
 }
 
+/// Scenario B's run of one policy: `-n 5`, 35 tasks a second (or 7 workers) before a spike
+/// of `factor` for `seconds` that starts at 2 minutes, then 5 minutes more.
+fn spike_setup(
+    backoff: Backoff,
+    delay: Delay,
+    budget: Option<SharedSettings>,
+    server: spike::Server,
+    (factor, seconds, closed): (f64, u64, bool),
+    seed: u64,
+) -> spike::Setup {
+    spike::Setup {
+        attempts: 5,
+        backoff,
+        delay,
+        budget,
+        server,
+        load: Load {
+            base: if closed { 7.0 } else { 35.0 },
+            spike: factor,
+            spike_at: Duration::from_secs(120),
+            spike_for: Duration::from_secs(seconds),
+            horizon: Duration::from_secs(120 + seconds + 300),
+            closed,
+        },
+        seed,
+    }
+}
+
 fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
     let base = policy(&["-n", "5", "-d", "100ms", "--max-delay", "5s"])?;
     let keyed = policy(&["--key", "b", "--breaker-failures", "0"])?;
@@ -484,22 +512,14 @@ fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
                     }
                     let reports: Vec<spike::Report> = (0..SEEDS)
                         .map(|seed| {
-                            spike::run(&spike::Setup {
-                                attempts: 5,
-                                backoff: with_jitter(*jitter),
-                                delay: *delay,
-                                budget: with_budget.then(|| budget.clone()),
+                            spike::run(&spike_setup(
+                                with_jitter(*jitter),
+                                *delay,
+                                with_budget.then(|| budget.clone()),
                                 server,
-                                load: Load {
-                                    base: if closed_loop { 7.0 } else { 35.0 },
-                                    spike: factor,
-                                    spike_at: Duration::from_secs(120),
-                                    spike_for: Duration::from_secs(seconds),
-                                    horizon: Duration::from_secs(120 + seconds + 300),
-                                    closed: closed_loop,
-                                },
+                                (factor, seconds, closed_loop),
                                 seed,
-                            })
+                            ))
                         })
                         .collect();
                     for (seed, r) in reports.iter().enumerate() {
@@ -879,22 +899,14 @@ fn tune() -> Result<(), String> {
             backoff.jitter = *jitter;
             let reports: Vec<spike::Report> = (0..TUNE_SEEDS)
                 .map(|seed| {
-                    spike::run(&spike::Setup {
-                        attempts: 5,
-                        backoff: backoff.clone(),
-                        delay: *delay,
-                        budget: None,
+                    spike::run(&spike_setup(
+                        backoff.clone(),
+                        *delay,
+                        None,
                         server,
-                        load: Load {
-                            base: if closed { 7.0 } else { 35.0 },
-                            spike: factor,
-                            spike_at: Duration::from_secs(120),
-                            spike_for: Duration::from_secs(seconds),
-                            horizon: Duration::from_secs(120 + seconds + 300),
-                            closed,
-                        },
+                        (factor, seconds, closed),
                         seed,
-                    })
+                    ))
                 })
                 .collect();
             let mean = |f: &dyn Fn(&spike::Report) -> f64| {

@@ -114,7 +114,7 @@ impl Adaptive {
                     return exponential;
                 };
                 let growth = if grow {
-                    backoff.base(k).as_secs_f64() / backoff.delay.as_secs_f64().max(1e-9)
+                    exponential.as_secs_f64() / backoff.delay.as_secs_f64().max(1e-9)
                 } else {
                     1.0
                 };
@@ -168,6 +168,14 @@ impl History {
         while self.0.len() > KEPT {
             self.0.pop_front();
         }
+    }
+
+    /// What the outcomes say at `now` once an attempt that just failed is counted too: what a
+    /// delay is computed from, since one is only asked for after a failure.
+    pub fn estimate_after_failure(&self, now: u64, base: Duration) -> Estimates {
+        let mut with = self.clone();
+        with.record(now, false);
+        with.estimate(now, base)
     }
 
     /// What the outcomes within [`WINDOW`] of `now` say.

@@ -257,13 +257,15 @@ impl KeyState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
 
     use super::*;
 
-    fn settings() -> SharedSettings {
+    /// Settings small enough to move through every state in a few steps; the state module's
+    /// tests use them too.
+    pub(crate) fn settings() -> SharedSettings {
         SharedSettings {
             breaker: BreakerSettings {
                 failures: 2,

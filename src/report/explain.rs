@@ -194,9 +194,7 @@ fn shared_state(
 /// What the adaptive delay would make of the key's history now: the estimates, and the first
 /// retry's delay if the next attempt fails.
 fn adaptive_now(out: &mut String, rule: Rule, b: &Backoff, v: &View, now: u64) {
-    let mut history = v.history.clone();
-    history.record(now, false);
-    let e = history.estimate(now, b.delay);
+    let e = v.history.estimate_after_failure(now, b.delay);
     let delay = Adaptive::new(rule, b).next(b, 1, &e);
     let (lo, hi) = b.spread(delay, Duration::ZERO);
     let seen = e.attempts.saturating_sub(1);

@@ -497,13 +497,11 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let shared = self.shared.as_ref()?;
         let passed = u64::try_from(now.saturating_sub(self.heard_at).as_millis()).unwrap_or(0);
         let store_now = shared.now().saturating_add(passed);
-        let mut history = shared
-            .view
-            .as_ref()
-            .map(|v| v.history.clone())
-            .unwrap_or_default();
-        history.record(store_now, false);
-        Some(history.estimate(store_now, self.policy.backoff.delay))
+        let view = shared.view.as_ref()?;
+        Some(
+            view.history
+                .estimate_after_failure(store_now, self.policy.backoff.delay),
+        )
     }
 
     /// The attempt's log line: how it ended and the verdict.

@@ -411,26 +411,8 @@ mod tests {
 
     use super::memory::MemoryStore;
     use super::*;
-    use crate::policy::breaker::{Breaker, BreakerSettings};
-    use crate::policy::budget::BudgetSettings;
-
-    fn settings() -> SharedSettings {
-        SharedSettings {
-            breaker: BreakerSettings {
-                failures: 2,
-                window: Duration::from_secs(3600),
-                open: Duration::from_secs(60),
-                open_max: Duration::from_secs(900),
-            },
-            budget: BudgetSettings {
-                burst: 3,
-                ratio: 0.5,
-                refill: Duration::from_secs(60),
-            },
-            lease: Duration::from_secs(10),
-            history: false,
-        }
-    }
+    use crate::policy::breaker::Breaker;
+    use crate::policy::shared::tests::settings;
 
     /// A store in memory that counts the attempts it is told of, and the times it is let go.
     #[derive(Clone, Default)]
