@@ -37,6 +37,10 @@ fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
     }
     assert!(text.contains('█'), "a chart: {text}");
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
+    assert!(
+        text.lines().all(|l| l == l.trim_end()),
+        "no blanks at the end of a line: {text:?}"
+    );
     // A debug build on a shared machine; the release build takes milliseconds.
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
@@ -62,6 +66,37 @@ fn one_store_for_the_fleet_sends_far_fewer_calls_into_the_outage() {
     let with = calls_in_outage(&text, "this policy");
     let without = calls_in_outage(&text, "without --key");
     assert!(with * 2 < without, "{with} against {without}: {text}");
+}
+
+#[test]
+fn the_adaptive_delay_is_simulated_beside_its_exponential_fallback() {
+    // No breaker or budget: the delays alone make the difference.
+    let (out, _) = explain(&[
+        "--fleet",
+        "200",
+        "--outage",
+        "30m",
+        "-n",
+        "5",
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+        "--backoff",
+        "adaptive",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("retry's own adaptive delay"), "{text}");
+    // As the key's failures pile up, each host waits longer than exponential backoff would.
+    let adaptive = calls_in_outage(&text, "this policy");
+    let exponential = calls_in_outage(&text, "exponential, no --key");
+    assert!(
+        adaptive < exponential,
+        "{adaptive} against {exponential}: {text}"
+    );
 }
 
 #[test]

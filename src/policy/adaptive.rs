@@ -92,6 +92,18 @@ impl Adaptive {
         }
     }
 
+    /// The delay before retry `k` from the estimates, capped and jittered as every delay is
+    /// (the adaptive delay excludes decorrelated jitter, the one that needs the delay before).
+    pub fn jittered<R: rand::Rng + ?Sized>(
+        &mut self,
+        backoff: &Backoff,
+        k: u32,
+        e: &Estimates,
+        rng: &mut R,
+    ) -> Duration {
+        backoff.jitter(self.next(backoff, k, e), Duration::ZERO, rng)
+    }
+
     /// The delay before retry `k` from the estimates, capped, before jitter.
     pub fn next(&mut self, backoff: &Backoff, k: u32, e: &Estimates) -> Duration {
         let exponential = backoff.base(k);

@@ -459,9 +459,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let (backoff, attempt) = (&self.policy.backoff, self.attempt);
         let (schedule, adaptive) = (&mut self.schedule, &mut self.adaptive);
         let mut next_delay = |rng: &mut R| match (adaptive.as_mut(), &estimates) {
-            (Some(adaptive), Some(e)) => {
-                backoff.jitter(adaptive.next(backoff, attempt, e), Duration::ZERO, rng)
-            }
+            (Some(adaptive), Some(e)) => adaptive.jittered(backoff, attempt, e, rng),
             _ => schedule.next_delay(rng),
         };
         let mut decision = decide(

@@ -40,7 +40,12 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
     ];
     match state {
         Some(_) => rows.push((
-            "without --key",
+            // The adaptive delay needs a key: without one, its exponential fallback.
+            if policy.adaptive.is_some() {
+                "exponential, no --key"
+            } else {
+                "without --key"
+            },
             simulate(policy, Sharing::None, None, &world),
         )),
         None => {
@@ -62,19 +67,18 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         out,
         "Fleet: {} processes, each running the job every {} (first runs spread over it),\n\
          against one service that is down for {}, then up; a call takes {}.\n\
-         Simulated with retry's own backoff, jitter, breaker and budget (seed {}).\n",
+         Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n",
         fleet.hosts,
         human(fleet.every),
         human(fleet.outage),
         human(CALL),
+        if policy.adaptive.is_some() {
+            "adaptive delay"
+        } else {
+            "backoff"
+        },
         world.seed
     );
-    if policy.adaptive.is_some() {
-        out.push_str(
-            "  Note: the fleet model does not simulate --backoff adaptive yet; its delays here are\n  \
-             the exponential ones it falls back on.\n\n",
-        );
-    }
     for (a, b, c, d, e, f) in [
         ("calls in", "calls", "peak", "peak", "runs", "all back"),
         (
@@ -132,17 +136,25 @@ fn chart(out: &mut String, r: &Report, outage: Duration, colour: bool) {
         } else {
             String::new()
         };
-        let _ = write!(out, "  {label:>label_width$} ");
+        let blocks: Vec<usize> = rates
+            .iter()
+            .map(|rate| {
+                let eighths = (rate / top * (HEIGHT * 8) as f64).round() as usize;
+                match eighths.saturating_sub(row * 8).min(8) {
+                    // A column with any calls shows at least a sliver.
+                    0 if row == 0 && *rate > 0.0 => 1,
+                    here => here,
+                }
+            })
+            .collect();
+        // No blanks at the end of a line.
+        let shown = blocks.iter().rposition(|&b| b > 0).map_or(0, |i| i + 1);
+        let _ = write!(out, "  {label:>label_width$}");
+        if shown > 0 {
+            out.push(' ');
+        }
         let mut in_red = false;
-        for (i, rate) in rates.iter().enumerate() {
-            let eighths = (rate / top * (HEIGHT * 8) as f64).round() as usize;
-            let here = eighths.saturating_sub(row * 8).min(8);
-            // A column with any calls shows at least a sliver.
-            let here = if row == 0 && here == 0 && *rate > 0.0 {
-                1
-            } else {
-                here
-            };
+        for (i, &here) in blocks[..shown].iter().enumerate() {
             if colour && (i < outage_end) != in_red {
                 in_red = i < outage_end;
                 out.push_str(if in_red { "\x1b[31m" } else { "\x1b[0m" });

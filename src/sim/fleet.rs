@@ -12,6 +12,7 @@ use rand::RngExt;
 
 use super::{Component, Nanos, Queue, nanos, stream};
 use crate::policy::Policy;
+use crate::policy::adaptive::Adaptive;
 use crate::policy::backoff::Schedule;
 use crate::policy::breaker::Attempt;
 use crate::policy::shared::SharedSettings;
@@ -105,6 +106,8 @@ struct Run<'a> {
     attempt: u32,
     schedule: Schedule<'a>,
     shared: Option<Shared>,
+    /// `--backoff adaptive`, learning from the key's outcomes in `shared`'s store.
+    adaptive: Option<Adaptive>,
 }
 
 enum Event {
@@ -198,12 +201,19 @@ pub fn simulate(
                     }
                     report.probes += u64::from(shared.probing());
                 }
+                // Without a key the adaptive delay has nothing to learn from: the exponential
+                // schedule it falls back on, as a real run does when its state is lost.
+                let adaptive = policy
+                    .adaptive
+                    .filter(|_| shared.is_some())
+                    .map(|rule| Adaptive::new(rule, backoff));
                 runs.push(Some(Run {
                     host,
                     started: now,
                     attempt: 0,
                     schedule: backoff.schedule(),
                     shared,
+                    adaptive,
                 }));
                 queue.at(now, Event::Call(runs.len() - 1));
             }
@@ -243,7 +253,16 @@ pub fn simulate(
                     continue;
                 };
                 let attempts_left = policy.attempts.is_none_or(|max| run.attempt < max);
-                let delay = (!ok && attempts_left).then(|| run.schedule.next_delay(&mut rng));
+                // As a real run: the key's outcomes as the store told them at the attempt's
+                // start, with this failure counted, at the store's time now.
+                let view = run.shared.as_ref().and_then(|s| s.view.as_ref());
+                let delay = (!ok && attempts_left).then(|| match (&mut run.adaptive, view) {
+                    (Some(adaptive), Some(view)) => {
+                        let e = view.history.estimate_after_failure(ms(now), backoff.delay);
+                        adaptive.jittered(backoff, run.attempt, &e, &mut rng)
+                    }
+                    _ => run.schedule.next_delay(&mut rng),
+                });
                 let in_time = |d: Duration| {
                     policy.max_time.is_none_or(|max| {
                         now.saturating_add(nanos(d)).saturating_sub(run.started) < nanos(max)
@@ -379,6 +398,60 @@ mod tests {
         assert_eq!(n.peak_per_second, 200, "every host starts at once");
         assert_eq!(n.peak_retries_per_second, 200, "and retries in step");
         assert!(j.peak_retries_per_second < 60, "{j:?}");
+    }
+
+    #[test]
+    fn the_adaptive_delay_learns_from_the_keys_failures_in_the_fleet_model() {
+        // One run, no breaker, no budget, no jitter: only the delays differ.
+        let flags = [
+            "-n",
+            "5",
+            "-d",
+            "1s",
+            "--max-delay",
+            "1h",
+            "--jitter",
+            "none",
+            "--key",
+            "api",
+            "--breaker-failures",
+            "0",
+            "--budget-burst",
+            "0",
+        ];
+        let exponential = policy(&flags);
+        let adaptive = policy(&[&flags[..], &["--backoff", "adaptive"]].concat());
+        let w = World {
+            splay: Duration::ZERO,
+            repeat: false,
+            ..world(1, 1)
+        };
+        let e = simulate(
+            &exponential,
+            Sharing::PerHost,
+            Some(&shared(&exponential)),
+            &w,
+        );
+        // Delays of 1, 2, 4 and 8 s: all five attempts fall in the minute's outage.
+        assert_eq!(
+            (e.calls_during, e.calls_after, e.gave_up),
+            (5, 0, 1),
+            "{e:?}"
+        );
+        assert_eq!(e.last_success, None);
+        // The key has only failures: the first delay is ½·1 s + 30·(1 − ⅓)/(1/s) = 20.5 s,
+        // the second ½·20.5 s + 30·(1 − ¼)·20.6 s, so the third attempt comes after the
+        // recovery and succeeds.
+        let a = simulate(&adaptive, Sharing::PerHost, Some(&shared(&adaptive)), &w);
+        assert_eq!(
+            (a.calls_during, a.calls_after, a.gave_up),
+            (2, 1, 0),
+            "{a:?}"
+        );
+        assert!(a.last_success.is_some(), "{a:?}");
+        // Without a key there is nothing to learn from: the exponential schedule.
+        let none = simulate(&adaptive, Sharing::None, None, &w);
+        assert_eq!(none.calls_during, 5, "{none:?}");
     }
 
     #[test]

@@ -118,8 +118,7 @@ struct Task<'a> {
     attempt: u32,
     /// The task's own schedule, as a run of retry has.
     schedule: Schedule<'a>,
-    /// The previous delay (for decorrelated jitter) and the adaptive delay's own state.
-    prev: Duration,
+    /// The adaptive delay's own state.
     adaptive: Option<Adaptive>,
     shared: Option<Shared>,
     worker: Option<usize>,
@@ -151,7 +150,6 @@ fn task<'a>(s: &'a Setup, store: &MemoryStore, now: Nanos, worker: Option<usize>
         arrived: now,
         attempt: 0,
         schedule: s.backoff.schedule(),
-        prev: s.backoff.delay,
         adaptive: match s.delay {
             Delay::Adaptive(rule) => Some(Adaptive::new(rule, &s.backoff)),
             _ => None,
@@ -294,12 +292,10 @@ pub fn run(s: &Setup) -> Report {
                     let delay = match &mut task.adaptive {
                         Some(adaptive) => {
                             let e = history.estimate(now_ms, s.backoff.delay);
-                            let d = adaptive.next(&s.backoff, task.attempt, &e);
-                            s.backoff.jitter(d, task.prev, &mut rng)
+                            adaptive.jittered(&s.backoff, task.attempt, &e, &mut rng)
                         }
                         None => task.schedule.next_delay(&mut rng),
                     };
-                    task.prev = delay;
                     queue.after(nanos(delay), Event::Attempt(id));
                     continue;
                 }
