@@ -339,7 +339,7 @@ fn print_c(rows: &[Row]) {
     println!("  (first success: seconds from the recovery to the first successful call)");
     for r in rows {
         println!(
-            "  {:>5} {:>7}  {:<18}{:>10.0} ± {:<5.0} {:>10.0} ± {:<5.0} {:>8.0} ± {:<5.0} {:>6.0} ± {:<5.0}",
+            "  {:>5} {:>7}  {:<18}{:>10.0} ± {:<5.0} {:>10.0} ± {:<5.0} {:>8.0} ± {:<5.0} {:>6.0} ± {:.0}",
             r.hosts,
             humantime::format_duration(r.outage).to_string(),
             r.variant,
