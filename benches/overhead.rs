@@ -12,12 +12,16 @@
 //!    (three failing attempts each, so each takes two tokens: two writes under the key's lock),
 //!    against the same 50 without a key.
 //!
-//! 5. (Printed as 6.) What `--state redis://127.0.0.1:PORT` adds to `retry --key K -- /bin/true` against the
-//!    local store, the median of per-pair differences, beside one bare round trip to the same
+//! 5. (Printed as 6.) What `--state redis://127.0.0.1:PORT` adds to `retry --key K --
+//!    /bin/true` against the local store, the median of per-pair differences, beside one bare round trip to the same
 //!    server (PING on an open connection). Target: under one round trip plus 0.3 ms. Beside
 //!    them, for scale, what a new connection's first round trip costs (connect, then PING, the
-//!    server idle before it), which every run pays and no client can avoid. The bench
-//!    starts its own `redis-server` (and says so and skips this when there is none).
+//!    server idle before it), which every run pays and no client can avoid; and what the
+//!    barest client adds to a process for what a run asks: this bench run anew as a process
+//!    that connects, sends the same admission script (written and read by hand over a
+//!    `TcpStream`, no Redis library) and exits, against the same process exiting at once, pair
+//!    by pair. That is the floor for any client that connects once per run. The bench starts
+//!    its own `redis-server` (and says so and skips this when there is none).
 //!
 //! The cost of one bare spawn and wait of `/bin/true` is printed too, as the unit everything
 //! else is made of.
@@ -291,8 +295,9 @@ struct Figures {
     startup_ratio: f64,
     rss_mib: f64,
     key_micros: f64,
-    /// What `--state` adds, and one round trip; `None` without redis-server.
-    store: Option<(f64, f64)>,
+    /// What `--state` adds, one round trip, and what a bare client adds; `None` without
+    /// redis-server.
+    store: Option<(f64, f64, f64)>,
 }
 
 fn print_summary(f: &Figures) {
@@ -328,12 +333,17 @@ fn print_summary(f: &Figures) {
         format!("< {KEY_TARGET_MICROS:.0} µs"),
         f.key_micros < KEY_TARGET_MICROS,
     );
-    if let Some((added, rtt)) = f.store {
+    if let Some((added, rtt, floor)) = f.store {
         line(
             "--state redis, added to --key",
             format!("{added:.0} µs"),
             format!("< {:.0} µs", rtt + STORE_TARGET_MICROS),
             added < rtt + STORE_TARGET_MICROS,
+        );
+        // For scale, no target: what the barest client, connecting anew, paid in this run.
+        row(
+            "  a bare client (new process) adds",
+            &format!("{:>10}", format!("{floor:.0} µs")),
         );
     }
 }
@@ -538,6 +548,100 @@ impl Redis {
     }
 }
 
+/// The bench run as a bare client: with this variable set to a port, it connects to that
+/// port, asks the admission script as a run does, reads the answer and exits; set empty, it
+/// exits at once.
+const BARE: &str = "RETRY_BENCH_BARE_ADMISSION";
+
+/// What a run asks the store, done by the barest client: a new connection, the admission
+/// script by EVALSHA with the arguments a run with the default settings sends for the key
+/// `bench`, its whole answer read.
+fn bare_admission(port: u16) -> Outcome<()> {
+    let sha = include_str!("../src/state/redis.lua.sha1").trim();
+    let args = [
+        "EVALSHA",
+        sha,
+        "1",
+        "retry:bench",
+        "admit",
+        "",
+        "5",
+        "3600000",
+        "60000",
+        "900000",
+        "60000",
+        "10000",
+        "100",
+        "60000",
+        "604800000",
+    ];
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    let mut con = TcpStream::connect(("127.0.0.1", port))
+        .map_err(|e| format!("cannot connect to redis-server: {e}"))?;
+    con.write_all(request.as_bytes())
+        .map_err(|e| format!("EVALSHA: {e}"))?;
+    let mut answer = Vec::with_capacity(256);
+    let mut chunk = [0u8; 512];
+    while !whole_reply(&answer)? {
+        let n = con.read(&mut chunk).map_err(|e| format!("EVALSHA: {e}"))?;
+        if n == 0 {
+            return Err("redis-server closed the connection".into());
+        }
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    Ok(())
+}
+
+/// This bench as a bare client of `port`, or doing nothing when `None`.
+fn bare(port: Option<u16>) -> Outcome<Command> {
+    let exe = std::env::current_exe().map_err(|e| format!("where is the bench? {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .env(BARE, port.map_or(String::new(), |p| p.to_string()))
+        .stdin(Stdio::null());
+    Ok(command)
+}
+
+/// Whether `bytes` hold a whole RESP reply: an array of integers and bulk strings, as the
+/// script answers. An error reply (a script the server does not have) is an error.
+fn whole_reply(bytes: &[u8]) -> Outcome<bool> {
+    let line = |at: usize| -> Option<(&[u8], usize)> {
+        let end = bytes.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        Some((&bytes[at..at + end], at + end + 2))
+    };
+    let number = |text: &[u8]| -> Outcome<usize> {
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| format!("redis-server answered {:?}", String::from_utf8_lossy(bytes)))
+    };
+    let Some((head, mut at)) = line(0) else {
+        return Ok(false);
+    };
+    match head.first() {
+        Some(b'*') => {}
+        _ => {
+            return Err(format!(
+                "redis-server answered {:?}",
+                String::from_utf8_lossy(bytes)
+            ));
+        }
+    }
+    for _ in 0..number(&head[1..])? {
+        let Some((item, next)) = line(at) else {
+            return Ok(false);
+        };
+        at = match item.first() {
+            Some(b'$') => next + number(&item[1..])? + 2,
+            _ => next,
+        };
+    }
+    Ok(at <= bytes.len())
+}
+
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -546,7 +650,7 @@ impl Drop for Redis {
 }
 
 /// What `--state redis://…` adds to `--key` with the local store, in µs, and one round trip.
-fn store_section(state: &str) -> Outcome<Option<(f64, f64)>> {
+fn store_section(state: &str) -> Outcome<Option<(f64, f64, f64)>> {
     let Some(redis) = Redis::start()? else {
         println!(
             "6. --state: skipped, redis-server is not installed (apt-get install redis-server)"
@@ -563,6 +667,13 @@ fn store_section(state: &str) -> Outcome<Option<(f64, f64)>> {
     )?;
     let ping = redis.ping()?;
     let fresh = redis.fresh()?;
+    // The floor: a new process that connects and asks the same script, against one that
+    // does nothing.
+    let floor = pairs(
+        STORE_PAIRS,
+        || run(&mut bare(Some(redis.port))?, 0).map(|r| micros(r.wall)),
+        || run(&mut bare(None)?, 0).map(|r| micros(r.wall)),
+    )?;
     println!("6. what --state redis://127.0.0.1 adds to --key, {STORE_PAIRS} pairs");
     print_compared(
         [
@@ -579,7 +690,15 @@ fn store_section(state: &str) -> Outcome<Option<(f64, f64)>> {
         "a new connection: connect, PING",
         &format!("{:>10.1} {:>10.1}", fresh.min, fresh.median),
     );
-    Ok(Some((compared.difference(), ping.median)))
+    row(
+        "a bare client (new process) adds",
+        &format!("{:>21.1}", floor.difference()),
+    );
+    Ok(Some((
+        compared.difference(),
+        ping.median,
+        floor.difference(),
+    )))
 }
 
 fn measure() -> Outcome<Figures> {
@@ -617,6 +736,16 @@ fn measure() -> Outcome<Figures> {
 }
 
 fn main() -> ExitCode {
+    if let Some(port) = std::env::var_os(BARE) {
+        let port = port.to_str().and_then(|p| p.parse().ok());
+        return match port.map_or(Ok(()), bare_admission) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("overhead: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match measure() {
         Ok(figures) => {
             print_summary(&figures);
