@@ -219,13 +219,45 @@ impl Breaker {
         }
     }
 
+    /// Which of its three states it is in.
+    pub fn state(&self) -> State {
+        match self {
+            Breaker::Closed { .. } => State::Closed,
+            Breaker::Open { .. } => State::Open,
+            Breaker::HalfOpen { .. } => State::HalfOpen,
+        }
+    }
+
     /// The state's name, as logs and metrics show it.
     pub fn name(&self) -> &'static str {
+        self.state().name()
+    }
+}
+
+/// The breaker's state without its times, as the reports show it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    #[default]
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl State {
+    /// `closed`, `open` or `half-open`.
+    pub fn name(self) -> &'static str {
         match self {
-            Breaker::Closed { .. } => "closed",
-            Breaker::Open { .. } => "open",
-            Breaker::HalfOpen { .. } => "half-open",
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half-open",
         }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

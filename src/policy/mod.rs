@@ -11,9 +11,11 @@ pub mod duration;
 pub mod hints;
 pub mod outcome;
 pub mod output_rules;
+pub mod pacing;
 pub mod shared;
 pub mod status;
 pub mod store;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::adaptive::History;
-use super::breaker::{Admission, Attempt, Breaker, BreakerSettings, Change};
+use super::breaker::{Admission, Attempt, Breaker, BreakerSettings, Change, State};
 use super::budget::{Budget, BudgetSettings};
 
 /// The flags of the breaker and the budget, and how long a probe may hold its lease.
@@ -55,6 +55,14 @@ pub enum Refusal {
     Budget,
 }
 
+/// Why a run is refused, and for how long at most, as the log says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub refusal: Refusal,
+    /// Until the breaker's open time or the probe's lease ends; zero for the budget.
+    pub left: Duration,
+}
+
 /// What a run that wants to start is told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
@@ -77,7 +85,7 @@ pub struct After {
 /// A key's state as `--explain` and the reports show it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct View {
-    pub breaker: &'static str,
+    pub breaker: State,
     /// Failures that count towards opening it.
     pub failures: usize,
     pub open_until: Option<u64>,
@@ -245,7 +253,7 @@ impl KeyState {
             Breaker::HalfOpen { lease_until, .. } => (None, Some(lease_until)),
         };
         View {
-            breaker: self.breaker.name(),
+            breaker: self.breaker.state(),
             failures: self.breaker.failures(&s.breaker, now),
             open_until,
             lease_until,
@@ -593,61 +601,8 @@ pub(crate) mod tests {
         let before = k.clone();
         let v = k.view(&s, 30_001);
         assert_eq!(k, before);
-        assert_eq!((v.breaker, v.failures), ("closed", 1));
+        assert_eq!((v.breaker, v.failures), (State::Closed, 1));
         assert_eq!(v.tokens, 2.5);
         assert_eq!((v.open_until, v.lease_until), (None, None));
-    }
-
-    /// The README's worked example: a cron job every 5 minutes with `-n 5` and the default
-    /// breaker and budget, through a 47-minute outage. Returns the calls made into the outage
-    /// and the minute of the first success; `u` is every random cut of an open time.
-    fn cron_through_an_outage(u: f64) -> (u32, u64) {
-        let s = SharedSettings {
-            breaker: BreakerSettings {
-                failures: 5,
-                window: Duration::from_secs(3600),
-                open: Duration::from_secs(60),
-                open_max: Duration::from_secs(900),
-            },
-            budget: BudgetSettings {
-                burst: 10,
-                ratio: 0.1,
-                refill: Duration::from_secs(60),
-            },
-            lease: Duration::from_secs(60),
-            history: false,
-        };
-        const MIN: u64 = 60_000;
-        let outage_ends = 47 * MIN;
-        let mut k = KeyState::new(&s, 0);
-        let mut calls = 0;
-        for run in 0..24 {
-            let start = run * 5 * MIN;
-            let Admit::Run(mut ticket) = k.admit(&s, start) else {
-                continue;
-            };
-            // Attempts a few seconds apart (the backoff's waits).
-            for attempt in 1..=5u64 {
-                let now = start + (attempt - 1) * 3_000;
-                if now >= outage_ends {
-                    k.after_attempt(&s, now, ticket, Attempt::Success, false, u);
-                    return (calls, start / MIN);
-                }
-                calls += 1;
-                let a = k.after_attempt(&s, now, ticket, Attempt::Failure, attempt < 5, u);
-                ticket = a.ticket;
-                if a.refusal.is_some() {
-                    break;
-                }
-            }
-        }
-        panic!("never succeeded");
-    }
-
-    #[test]
-    fn a_cron_job_through_a_47_minute_outage_makes_10_calls_instead_of_50() {
-        for u in [0.0, 0.5, 0.999] {
-            assert_eq!(cron_through_an_outage(u), (10, 55), "cut {u}");
-        }
     }
 }

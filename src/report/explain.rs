@@ -7,6 +7,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
+use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, Rule};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
@@ -145,8 +146,11 @@ fn shared_state(
     let _ = writeln!(out, "  budget           {budget}");
     if let Some(store) = &st.store {
         let fail = match store.fail {
-            FailMode::Open => "run with this host's local state (--state-fail open)",
-            FailMode::Closed => "exit 75 without running the command (--state-fail closed)",
+            FailMode::Open => "run with this host's local state (--state-fail open)".to_string(),
+            FailMode::Closed => format!(
+                "exit {} without running the command (--state-fail closed)",
+                Exit::REFUSED.status()
+            ),
         };
         let _ = writeln!(
             out,
@@ -165,7 +169,11 @@ fn shared_state(
     let left = |t: u64| human(Duration::from_millis(t.saturating_sub(report.now)));
     let state = match (v.open_until, v.lease_until) {
         (Some(until), _) if until > report.now => {
-            format!("open for another {}: runs exit 75", left(until))
+            format!(
+                "open for another {}: runs exit {}",
+                left(until),
+                Exit::REFUSED.status()
+            )
         }
         (Some(_), _) => "open, and its time is up: the next run probes".into(),
         (_, Some(lease)) if lease > report.now => {

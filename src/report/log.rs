@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nix::libc;
 use serde::Serialize;
 
+use crate::exit::Exit;
 use crate::policy::backoff::Shape;
+use crate::policy::breaker::State;
 use crate::policy::duration::human;
 use crate::policy::status::Status;
 use crate::policy::{LogFormat, LogSettings, Policy};
@@ -64,6 +66,8 @@ pub struct Entry {
     pub key: Option<KeyFields>,
     /// The command, for the give-up line.
     pub command: Option<String>,
+    /// The give-up reason names the attempt's status already.
+    pub names_status: bool,
     /// The resolved policy, for the policy line.
     pub policy: Option<PolicyFields>,
 }
@@ -72,8 +76,7 @@ pub struct Entry {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KeyFields {
     pub key: String,
-    /// closed, open or half-open.
-    pub breaker: &'static str,
+    pub breaker: State,
     /// This run probes the half-open breaker.
     pub probe: bool,
     /// Tokens left in the budget.
@@ -94,6 +97,7 @@ impl Entry {
             elapsed,
             key: None,
             command: None,
+            names_status: false,
             policy: None,
         }
     }
@@ -101,7 +105,7 @@ impl Entry {
     /// The status the outcome lists judged: 124 for a timed-out attempt.
     fn status_number(&self) -> Option<i32> {
         match self.status {
-            _ if self.timed_out => Some(124),
+            _ if self.timed_out => Some(Exit::TIMED_OUT.status()),
             Some(s) => Some(s.number()),
             None => None,
         }
@@ -110,7 +114,7 @@ impl Entry {
     /// How the attempt ended, in words: `exit status 1`, `timed out (status 124)`.
     fn what(&self) -> Option<String> {
         match self.status {
-            _ if self.timed_out => Some("timed out (status 124)".to_string()),
+            _ if self.timed_out => Some(format!("timed out (status {})", Exit::TIMED_OUT.status())),
             Some(status) => Some(status.to_string()),
             None => None,
         }
@@ -324,9 +328,8 @@ fn text(e: &Entry, colour: bool) -> String {
         Event::Refused => format!("retry: {}: {reason}", paint("not running", BOLD_RED)),
         Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
-            // A fatal reason names the status already.
             let last = match e.what() {
-                Some(what) if !reason.starts_with("status") => format!("; last {what}"),
+                Some(what) if !e.names_status => format!("; last {what}"),
                 _ => String::new(),
             };
             let command = e

@@ -3,4 +3,6 @@
 
 pub mod explain;
 pub mod log;
+pub mod reporter;
 pub mod summary;
+pub mod words;

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::log::KeyFields;
+use crate::policy::breaker::State;
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,18 +78,31 @@ pub struct StoreSummary {
     pub errors: u32,
 }
 
-/// What a run with `--key` reports of the key.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// What a run with `--key` reports of the key: its state as the run last saw it (the same
+/// fields every log line carries), and whether the key stopped the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KeySummary {
-    pub key: String,
-    /// closed, open or half-open, as the run last saw it.
-    pub breaker: &'static str,
-    /// The run probed the half-open breaker.
-    pub probe: bool,
-    /// Tokens left in the budget.
-    pub tokens: f64,
-    /// What stopped the run, if the key did: `breaker` or `budget`.
-    pub refused: Option<&'static str>,
+    #[serde(flatten)]
+    pub seen: KeyFields,
+    /// What stopped the run, if the key did.
+    pub refused: Option<RefusedBy>,
+}
+
+/// What of the key stopped a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusedBy {
+    Breaker,
+    Budget,
+}
+
+impl RefusedBy {
+    fn name(self) -> &'static str {
+        match self {
+            RefusedBy::Breaker => "breaker",
+            RefusedBy::Budget => "budget",
+        }
+    }
 }
 
 /// Attempts the summary lists, the last ones.
@@ -279,12 +295,12 @@ fn outcome_name(o: Outcome) -> &'static str {
 
 /// The metrics of a run's key: its breaker and budget, and the refusals counted.
 fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
-    let label = format!("{name_label},key=\"{}\"", escape(&key.key));
-    let open = f64::from(u8::from(key.breaker != "closed"));
-    let refusals = ["breaker", "budget"].map(|reason| {
-        let labels = format!("{label},reason=\"{reason}\"");
+    let label = format!("{name_label},key=\"{}\"", escape(&key.seen.key));
+    let open = f64::from(u8::from(key.seen.breaker != State::Closed));
+    let refusals = [RefusedBy::Breaker, RefusedBy::Budget].map(|by| {
+        let labels = format!("{label},reason=\"{}\"", by.name());
         let before = value(before, "retry_state_refusals_total", &labels).unwrap_or(0.0);
-        let this = f64::from(u8::from(key.refused == Some(reason)));
+        let this = f64::from(u8::from(key.refused == Some(by)));
         (labels, before + this)
     });
     let mut out = String::new();
@@ -299,7 +315,7 @@ fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
             "retry_budget_tokens",
             "gauge",
             "Tokens left in the key's retry budget after the last run.",
-            vec![(label.clone(), key.tokens)],
+            vec![(label.clone(), key.seen.tokens)],
         ),
         (
             "retry_state_refusals_total",

@@ -10,21 +10,14 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use super::attempt::STRAGGLER_POLL;
+use super::escalation::STRAGGLER_POLL;
 use super::process::group_alive;
 use super::signals::Signals;
+use crate::env;
 use crate::policy::status::Status;
 
 /// Between SIGTERM and SIGKILL to a hook's process group.
 const GRACE: Duration = Duration::from_secs(1);
-
-/// The attempt's own variables, which a hook must not inherit from a retry above this one.
-const ATTEMPT_VARIABLES: [&str; 4] = [
-    "RETRY_PREVIOUS_EXIT",
-    "RETRY_REMAINING_MS",
-    "RETRY_HINT_FILE",
-    "RETRY_NEXT_DELAY_MS",
-];
 
 /// Runs `command` through `sh -c` with `vars` added to the environment, in a process group of
 /// its own, stdout to retry's stderr (stdout belongs to the command being retried). After
@@ -37,7 +30,7 @@ pub fn run(
     signals: &mut Signals,
 ) -> Result<Status, String> {
     let mut sh = Command::new("sh");
-    for name in ATTEMPT_VARIABLES {
+    for name in env::ATTEMPT_ONLY {
         sh.env_remove(name);
     }
     let mut child = sh

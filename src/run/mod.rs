@@ -2,6 +2,12 @@
 //! runs in (process groups, signals, stdin replay, output, the terminal, hooks).
 
 pub mod attempt;
+#[cfg(test)]
+mod attempt_tests;
+mod escalation;
+#[cfg(test)]
+mod fake;
+mod gate;
 mod hint_dir;
 mod hooks;
 mod output;
@@ -9,6 +15,7 @@ mod process;
 mod signals;
 mod spool;
 mod stdin;
+mod supervise;
 mod terminal;
 pub mod world;
 

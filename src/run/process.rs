@@ -25,9 +25,11 @@ use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
-use super::world::{AttemptEnv, Event, Findings, SpawnError, World};
+use super::world::{AttemptEnv, Event, SpawnError, World};
+use crate::env;
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
+use crate::policy::verdict::Findings;
 use crate::policy::{Policy, StdoutMode};
 
 /// Runs the command for real.
@@ -65,15 +67,19 @@ impl Process {
     pub fn new(p: &Policy, signals: Signals, start: Instant) -> io::Result<Process> {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let key =
-            inherited("RETRY_IDEMPOTENCY_KEY").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            inherited(env::IDEMPOTENCY_KEY).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let depth = p.nesting.level;
         let mut envp: Vec<CString> = std::env::vars_os()
-            .filter(|(name, _)| !OWN_VARIABLES.contains(&name.as_bytes()))
+            .filter(|(name, _)| {
+                !env::GIVEN
+                    .iter()
+                    .any(|own| own.as_bytes() == name.as_bytes())
+            })
             .filter_map(|(name, value)| entry(name.as_bytes(), value.as_bytes()).ok())
             .collect();
         let run_vars = vec![
-            ("RETRY_IDEMPOTENCY_KEY".to_string(), key),
-            ("RETRY_DEPTH".to_string(), depth.to_string()),
+            (env::IDEMPOTENCY_KEY.to_string(), key),
+            (env::DEPTH.to_string(), depth.to_string()),
         ];
         for (name, value) in &run_vars {
             envp.push(entry(name.as_bytes(), value.as_bytes())?);
@@ -113,21 +119,21 @@ impl Process {
     /// Starts the attempt with posix_spawn: the environment is built once per run and only
     /// the `RETRY_*` entries change, where std's `Command` would copy and sort the whole
     /// environment again for every attempt.
-    fn start(&mut self, env: &AttemptEnv) -> nix::Result<Pid> {
+    fn start(&mut self, attempt: &AttemptEnv) -> nix::Result<Pid> {
         let optional = |v: Option<String>| v.unwrap_or_default();
         let per_attempt = [
-            ("RETRY_ATTEMPT", env.attempt.to_string()),
+            (env::ATTEMPT, attempt.attempt.to_string()),
             (
-                "RETRY_MAX_ATTEMPTS",
-                optional(env.max_attempts.map(|n| n.to_string())),
+                env::MAX_ATTEMPTS,
+                optional(attempt.max_attempts.map(|n| n.to_string())),
             ),
             (
-                "RETRY_PREVIOUS_EXIT",
-                optional(env.previous.map(|n| n.to_string())),
+                env::PREVIOUS_EXIT,
+                optional(attempt.previous.map(|n| n.to_string())),
             ),
             (
-                "RETRY_REMAINING_MS",
-                optional(env.remaining.map(|d| d.as_millis().to_string())),
+                env::REMAINING_MS,
+                optional(attempt.remaining.map(|d| d.as_millis().to_string())),
             ),
         ];
         let base = self.envp.len();
@@ -136,9 +142,11 @@ impl Process {
         }
         let mut argv = None;
         if let Some(hints) = &self.hints {
-            let file = hints.path(env.attempt);
-            self.envp
-                .push(entry(b"RETRY_HINT_FILE", file.as_os_str().as_bytes())?);
+            let file = hints.path(attempt.attempt);
+            self.envp.push(entry(
+                env::HINT_FILE.as_bytes(),
+                file.as_os_str().as_bytes(),
+            )?);
             argv = Some(
                 self.argv
                     .iter()
@@ -146,7 +154,7 @@ impl Process {
                     .collect::<nix::Result<Vec<CString>>>()?,
             );
         }
-        self.attempt = env.attempt;
+        self.attempt = attempt.attempt;
         let stdio = [
             self.input.for_attempt(),
             self.stdout.for_attempt(),
@@ -318,17 +326,6 @@ fn launch(
     posix_spawnp(program, &actions, attr, argv, envp)
 }
 
-/// The variables retry sets for each attempt; a retry above has set them too.
-const OWN_VARIABLES: [&[u8]; 7] = [
-    b"RETRY_ATTEMPT",
-    b"RETRY_MAX_ATTEMPTS",
-    b"RETRY_PREVIOUS_EXIT",
-    b"RETRY_REMAINING_MS",
-    b"RETRY_IDEMPOTENCY_KEY",
-    b"RETRY_DEPTH",
-    b"RETRY_HINT_FILE",
-];
-
 /// `NAME=value`, as the environment holds it.
 fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
     CString::new([name, b"=", value].concat()).map_err(|_| Errno::EINVAL)
@@ -355,7 +352,7 @@ fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
 
 /// An argument with `{hints}` replaced by the attempt's hint file.
 fn with_hint_file(arg: &[u8], path: &[u8]) -> nix::Result<CString> {
-    const PLACEHOLDER: &[u8] = b"{hints}";
+    const PLACEHOLDER: &[u8] = env::HINTS.as_bytes();
     let mut out = Vec::with_capacity(arg.len());
     let mut rest = arg;
     while let Some(at) = rest

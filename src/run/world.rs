@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::policy::output_rules::Found;
 use crate::policy::status::Status;
+pub use crate::policy::verdict::Findings;
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,19 +71,6 @@ pub struct AttemptEnv {
     pub previous: Option<i32>,
     /// Time left before `--max-time`; `None` without one.
     pub remaining: Option<Duration>,
-}
-
-/// What the attempt said besides its exit status: its output, and its hint file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Findings {
-    /// What the output rules found.
-    pub output: Option<Found>,
-    /// The status of the last HTTP response in a header dump.
-    pub http_status: Option<u16>,
-    /// The wait asked for by `Retry-After` or a `retry-after=` hint.
-    pub retry_after: Option<Duration>,
-    /// The command asked not to be retried.
-    pub stop: bool,
 }
 
 /// An attempt that could not be started.

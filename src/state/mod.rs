@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::policy::StateSettings;
 use crate::policy::breaker::{Attempt, Change};
+pub use crate::policy::shared::Refused;
 use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket, View};
 use crate::policy::store::FailMode;
 
@@ -174,14 +175,6 @@ impl fmt::Display for Error {
             } => write!(f, "cannot {doing} '{}': {source}", path.display()),
         }
     }
-}
-
-/// Why a run is refused, and for how long at most, as the log says it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refused {
-    pub refusal: Refusal,
-    /// Until the breaker's open time or the probe's lease ends; zero for the budget.
-    pub left: Duration,
 }
 
 /// What a run with a `--state` store does when it cannot be reached before the run starts.
@@ -495,7 +488,7 @@ mod tests {
             .after_attempt(Attempt::Success, false, 0.0)
             .expect("ok");
         let view = shared.view.as_ref().expect("a view");
-        assert_eq!((view.breaker, view.tokens), ("closed", 3.0));
+        assert_eq!((view.breaker.name(), view.tokens), ("closed", 3.0));
         // Off: every attempt is told.
         let mut shared = handle(&store);
         shared.skip_moot_successes = false;

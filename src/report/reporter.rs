@@ -1,0 +1,369 @@
+//! What the attempt loop tells, as it happens: each event arrives typed, and becomes the log's
+//! lines (text or JSON) and the summary's fields here. The loop composes no words.
+
+use std::time::Duration;
+
+use super::log::{Entry, Event, KeyFields, Log, PolicyFields};
+use super::summary::{AttemptSummary, KeySummary, Outcome, RefusedBy, StoreSummary, Summary};
+use super::words::{self, OpenedBy};
+use crate::exit::Exit;
+use crate::policy::Policy;
+use crate::policy::shared::{Refusal, Refused};
+use crate::policy::status::{Status, signal_name};
+use crate::policy::verdict::{Decision, Ended, Stop};
+
+/// How an attempt's time ran out, or how it was cancelled, as the log tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopping {
+    /// Its time ran out: the kill signal went to its group.
+    TimeUp(Stop),
+    /// It outlived `--kill-after`: SIGKILL went to its group.
+    Killed,
+    /// A cancelling signal reached retry and was passed on.
+    Cancel(i32),
+    /// The same cancelling signal again: SIGKILL went to the group.
+    CancelAgain(i32),
+    /// The attempt that held the terminal ended as a Ctrl-C (or Ctrl-\) typed there ends a
+    /// command.
+    TerminalCancel(i32),
+}
+
+/// The reporter of one run: its log, its summary, and the key's state as the run last saw it.
+pub struct Reporter<'a> {
+    policy: &'a Policy,
+    log: &'a mut Log,
+    summary: &'a mut Summary,
+    /// The attempt running or last run, 1-based; 0 before the first.
+    pub attempt: u32,
+    /// The key's state as the run last saw it, on every log line; `None` without one.
+    pub key: Option<KeyFields>,
+    /// The key's name, with `--key`.
+    key_name: String,
+    /// What the key's breaker did after an attempt, logged after that attempt's own line.
+    moves: Vec<String>,
+}
+
+impl<'a> Reporter<'a> {
+    pub fn new(policy: &'a Policy, log: &'a mut Log, summary: &'a mut Summary) -> Self {
+        if let Some(state) = &policy.state {
+            summary.store = Some(StoreSummary {
+                key: state.key.clone(),
+                backend: state
+                    .store
+                    .as_ref()
+                    .map_or("file".into(), |store| store.url.label()),
+                errors: 0,
+            });
+        }
+        let key_name = policy
+            .state
+            .as_ref()
+            .map_or(String::new(), |s| s.key.clone());
+        Reporter {
+            policy,
+            log,
+            summary,
+            attempt: 0,
+            key: None,
+            key_name,
+            moves: Vec::new(),
+        }
+    }
+
+    /// A log entry for this attempt, at `now` (time since the run began).
+    fn entry(&self, event: Event, now: Duration) -> Entry {
+        let mut e = Entry::new(event, self.attempt, self.policy.attempts, now);
+        e.key = self.key.clone();
+        e
+    }
+
+    fn say(&mut self, event: Event, now: Duration, msg: String) {
+        let mut e = self.entry(event, now);
+        e.reason = Some(msg);
+        self.log.write(&e);
+    }
+
+    /// Before the first attempt: the policy (-v), and the warning of a retry inside another.
+    pub fn begin(&mut self, now: Duration) {
+        if self.log.shows(Event::Policy) {
+            let mut e = self.entry(Event::Policy, now);
+            e.reason = Some(self.policy.to_string());
+            e.policy = Some(PolicyFields::of(self.policy));
+            self.log.write(&e);
+        }
+        if let Some(warning) = self.policy.nesting_warning() {
+            self.say(Event::Warning, now, warning);
+        }
+    }
+
+    /// The run probes the key's half-open breaker.
+    pub fn probing(&mut self, now: Duration) {
+        let msg = format!(
+            "key '{}': the breaker is half-open; this run probes with one attempt",
+            self.key_name
+        );
+        self.say(Event::State, now, msg);
+    }
+
+    /// The key's state could not be used: the run goes on without it.
+    pub fn state_lost(&mut self, now: Duration, error: &str) {
+        let msg = format!(
+            "warning: key '{}': {error}; going on without its breaker and budget",
+            self.key_name
+        );
+        self.say(Event::State, now, msg);
+    }
+
+    /// A warning the key's store left, though its operation went through.
+    pub fn state_warning(&mut self, now: Duration, warning: &str) {
+        self.say(Event::State, now, format!("warning: {warning}"));
+    }
+
+    /// The store's errors in this run, for the summary.
+    pub fn store_errors(&mut self, errors: u32) {
+        if let Some(store) = &mut self.summary.store {
+            store.errors = errors;
+        }
+    }
+
+    /// The key's state, as the run last saw it, goes into the summary.
+    pub fn key_summary(&mut self) {
+        if let Some(seen) = self.key.clone() {
+            let refused = self.summary.key.as_ref().and_then(|k| k.refused);
+            self.summary.key = Some(KeySummary { seen, refused });
+        }
+    }
+
+    /// The key stopped the run: recorded in the summary.
+    pub fn refused_by(&mut self, refused: Refused) {
+        self.key_summary();
+        if let Some(key) = &mut self.summary.key {
+            key.refused = Some(match refused.refusal {
+                Refusal::Budget => RefusedBy::Budget,
+                _ => RefusedBy::Breaker,
+            });
+        }
+    }
+
+    /// The key's breaker opened after this attempt, for `open`.
+    pub fn opened(&mut self, open: Duration, by: OpenedBy) {
+        self.moves.push(words::opened(&self.key_name, open, by));
+    }
+
+    /// The key's breaker closed after this attempt: its probe succeeded.
+    pub fn closed(&mut self) {
+        self.moves.push(words::closed(&self.key_name));
+    }
+
+    /// Logs the breaker's moves after the attempt that made them.
+    fn log_moves(&mut self, now: Duration) {
+        for msg in std::mem::take(&mut self.moves) {
+            self.say(Event::State, now, msg);
+        }
+    }
+
+    /// Ends a run that may not start because the key refuses it: exit 75, and why.
+    pub fn refused(&mut self, now: Duration, refused: Refused) -> Exit {
+        let why = words::refusal(refused, &self.key_name);
+        self.refused_by(refused);
+        self.refuse(now, why)
+    }
+
+    /// Ends a run that may not start because its `--state` store failed and `--state-fail` is
+    /// closed: exit 75, and why.
+    pub fn closed_store(&mut self, now: Duration, error: &str) -> Exit {
+        let why = format!(
+            "key '{}': {error}, and --state-fail is closed",
+            self.key_name
+        );
+        self.refuse(now, why)
+    }
+
+    fn refuse(&mut self, now: Duration, why: String) -> Exit {
+        self.say(Event::Refused, now, why.clone());
+        let exit = Exit::REFUSED;
+        self.summary.end(Outcome::Refused, why, exit.status(), now);
+        exit
+    }
+
+    /// An attempt starts (-v).
+    pub fn starting(&mut self, now: Duration) {
+        if self.log.shows(Event::Start) {
+            let e = self.entry(Event::Start, now);
+            self.log.write(&e);
+        }
+    }
+
+    /// The command could not be started.
+    pub fn not_started(&mut self, now: Duration, message: String) {
+        self.say(Event::NotStarted, now, message);
+    }
+
+    /// retry stopped or cancelled the running attempt.
+    pub fn stopping(&mut self, now: Duration, how: Stopping) {
+        let (event, msg) = match how {
+            Stopping::TimeUp(why) => {
+                let what = match why {
+                    Stop::AttemptTimeout => "--attempt-timeout",
+                    Stop::Deadline => "--max-time",
+                };
+                let sig = signal_name(self.policy.kill_signal);
+                (
+                    Event::Stop,
+                    format!("{what} reached; sent {sig} to the command"),
+                )
+            }
+            Stopping::Killed => (
+                Event::Stop,
+                "the command outlived --kill-after; sent SIGKILL".to_string(),
+            ),
+            Stopping::Cancel(sig) => (
+                Event::Signal,
+                format!(
+                    "{} received; passed on to the command; no more attempts",
+                    signal_name(sig)
+                ),
+            ),
+            Stopping::CancelAgain(sig) => (
+                Event::Signal,
+                format!("{} again; killed the command", signal_name(sig)),
+            ),
+            Stopping::TerminalCancel(sig) => {
+                let key = if sig == nix::sys::signal::Signal::SIGQUIT as i32 {
+                    "Ctrl-\\"
+                } else {
+                    "Ctrl-C"
+                };
+                (
+                    Event::TerminalCancel,
+                    format!(
+                        "the command ended with status {} while it held the terminal, as {key} \
+                         ends a command: taken as a {key} typed there; no more attempts",
+                        Exit::Signal(sig).status()
+                    ),
+                )
+            }
+        };
+        self.say(event, now, msg);
+    }
+
+    /// The attempt ended: counted in the summary.
+    pub fn ended(&mut self, end: &Ended) {
+        self.summary.attempted(
+            AttemptSummary {
+                status: end.number(),
+                signal: end.status.signal_name().filter(|_| end.stopped.is_none()),
+                timed_out: end.stopped.is_some(),
+                duration_ms: end.ran.as_millis(),
+            },
+            end.ran,
+        );
+    }
+
+    /// The attempt's log line with its verdict, and the wait before the next one when there
+    /// is one; then the breaker's moves.
+    pub fn failed(&mut self, now: Duration, end: &Ended, d: &Decision, delay: Option<Duration>) {
+        let mut e = self.entry(Event::Failure, now);
+        e.status = Some(end.status);
+        e.timed_out = end.stopped.is_some();
+        e.duration = Some(end.ran);
+        e.reason = words::verdict(d, &self.policy.rules, &self.key_name);
+        e.delay = delay;
+        self.log.write(&e);
+        self.log_moves(now);
+    }
+
+    /// The attempt succeeded: said when it was not the first; the run ends.
+    pub fn succeeded(&mut self, now: Duration, end: &Ended, exit: Exit) {
+        if self.attempt > 1 {
+            let mut e = self.entry(Event::Success, now);
+            e.status = Some(end.status);
+            e.duration = Some(end.ran);
+            self.log.write(&e);
+        }
+        self.log_moves(now);
+        self.summary
+            .end(Outcome::Success, "succeeded", exit.status(), now);
+    }
+
+    /// Why the key refuses the run or its retry.
+    pub fn refusal(&self, refused: Refused) -> String {
+        words::refusal(refused, &self.key_name)
+    }
+
+    /// The words of the decision that ends the run.
+    pub fn why(&self, d: &Decision) -> String {
+        words::why(d, &self.policy.rules, &self.key_name)
+    }
+
+    /// The give-up line. A run that gives up never exits 0, even when its last attempt did
+    /// (`--success-on` without 0): a caller must not read a failure as a success; it exits 1
+    /// then, as for an output rule. Returns the exit.
+    pub fn giving_up(
+        &mut self,
+        now: Duration,
+        end: &Ended,
+        why: &str,
+        names_status: bool,
+        outcome: Outcome,
+        exit: Exit,
+    ) -> Exit {
+        let mut e = self.entry(Event::GiveUp, now);
+        e.status = Some(end.status);
+        e.timed_out = end.stopped.is_some();
+        e.names_status = names_status;
+        e.command = Some(self.policy.command_line());
+        let exit = if outcome == Outcome::Failure && exit == Exit::Code(0) {
+            e.reason = Some(format!(
+                "{why} (exit status 0 is not a success here; retry exits 1)"
+            ));
+            Exit::Code(1)
+        } else {
+            e.reason = Some(why.to_string());
+            exit
+        };
+        self.log.write(&e);
+        exit
+    }
+
+    /// The run ended without success.
+    pub fn end(&mut self, now: Duration, outcome: Outcome, why: String, exit: Exit) {
+        self.summary.end(outcome, why, exit.status(), now);
+    }
+
+    /// A cancelling signal ended the wait before a retry.
+    pub fn cancelled_waiting(sig: i32) -> String {
+        format!("{} while waiting", words::cancelled(sig))
+    }
+
+    /// A hook failed.
+    pub fn hook_failed(&mut self, now: Duration, flag: &str, status: Option<Status>, why: String) {
+        let mut e = self.entry(Event::Hook, now);
+        e.status = status;
+        e.reason = Some(format!("{flag} hook failed: {why}"));
+        self.log.write(&e);
+    }
+
+    /// Time spent waiting between attempts.
+    pub fn slept(&mut self, slept: Duration) {
+        self.summary.slept(slept);
+    }
+
+    /// Whether waits are counted down on a terminal.
+    pub fn counts_down(&self) -> bool {
+        self.log.counts_down()
+    }
+
+    /// Shows the time left before the next attempt.
+    pub fn count_down(&mut self, left: Duration) {
+        self.log.count_down(left);
+    }
+
+    /// Clears the countdown line.
+    pub fn clear_countdown(&mut self) {
+        self.log.clear_countdown();
+    }
+}
+
+/// `--max-time reached while waiting`: a hook outlasted the wait and the deadline.
+pub const DEADLINE_WHILE_WAITING: &str = "--max-time reached while waiting";

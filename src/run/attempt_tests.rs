@@ -1,0 +1,736 @@
+//! The loop's tests, in a world with a fake clock: no test sleeps.
+
+use std::time::Duration;
+
+use super::fake::*;
+use crate::exit::Exit;
+use nix::sys::signal::Signal;
+
+use crate::policy::adaptive::{self, Adaptive, History};
+use crate::policy::breaker::Attempt;
+use crate::policy::output_rules::Found;
+use crate::policy::shared::{Admit, After, Refusal, SharedSettings, Ticket};
+use crate::policy::status::Status;
+use crate::report::summary::{Outcome, RefusedBy};
+use crate::run::world::{Findings, SpawnError};
+use crate::state::memory::MemoryStore;
+use crate::state::{self, Reply, Store};
+
+#[test]
+fn retries_until_success_sleeping_the_backoff() {
+    let r = run_with(
+        &["--jitter", "none"],
+        Fake::new([exits(1, 10), exits(1, 10), exits(0, 10)]),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert_eq!(r.world.slept, [ms(1000), ms(2000)]);
+    assert!(r.log.contains("attempt 3/5 succeeded"), "{}", r.log);
+}
+
+#[test]
+fn there_is_no_sleep_after_the_last_attempt() {
+    let r = run_with(
+        &["-n", "3", "--jitter", "none"],
+        Fake::new([exits(4, 5); 3]),
+    );
+    assert_eq!(r.exit, Exit::Code(4));
+    assert_eq!(r.world.slept, [ms(1000), ms(2000)]);
+    assert_eq!(r.world.now, ms(3015));
+    assert!(r.log.contains("giving up after 3 attempts"), "{}", r.log);
+}
+
+#[test]
+fn a_give_up_on_a_status_0_that_is_not_a_success_exits_1() {
+    let r = run_with(
+        &["--success-on", "3", "-n", "2", "-d", "0"],
+        Fake::new([exits(0, 5); 2]),
+    );
+    assert_eq!(r.exit, Exit::Code(1));
+    assert_eq!((r.summary.outcome, r.summary.exit), (Outcome::Failure, 1));
+    assert!(r.log.contains("retry exits 1"), "{}", r.log);
+}
+
+#[test]
+fn a_fatal_status_stops_at_once() {
+    let r = run_with(&["--fatal-on", "2"], Fake::new([exits(2, 5)]));
+    assert_eq!(r.exit, Exit::Code(2));
+    assert!(r.world.slept.is_empty());
+    assert!(r.log.contains("in --fatal-on"), "{}", r.log);
+}
+
+#[test]
+fn a_command_that_cannot_run_is_not_retried() {
+    let mut world = Fake::new([]);
+    world.spawn_error = Some(SpawnError {
+        status: 127,
+        message: "cannot run 'x': No such file or directory".into(),
+    });
+    let r = run_with(&[], world);
+    assert_eq!(r.exit, Exit::Code(127));
+    assert_eq!(r.world.envs.len(), 1);
+    assert!(r.log.contains("command not found"), "{}", r.log);
+}
+
+#[test]
+fn a_child_killed_by_a_signal_is_judged_as_128_plus_n_and_reraised() {
+    let killed = Script {
+        status: Status::Signal(KILL),
+        runs: ms(5),
+        ignores_term: false,
+    };
+    let r = run_with(&["--fatal-on", "SIGKILL"], Fake::new([killed]));
+    assert_eq!(r.exit, Exit::Signal(KILL));
+    let r = run_with(&["-n", "2", "-d", "0"], Fake::new([killed, killed]));
+    assert_eq!(r.world.envs[1].previous, Some(137));
+    assert_eq!(r.exit, Exit::Signal(KILL));
+}
+
+#[test]
+fn no_sleep_starts_that_would_end_past_max_time() {
+    let r = run_with(
+        &["--max-time", "2.5s", "--jitter", "none", "--forever"],
+        Fake::new([exits(1, 100); 3]),
+    );
+    // 0.1 run, 1 s sleep, 0.1 run, then a 2 s sleep would end at 3.2 s > 2.5 s.
+    assert_eq!(r.exit, Exit::Code(1));
+    assert_eq!(r.world.slept, [ms(1000)]);
+    assert_eq!(r.world.now, ms(1200));
+    assert!(r.log.contains("--max-time deadline"), "{}", r.log);
+}
+
+#[test]
+fn max_time_stops_a_running_attempt_with_124() {
+    let r = run_with(&["--max-time", "1s"], Fake::new([exits(0, 5000)]));
+    assert_eq!(r.exit, Exit::TIMED_OUT);
+    assert_eq!(r.world.killed, [(ms(1000), TERM)]);
+    assert!(r.log.contains("--max-time reached"), "{}", r.log);
+}
+
+#[test]
+fn a_timed_out_attempt_counts_as_124_and_is_retried() {
+    let r = run_with(
+        &["--attempt-timeout", "1s", "-d", "0", "-n", "2"],
+        Fake::new([exits(0, 5000), exits(0, 10)]),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert_eq!(r.world.killed, [(ms(1000), TERM)]);
+    assert_eq!(r.world.envs[1].previous, Some(124));
+    let r = run_with(
+        &["--attempt-timeout", "1s", "-n", "1"],
+        Fake::new([exits(0, 5000)]),
+    );
+    assert_eq!(r.exit, Exit::TIMED_OUT);
+}
+
+#[test]
+fn a_child_that_ignores_the_kill_signal_gets_sigkill_after_kill_after() {
+    let stubborn = Script {
+        ignores_term: true,
+        ..exits(0, 60_000)
+    };
+    let r = run_with(
+        &["--attempt-timeout", "1s", "--kill-after", "3s", "-n", "1"],
+        Fake::new([stubborn]),
+    );
+    assert_eq!(r.world.killed, [(ms(1000), TERM), (ms(4000), KILL)]);
+    assert_eq!(r.exit, Exit::TIMED_OUT);
+}
+
+#[test]
+fn processes_left_by_a_timed_out_attempt_get_sigkill_after_kill_after() {
+    let mut world = Fake::new([exits(0, 60_000)]);
+    world.stragglers = true;
+    let r = run_with(
+        &["--attempt-timeout", "1s", "--kill-after", "2s", "-n", "1"],
+        world,
+    );
+    assert_eq!(r.world.killed, [(ms(1000), TERM), (ms(3000), KILL)]);
+    assert!(!r.world.stragglers);
+    assert_eq!(r.exit, Exit::TIMED_OUT);
+}
+
+#[test]
+fn processes_left_by_an_attempt_that_ended_by_itself_are_left_alone() {
+    let mut world = Fake::new([exits(0, 10)]);
+    world.stragglers = true;
+    let r = run_with(&[], world);
+    assert!(r.world.killed.is_empty());
+    assert_eq!(r.exit, Exit::Code(0));
+}
+
+#[test]
+fn a_cancelled_attempt_that_ignores_the_signal_gets_sigkill_after_kill_after() {
+    let stubborn = Script {
+        ignores_term: true,
+        ..exits(0, 60_000)
+    };
+    let world = Fake::new([stubborn]).signal_at(ms(100), TERM);
+    let r = run_with(&["--kill-after", "1s"], world);
+    assert_eq!(r.world.killed, [(ms(100), TERM), (ms(1100), KILL)]);
+    assert_eq!(r.exit, Exit::Signal(KILL));
+}
+
+#[test]
+fn kill_signal_is_what_a_timed_out_attempt_gets() {
+    let r = run_with(
+        &["--attempt-timeout", "1s", "--kill-signal", "INT", "-n", "1"],
+        Fake::new([exits(0, 9000)]),
+    );
+    assert_eq!(r.world.killed, [(ms(1000), INT)]);
+}
+
+#[test]
+fn a_cancelling_signal_is_passed_on_and_stops_the_retrying() {
+    let world = Fake::new([exits(1, 5000), exits(0, 5)]).signal_at(ms(100), TERM);
+    let r = run_with(&[], world);
+    assert_eq!(r.world.killed, [(ms(100), TERM)]);
+    assert_eq!(
+        r.world.envs.len(),
+        1,
+        "no attempt after a cancelling signal"
+    );
+    assert_eq!(r.exit, Exit::Signal(TERM));
+}
+
+#[test]
+fn a_child_that_traps_int_and_exits_130_is_not_retried() {
+    let trapping = Script {
+        ignores_term: true,
+        ..exits(130, 5000)
+    };
+    let r = run_with(&[], Fake::new([trapping]).signal_at(ms(50), INT));
+    assert_eq!(r.exit, Exit::Code(130));
+    assert_eq!(r.world.envs.len(), 1);
+    assert!(r.log.contains("cancelled by SIGINT"), "{}", r.log);
+}
+
+#[test]
+fn a_second_int_kills_the_group_at_once() {
+    let trapping = Script {
+        ignores_term: true,
+        ..exits(1, 5000)
+    };
+    let world = Fake::new([trapping])
+        .signal_at(ms(50), INT)
+        .signal_at(ms(80), INT);
+    let r = run_with(&[], world);
+    assert_eq!(r.world.killed, [(ms(50), INT), (ms(80), KILL)]);
+    assert_eq!(r.exit, Exit::Signal(KILL));
+}
+
+#[test]
+fn a_signal_during_a_sleep_ends_the_run_at_once_with_128_plus_n() {
+    let world = Fake::new([exits(1, 10), exits(0, 10)]).signal_at(ms(300), Signal::SIGHUP as i32);
+    let r = run_with(&["--jitter", "none"], world);
+    assert_eq!(r.exit, Exit::Code(129));
+    assert_eq!(r.world.now, ms(300));
+    assert_eq!(r.world.envs.len(), 1);
+    assert!(r.world.killed.is_empty());
+}
+
+#[test]
+fn usr1_is_passed_on_without_stopping_the_run() {
+    let world = Fake::new([exits(1, 100), exits(0, 10)]).signal_at(ms(50), USR1);
+    let r = run_with(&["-d", "0"], world);
+    assert_eq!(r.world.killed, [(ms(50), USR1)]);
+    assert_eq!(r.exit, Exit::Code(0));
+    assert_eq!(r.world.envs.len(), 2);
+}
+
+#[test]
+fn the_child_is_told_its_attempt_and_the_time_left() {
+    let r = run_with(
+        &[
+            "-n",
+            "3",
+            "--max-time",
+            "10s",
+            "--jitter",
+            "none",
+            "-d",
+            "1s",
+        ],
+        Fake::new([exits(3, 500), exits(3, 500), exits(0, 1)]),
+    );
+    let attempts: Vec<_> = r.world.envs.iter().map(|e| e.attempt).collect();
+    assert_eq!(attempts, [1, 2, 3]);
+    assert!(r.world.envs.iter().all(|e| e.max_attempts == Some(3)));
+    assert_eq!(r.world.envs[0].previous, None);
+    assert_eq!(r.world.envs[1].previous, Some(3));
+    assert_eq!(r.world.envs[0].remaining, Some(ms(10_000)));
+    // 0.5 s run + 1 s sleep.
+    assert_eq!(r.world.envs[1].remaining, Some(ms(8_500)));
+    let r = run_with(&["--forever", "-d", "0"], Fake::new([exits(0, 1)]));
+    assert_eq!(r.world.envs[0].max_attempts, None);
+    assert_eq!(r.world.envs[0].remaining, None);
+}
+
+#[test]
+fn jittered_delays_stay_within_their_bounds_in_the_loop() {
+    let r = run_with(
+        &["-n", "6", "--max-delay", "5s"],
+        Fake::new([exits(1, 1); 6]),
+    );
+    let caps = [1000, 2000, 4000, 5000, 5000].map(ms);
+    assert_eq!(r.world.slept.len(), 5);
+    for (slept, cap) in r.world.slept.iter().zip(caps) {
+        assert!(*slept <= cap, "{slept:?} > {cap:?}");
+    }
+}
+
+#[test]
+fn quiet_levels_keep_only_the_give_up_line_or_nothing() {
+    let r = run_with(&["-q", "-n", "2", "-d", "0"], Fake::new([exits(1, 1); 2]));
+    assert_eq!(r.log.lines().count(), 1, "{}", r.log);
+    assert!(r.log.starts_with("retry: giving up"), "{}", r.log);
+    let r = run_with(&["-qq", "-n", "2", "-d", "0"], Fake::new([exits(1, 1); 2]));
+    assert_eq!(r.log, "");
+}
+
+fn with_findings(mut world: Fake, findings: impl IntoIterator<Item = Findings>) -> Fake {
+    world.findings = findings.into_iter().collect();
+    world
+}
+
+fn http(code: u16) -> Findings {
+    Findings {
+        http_status: Some(code),
+        ..Findings::default()
+    }
+}
+
+#[test]
+fn an_http_503_is_retried_even_after_status_0_and_gives_up_with_22() {
+    let world = with_findings(Fake::new([exits(0, 5); 2]), [http(503), http(503)]);
+    let r = run_with(&["-n", "2", "-d", "0"], world);
+    assert_eq!(r.world.envs.len(), 2);
+    assert_eq!(r.exit, Exit::Code(22));
+    assert!(r.log.contains("HTTP status 503"), "{}", r.log);
+}
+
+#[test]
+fn an_http_404_is_fatal_and_a_redirect_or_success_is_left_to_the_status() {
+    let world = with_findings(Fake::new([exits(22, 5)]), [http(404)]);
+    let r = run_with(&[], world);
+    assert_eq!(r.world.envs.len(), 1);
+    assert_eq!(r.exit, Exit::Code(22));
+    let world = with_findings(Fake::new([exits(0, 5)]), [http(200)]);
+    assert_eq!(run_with(&[], world).exit, Exit::Code(0));
+}
+
+#[test]
+fn fatal_on_http_and_retry_on_http_change_the_lists() {
+    let world = with_findings(Fake::new([exits(0, 5); 2]), [http(404), http(200)]);
+    let r = run_with(&["--retry-on-http", "404", "-d", "0"], world);
+    assert_eq!(r.world.envs.len(), 2);
+    let world = with_findings(Fake::new([exits(22, 5)]), [http(503)]);
+    let r = run_with(&["--fatal-on-http", "503"], world);
+    assert_eq!(r.world.envs.len(), 1);
+}
+
+#[test]
+fn retry_after_sets_a_wait_no_shorter_than_asked_and_spread_a_little() {
+    let asked = Findings {
+        retry_after: Some(ms(30_000)),
+        ..http(503)
+    };
+    let world = with_findings(Fake::new([exits(22, 5), exits(0, 5)]), [asked]);
+    let r = run_with(&["-d", "0"], world);
+    let slept = r.world.slept[0];
+    assert!(slept >= ms(30_000) && slept <= ms(33_000), "{slept:?}");
+    assert!(r.log.contains("following Retry-After 30s"), "{}", r.log);
+}
+
+#[test]
+fn retry_after_is_capped_by_retry_after_max() {
+    let asked = Findings {
+        retry_after: Some(ms(86_400_000)),
+        ..http(503)
+    };
+    let world = with_findings(Fake::new([exits(22, 5), exits(0, 5)]), [asked]);
+    let r = run_with(&["--retry-after-max", "10s"], world);
+    let slept = r.world.slept[0];
+    assert!(slept <= ms(10_000) && slept >= ms(9_000), "{slept:?}");
+    assert!(r.log.contains("capped by --retry-after-max"), "{}", r.log);
+}
+
+#[test]
+fn retry_after_past_the_deadline_stops_the_run_at_once() {
+    let asked = Findings {
+        retry_after: Some(ms(120_000)),
+        ..http(503)
+    };
+    let world = with_findings(Fake::new([exits(22, 5); 2]), [asked]);
+    let r = run_with(&["--max-time", "1m"], world);
+    assert!(r.world.slept.is_empty());
+    assert_eq!(r.world.envs.len(), 1);
+    assert_eq!(r.exit, Exit::Code(22));
+    assert!(r.log.contains("after the --max-time deadline"), "{}", r.log);
+}
+
+#[test]
+fn a_fatal_output_match_wins_over_a_retryable_http_status() {
+    let found = Findings {
+        output: Some(Found::Fatal("denied".into())),
+        ..http(503)
+    };
+    let world = with_findings(Fake::new([exits(1, 5)]), [found]);
+    let r = run_with(&[], world);
+    assert_eq!(r.world.envs.len(), 1);
+    assert_eq!(r.exit, Exit::Code(1));
+}
+
+#[test]
+fn a_retry_output_match_retries_a_status_that_retry_on_leaves_out_but_not_fatal_on() {
+    let busy = || Findings {
+        output: Some(Found::Retry("lock".into())),
+        ..Findings::default()
+    };
+    let world = with_findings(Fake::new([exits(100, 5), exits(0, 5)]), [busy()]);
+    let r = run_with(&["--retry-on", "75", "-d", "0"], world);
+    assert_eq!(r.world.envs.len(), 2);
+    let world = with_findings(Fake::new([exits(100, 5)]), [busy()]);
+    let r = run_with(&["--fatal-on", "100", "-d", "0"], world);
+    assert_eq!(r.world.envs.len(), 1);
+}
+
+#[test]
+fn a_stop_hint_ends_the_run_with_the_attempts_status() {
+    let stop = Findings {
+        stop: true,
+        ..Findings::default()
+    };
+    let world = with_findings(Fake::new([exits(75, 5)]), [stop]);
+    let r = run_with(&[], world);
+    assert_eq!(r.exit, Exit::Code(75));
+    assert!(r.log.contains("asked not to be retried"), "{}", r.log);
+}
+
+#[test]
+fn a_failure_whose_output_has_no_reader_is_not_retried_but_a_success_succeeds() {
+    let gone = |script| Fake {
+        output_gone: true,
+        ..Fake::new(script)
+    };
+    let world = gone(vec![exits(141, 5), exits(0, 5)]);
+    let r = run_with(&["-n", "5", "-d", "0"], world);
+    assert_eq!(r.world.envs.len(), 1);
+    assert_eq!(r.exit, Exit::Code(141));
+    assert!(
+        r.log.contains("nothing reads its output any more"),
+        "{}",
+        r.log
+    );
+    let world = gone(vec![exits(0, 5)]);
+    let r = run_with(&["-n", "5", "-d", "0"], world);
+    assert_eq!(r.exit, Exit::Code(0));
+}
+
+#[test]
+fn held_output_is_released_as_last_only_for_the_attempt_that_ends_the_run() {
+    let r = run_with(
+        &["-n", "3", "-d", "0"],
+        Fake::new([exits(1, 5), exits(1, 5), exits(0, 5)]),
+    );
+    assert_eq!(r.world.finished, [false, false, true]);
+}
+
+fn var<'a>(hook: &'a HookRun, name: &str) -> Option<&'a str> {
+    hook.2
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn on_retry_runs_before_each_wait_within_it_and_on_giveup_once_at_the_end() {
+    let args = [
+        "-n",
+        "3",
+        "--jitter",
+        "none",
+        "--on-retry",
+        "r",
+        "--on-giveup",
+        "g",
+    ];
+    let r = run_with(&args, Fake::new([exits(7, 10); 3]));
+    let commands: Vec<_> = r.world.hooks.iter().map(|h| h.1.as_str()).collect();
+    assert_eq!(commands, ["r", "r", "g"]);
+    assert_eq!(var(&r.world.hooks[0], "RETRY_NEXT_DELAY_MS"), Some("1000"));
+    assert_eq!(var(&r.world.hooks[1], "RETRY_ATTEMPT"), Some("2"));
+    assert_eq!(var(&r.world.hooks[2], "RETRY_STATUS"), Some("7"));
+    assert_eq!(
+        var(&r.world.hooks[2], "RETRY_REASON"),
+        Some("attempts used up")
+    );
+    // The 50 ms hook ran within the 1 s wait, not before it.
+    assert_eq!(r.world.slept[0], ms(950));
+}
+
+#[test]
+fn a_failing_hook_is_logged_and_changes_nothing() {
+    let r = run_with(
+        &["-n", "2", "-d", "0", "--on-retry", "fail"],
+        Fake::new([exits(1, 5), exits(0, 5)]),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert!(
+        r.log.contains("--on-retry hook failed: exit status 1"),
+        "{}",
+        r.log
+    );
+}
+
+#[test]
+fn no_give_up_hook_on_success_or_cancellation() {
+    let r = run_with(&["--on-giveup", "g"], Fake::new([exits(0, 5)]));
+    assert!(r.world.hooks.is_empty());
+    let world = Fake::new([exits(1, 5000)]).signal_at(ms(10), TERM);
+    let r = run_with(&["--on-giveup", "g"], world);
+    assert!(r.world.hooks.is_empty());
+}
+
+#[test]
+fn the_summary_sums_short_attempts_before_rounding_to_milliseconds() {
+    let quick = Script {
+        runs: Duration::from_micros(700),
+        ..exits(1, 0)
+    };
+    let r = run_with(&["-n", "300", "-d", "0"], Fake::new([quick; 300]));
+    assert_eq!((r.summary.running_ms, r.summary.elapsed_ms), (210, 210));
+}
+
+#[test]
+fn the_summary_counts_attempts_running_and_waiting() {
+    let r = run_with(
+        &["-n", "3", "--jitter", "none"],
+        Fake::new([exits(2, 100), exits(2, 100), exits(0, 100)]),
+    );
+    let s = &r.summary;
+    assert_eq!(s.outcome, Outcome::Success);
+    assert_eq!(
+        s.attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+        [2, 2, 0]
+    );
+    assert_eq!(
+        (s.running_ms, s.sleeping_ms, s.elapsed_ms),
+        (300, 3000, 3300)
+    );
+    assert_eq!(s.exit, 0);
+    let r = run_with(
+        &["--attempt-timeout", "1s", "-n", "1"],
+        Fake::new([exits(0, 9000)]),
+    );
+    assert!(r.summary.attempts[0].timed_out);
+    assert_eq!((r.summary.outcome, r.summary.exit), (Outcome::Failure, 124));
+    let world = Fake::new([exits(1, 5), exits(0, 5)]).signal_at(ms(100), TERM);
+    let r = run_with(&["--jitter", "none"], world);
+    assert_eq!(
+        (r.summary.outcome, r.summary.exit),
+        (Outcome::Cancelled, 143)
+    );
+}
+
+const KEY: [&str; 4] = ["--key", "api", "--breaker-failures", "2"];
+
+fn keyed<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    KEY.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn an_open_breaker_refuses_the_run_with_75_and_starts_nothing() {
+    let store = MemoryStore::default();
+    let r = run_shared(
+        &keyed(&["-n", "5", "--jitter", "none"]),
+        Fake::new([exits(1, 10); 2]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 2, "stopped at its next retry");
+    assert!(r.log.contains("the breaker opened for"), "{}", r.log);
+    assert!(
+        r.log
+            .contains("not retried: the breaker for key 'api' is open")
+    );
+    let r = run_shared(&keyed(&[]), Fake::new([]), Some(Box::new(store.clone())));
+    assert_eq!(r.exit, Exit::Code(75));
+    assert!(r.world.envs.is_empty(), "nothing ran");
+    assert_eq!(r.summary.outcome, Outcome::Refused);
+    assert_eq!(
+        r.summary.key.as_ref().and_then(|k| k.refused),
+        Some(RefusedBy::Breaker)
+    );
+    // Once the open time is over, one run probes and its success closes the breaker.
+    store.now.set(store.now.get() + 60_000);
+    let r = run_shared(
+        &keyed(&[]),
+        Fake::new([exits(0, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert!(
+        r.log.contains("this run probes with one attempt"),
+        "{}",
+        r.log
+    );
+    assert!(r.log.contains("the breaker closed"), "{}", r.log);
+    assert_eq!(store.state().map(|s| s.breaker.name()), Some("closed"));
+}
+
+#[test]
+fn the_adaptive_delay_learns_from_the_outcomes_of_the_runs_on_the_key() {
+    let args = [
+        "--key",
+        "api",
+        "--backoff",
+        "adaptive",
+        "--jitter",
+        "none",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+        "-n",
+        "2",
+    ];
+    // Ten runs a second apart: one key where they succeed, one where they fail.
+    let keys = [(MemoryStore::default(), 0), (MemoryStore::default(), 1)];
+    for (store, status) in &keys {
+        for t in 0..10 {
+            store.now.set(t * 1000);
+            let script = [exits(*status, 10), exits(*status, 10)];
+            run_shared(&args, Fake::new(script), Some(Box::new(store.clone())));
+        }
+        store.now.set(10_000);
+    }
+    let first_delay = |store: &MemoryStore| {
+        let r = run_shared(
+            &args,
+            Fake::new([exits(1, 10), exits(0, 10)]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+        r.world.slept[0]
+    };
+    let (healthy, failing) = (first_delay(&keys[0].0), first_delay(&keys[1].0));
+    assert!(healthy < failing, "{healthy:?} vs {failing:?}");
+    // Each is what the rule makes of the key's history, this run's failure included.
+    let kept = keys[0].0.state().expect("a state").history;
+    assert_eq!(
+        kept.outcomes().count(),
+        12,
+        "ten successes, then a failure and a success"
+    );
+    // The store's clock stood still; the run's moved on by the 10 ms attempt.
+    let mut before = History::default();
+    for o in kept.outcomes().take(10) {
+        before.record(o.at, o.success);
+    }
+    before.record(10_010, false);
+    let p = crate::setup::from_flags(&args).expect("a valid policy");
+    let mut rule = Adaptive::new(adaptive::RULE, &p.backoff);
+    let expected = rule.next(&p.backoff, 1, &before.estimate(10_010, p.backoff.delay));
+    assert_eq!(healthy, expected);
+    assert_ne!(healthy, p.backoff.base(1), "not the exponential delay");
+}
+
+#[test]
+fn a_failed_probe_makes_one_attempt_only() {
+    let store = MemoryStore::default();
+    run_shared(
+        &keyed(&["-n", "2"]),
+        Fake::new([exits(1, 10); 2]),
+        Some(Box::new(store.clone())),
+    );
+    store.now.set(60_000);
+    let r = run_shared(
+        &keyed(&["-n", "5"]),
+        Fake::new([exits(1, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(1));
+    assert_eq!(r.world.envs.len(), 1);
+    assert!(r.log.contains("the probe failed"), "{}", r.log);
+}
+
+#[test]
+fn a_spent_budget_ends_the_run_with_its_last_status() {
+    let store = MemoryStore::default();
+    let args = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "2",
+        "-n",
+        "9",
+    ];
+    let r = run_shared(
+        &args,
+        Fake::new([exits(3, 10); 3]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(3));
+    assert_eq!(r.world.envs.len(), 3, "two tokens, two retries");
+    assert!(
+        r.log.contains("the retry budget for key 'api' is spent"),
+        "{}",
+        r.log
+    );
+    assert_eq!(
+        r.summary.key.as_ref().and_then(|k| k.refused),
+        Some(RefusedBy::Budget)
+    );
+    assert_eq!(r.summary.key.as_ref().map(|k| k.seen.tokens), Some(0.0));
+}
+
+/// A store that cannot be reached.
+struct Broken;
+
+impl Store for Broken {
+    fn admit(&mut self, _: &SharedSettings) -> Result<Reply<Admit>, state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn after_attempt(
+        &mut self,
+        _: &SharedSettings,
+        _: Ticket,
+        _: Attempt,
+        _: bool,
+        _: f64,
+    ) -> Result<Reply<After>, state::Error> {
+        panic!("a store that failed once is not asked again")
+    }
+    fn before_retry(
+        &mut self,
+        _: &SharedSettings,
+        _: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+        panic!("a store that failed once is not asked again")
+    }
+    fn view(&mut self, _: &SharedSettings) -> Result<Reply<()>, state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn reset(&mut self) -> Result<(), state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn describe(&self) -> String {
+        "broken".into()
+    }
+}
+
+#[test]
+fn a_state_error_is_one_warning_and_the_run_goes_on_as_without_a_key() {
+    let r = run_shared(
+        &keyed(&["-n", "4", "--jitter", "none"]),
+        Fake::new([exits(1, 10), exits(1, 10), exits(1, 10), exits(0, 10)]),
+        Some(Box::new(Broken)),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert_eq!(r.world.slept, [ms(1000), ms(2000), ms(4000)]);
+    assert_eq!(r.log.matches("warning").count(), 1, "{}", r.log);
+    assert!(r.log.contains("going on without its breaker and budget"));
+    assert!(r.summary.key.is_none());
+}

@@ -1,0 +1,94 @@
+//! Watching a running attempt until it ends: stopping it when its time is up, passing signals
+//! on, and taking a Ctrl-C typed at the terminal it holds as a cancel. An attempt that retry
+//! stopped or cancelled is over only when its whole process group is gone: whatever is left of
+//! it when `--kill-after` has passed gets SIGKILL ([`Escalation`]).
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::escalation::Escalation;
+use super::world::{Event, World};
+use crate::policy::Policy;
+use crate::policy::status::{Status, cancels};
+use crate::policy::verdict::{Ended, Stop};
+use crate::report::reporter::{Reporter, Stopping};
+
+/// Watches the attempt that started at `started` (time since the run began) until it ends.
+pub fn supervise<W: World>(
+    p: &Policy,
+    world: &mut W,
+    rep: &mut Reporter,
+    started: Duration,
+) -> Ended {
+    let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
+    let (limit, why) = match (timeout_at, p.max_time) {
+        (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
+        (Some(t), _) => (Some(t), Stop::AttemptTimeout),
+        (None, d) => (d, Stop::Deadline),
+    };
+    let mut stopped = None;
+    let mut cancelled = None;
+    let mut escalation = Escalation::default();
+    // The first process's status, once it ended.
+    let mut ended: Option<Status> = None;
+    loop {
+        if let Some(status) = ended
+            && (!escalation.pending() || !world.group_alive())
+        {
+            return Ended {
+                stopped,
+                cancelled,
+                findings: world.findings(),
+                ..Ended::with(status)
+            };
+        }
+        let now = world.elapsed();
+        let limit = limit.filter(|_| stopped.is_none());
+        let until = [limit, escalation.wake(now, ended.is_some())]
+            .into_iter()
+            .flatten()
+            .min();
+        match world.wait(until) {
+            Event::Exited(status) => ended = Some(status),
+            Event::Timer if escalation.due(world.elapsed()) => {
+                world.kill(Signal::SIGKILL as i32);
+                escalation.killed();
+                rep.stopping(world.elapsed(), Stopping::Killed);
+            }
+            Event::Timer if limit.is_some_and(|at| world.elapsed() >= at) => {
+                stopped = Some(why);
+                world.kill(p.kill_signal);
+                escalation.ask(world.elapsed(), p.kill_after);
+                rep.stopping(world.elapsed(), Stopping::TimeUp(why));
+            }
+            Event::Timer => {}
+            Event::Signal(sig) if cancels(sig) => {
+                let again = cancelled.is_some()
+                    && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
+                if again {
+                    world.kill(Signal::SIGKILL as i32);
+                    escalation.killed();
+                    rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
+                } else {
+                    world.kill(sig);
+                    escalation.ask(world.elapsed(), p.kill_after);
+                    rep.stopping(world.elapsed(), Stopping::Cancel(sig));
+                }
+                cancelled.get_or_insert(sig);
+            }
+            // A Ctrl-C that reached retry too (typed before the attempt had the terminal) was
+            // said already.
+            Event::Interrupted(_) if cancelled.is_some() => {}
+            Event::Interrupted(sig) => {
+                // retry received nothing: it infers the Ctrl-C from how the attempt ended, and
+                // says so. The rest of the group had the Ctrl-C from the terminal.
+                world.kill(sig);
+                escalation.ask(world.elapsed(), p.kill_after);
+                rep.stopping(world.elapsed(), Stopping::TerminalCancel(sig));
+                cancelled.get_or_insert(sig);
+            }
+            Event::Signal(sig) => world.kill(sig),
+        }
+    }
+}
