@@ -11,7 +11,7 @@ use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::escalation::STRAGGLER_POLL;
-use super::process::group_alive;
+use super::group::group_alive;
 use super::signals::Signals;
 use crate::env;
 use crate::policy::status::Status;

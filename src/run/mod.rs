@@ -4,10 +4,12 @@
 pub mod attempt;
 #[cfg(test)]
 mod attempt_tests;
+mod child_fd;
 mod escalation;
 #[cfg(test)]
 mod fake;
 mod gate;
+mod group;
 mod hint_dir;
 mod hooks;
 mod output;

@@ -16,7 +16,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll, ppoll};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::pipe2;
 
-use super::process::ChildFd;
+use super::child_fd::ChildFd;
 use super::signals::Signals;
 use super::spool::Spool;
 use crate::policy::output_rules::{Found, Rules, Scan};

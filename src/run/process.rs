@@ -4,7 +4,7 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::AsFd;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -20,6 +20,8 @@ use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
+use super::child_fd::ChildFd;
+use super::group::group_alive;
 use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
@@ -27,6 +29,7 @@ use super::stdin::{Input, Need};
 use super::terminal::Terminal;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
+use crate::exit::Exit;
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
 use crate::policy::verdict::Findings;
@@ -171,6 +174,8 @@ impl Process {
     fn reap(&mut self) -> Option<Status> {
         let pid = self.child?;
         let mut raw = 0;
+        // nix's waitpid fails on a child killed by a real-time signal (its `Signal` names
+        // none), which an attempt may well be: libc's is called directly.
         // SAFETY: waitpid on our own child with a valid pointer to an int.
         let got = unsafe { nix::libc::waitpid(pid.as_raw(), &mut raw, WNOHANG | WUNTRACED) };
         if got == 0 || (got < 0 && Errno::last() == Errno::EINTR) {
@@ -195,7 +200,7 @@ impl Process {
         // Only a child that is not ours fails to be waited for: report it as retry's own
         // failure rather than wait forever.
         Some(if got < 0 {
-            Status::Code(125)
+            Status::Code(Exit::FAILURE.status())
         } else {
             status.into()
         })
@@ -256,50 +261,6 @@ fn output_has_no_reader() -> bool {
         && fds
             .iter()
             .any(|fd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLERR)))
-}
-
-/// Whether any process of `group` is still running. `killpg(group, 0)` succeeds on a group of
-/// zombies too: when an attempt's first process dies before the others, they are adopted by
-/// PID 1 (or a subreaper), and one that reaps slowly or never, as in a container started
-/// without an init, leaves them as zombies, which no signal can end. A group of zombies only
-/// is gone. Where /proc cannot tell (not mounted, or it hides the group's processes), a group
-/// that signals reach counts as alive.
-pub(super) fn group_alive(group: Pid) -> bool {
-    if killpg(group, None).is_err() {
-        return false;
-    }
-    let Ok(proc) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    let mut seen = false;
-    for entry in proc.flatten() {
-        let name = entry.file_name();
-        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-        let Some(close) = stat.iter().rposition(|b| *b == b')') else {
-            continue;
-        };
-        let mut fields = stat[close + 1..]
-            .split(|b| *b == b' ')
-            .filter(|f| !f.is_empty());
-        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if std::str::from_utf8(pgrp).ok().and_then(|p| p.parse().ok()) != Some(group.as_raw()) {
-            continue;
-        }
-        seen = true;
-        if !matches!(state, b"Z" | b"X") {
-            return true;
-        }
-    }
-    !seen
 }
 
 /// posix_spawn with the attempt's standard streams in place.
@@ -365,16 +326,6 @@ fn with_hint_file(arg: &[u8], path: &[u8]) -> nix::Result<CString> {
     }
     out.extend_from_slice(rest);
     CString::new(out).map_err(|_| Errno::EINVAL)
-}
-
-/// What an attempt gets as one of its standard streams.
-pub enum ChildFd {
-    /// retry's own.
-    Inherit,
-    /// /dev/null.
-    Null,
-    /// This pipe end, which the parent then closes.
-    Pipe(OwnedFd),
 }
 
 impl World for Process {

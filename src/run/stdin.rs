@@ -11,7 +11,7 @@ use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2};
 
-use super::process::ChildFd;
+use super::child_fd::ChildFd;
 use super::spool::Spool;
 use crate::policy::StdinMode;
 

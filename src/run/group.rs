@@ -1,0 +1,50 @@
+//! What is left of an attempt's process group once its first process ended.
+
+use std::os::unix::ffi::OsStrExt;
+
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+
+/// Whether any process of `group` is still running. `killpg(group, 0)` succeeds on a group of
+/// zombies too: when an attempt's first process dies before the others, they are adopted by
+/// PID 1 (or a subreaper), and one that reaps slowly or never, as in a container started
+/// without an init, leaves them as zombies, which no signal can end. A group of zombies only
+/// is gone. Where /proc cannot tell (not mounted, or it hides the group's processes), a group
+/// that signals reach counts as alive.
+pub fn group_alive(group: Pid) -> bool {
+    if killpg(group, None).is_err() {
+        return false;
+    }
+    let Ok(proc) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let mut seen = false;
+    for entry in proc.flatten() {
+        let name = entry.file_name();
+        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+        let Some(close) = stat.iter().rposition(|b| *b == b')') else {
+            continue;
+        };
+        let mut fields = stat[close + 1..]
+            .split(|b| *b == b' ')
+            .filter(|f| !f.is_empty());
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if std::str::from_utf8(pgrp).ok().and_then(|p| p.parse().ok()) != Some(group.as_raw()) {
+            continue;
+        }
+        seen = true;
+        if !matches!(state, b"Z" | b"X") {
+            return true;
+        }
+    }
+    !seen
+}
