@@ -1,4 +1,4 @@
-//! The circuit breaker a key's runs share (SPEC §9), as pure transitions: closed → open after
+//! The circuit breaker a key's runs share (`--breaker-*`), as pure transitions: closed → open after
 //! enough consecutive retryable failures within a window; open → half-open when one process
 //! takes the lease for a single probe; half-open → closed on the probe's success, or open again
 //! for twice as long on its failure. Times are milliseconds on the store's own clock, given by

@@ -1,4 +1,4 @@
-//! The retry budget a key's runs share (SPEC §9): a token bucket. A first attempt is always
+//! The retry budget a key's runs share (`--budget-*`): a token bucket. A first attempt is always
 //! allowed; each retry costs a token; a successful attempt adds a fraction of one; one comes
 //! back every refill period; the bucket never holds more than its burst. Pure arithmetic on
 //! times the caller gives, in milliseconds on the store's clock.

@@ -76,7 +76,7 @@ pub struct Policy {
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
-    /// The adaptive delay (`--backoff adaptive`, SPEC §11), which needs the key's history.
+    /// The adaptive delay (`--backoff adaptive`), which needs the key's history.
     pub adaptive: Option<adaptive::Rule>,
     /// Whether this retry runs inside another's attempt.
     pub nesting: Nesting,

@@ -1,4 +1,4 @@
-//! The state that runs sharing a key keep together (SPEC §9): a breaker, a budget, and a
+//! The state that runs sharing a key keep together (`--key`): a breaker, a budget, and a
 //! generation number that counts the breaker's moves, so that a result from an attempt that
 //! started under an older state counts for nothing. Each function is one atomic operation of a
 //! store: the local file store runs it under its lock, and Redis runs the same rules in a
@@ -19,7 +19,7 @@ pub struct SharedSettings {
     pub budget: BudgetSettings,
     /// How long a probe holds the lease: the attempt timeout, else a minute.
     pub lease: Duration,
-    /// Keep the key's recent outcomes, which the adaptive delay learns from (SPEC §11).
+    /// Keep the key's recent outcomes, which the adaptive delay learns from (`--backoff adaptive`).
     pub history: bool,
 }
 

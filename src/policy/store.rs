@@ -1,4 +1,4 @@
-//! Where a fleet's shared state lives (`--state URL`, SPEC §10): the URL, parsed and checked,
+//! Where a fleet's shared state lives (`--state URL`): the URL, parsed and checked,
 //! and what to do when the store cannot be reached. A password is held where no `Debug` or
 //! `Display` can show it; every message shows the URL redacted.
 

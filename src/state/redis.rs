@@ -1,4 +1,4 @@
-//! A key's state in Redis, shared by every host that uses the store (`--state URL`, SPEC §10):
+//! A key's state in Redis, shared by every host that uses the store (`--state URL`):
 //! one hash per key, each operation one server-side Lua script that runs the rules of
 //! [`crate::policy::shared`] atomically, on the server's clock. The client connects on the
 //! first call, and every call of a run together waits no longer than `--state-timeout`.
