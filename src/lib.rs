@@ -7,6 +7,7 @@
 
 pub mod env;
 pub mod exit;
+pub mod files;
 pub mod policy;
 pub mod report;
 pub mod run;

@@ -6,11 +6,12 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use super::log::KeyFields;
+use crate::files::{self, Links, LockError};
 use crate::policy::breaker::State;
 
 /// How a run ended.
@@ -474,49 +475,18 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
 fn lock(path: &Path) -> io::Result<fs::File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o644)
-        .open(&name)?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(io::Error::other(format!(
-                    "another run held its lock ({}) for {}s",
-                    Path::new(&name).display(),
-                    LOCK_WAIT.as_secs()
-                )));
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(e),
-        }
-    }
+    files::lock(Path::new(&name), 0o644, Links::Follow, LOCK_WAIT).map_err(|e| match e {
+        LockError::Busy => io::Error::other(format!(
+            "another run held its lock ({}) for {}s",
+            Path::new(&name).display(),
+            LOCK_WAIT.as_secs()
+        )),
+        LockError::Io(e) => e,
+    })
 }
 
-/// Replaces `path` with `bytes` at once: readers see the old file or the new, never a part.
+/// Replaces `path` with `bytes` at once, readable like any file the user would have written
+/// there (a collector may run as another user).
 fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::Builder::new()
-        .prefix(".retry-")
-        .tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_all()?;
-    // Readable like any file the user would have written there (a collector may run as
-    // another user); the temporary file was made 0600.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(file.path(), fs::Permissions::from_mode(0o644))?;
-    }
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    files::replace(path, bytes, 0o644, true)
 }

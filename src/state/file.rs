@@ -2,16 +2,17 @@
 //! read-modify-write under a lock on a sidecar file (never the state file, which is replaced by
 //! rename), held only for that; a change that changes nothing is not written, and needs no lock.
 
-use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{self, DirBuilder, File};
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::clock::Clock;
 use super::{Error, Local, Reply};
+use crate::files::{self, Links, LockError};
 use crate::policy::shared::{KeyState, SharedSettings};
 
 /// How long to wait for another process's lock before going on without state.
@@ -104,19 +105,8 @@ impl FileStore {
         // A struct of plain fields always serializes.
         let bytes = serde_json::to_vec(&saved).unwrap_or_default();
         let path = self.path(dir, "json");
-        let temporary = dir.join(format!(".{}.{}.tmp", self.name, std::process::id()));
-        let written = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)
-            .and_then(|mut f| f.write_all(&bytes))
-            .and_then(|()| fs::rename(&temporary, &path));
-        written.map_err(|source| {
-            let _ = fs::remove_file(&temporary);
-            io_error("write", &path, source)
-        })
+        files::replace(&path, &bytes, 0o600, false)
+            .map_err(|source| io_error("write", &path, source))
     }
 
     /// Takes the key's lock, waiting for it up to [`LOCK_WAIT`]; it is let go when the file is
@@ -128,25 +118,11 @@ impl FileStore {
             .create(dir)
             .map_err(|source| io_error("create", dir, source))?;
         let path = self.path(dir, "lock");
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| io_error("open", &path, source))?;
-        let deadline = Instant::now() + LOCK_WAIT;
-        let mut pause = Duration::from_micros(50);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(file),
-                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(2));
-                }
-                Err(TryLockError::WouldBlock) => return Err(Error::Busy(path)),
-                Err(TryLockError::Error(source)) => return Err(io_error("lock", &path, source)),
-            }
+        // The lock is retry's own file: a link planted in its place is refused.
+        match files::lock(&path, 0o600, Links::Refuse, LOCK_WAIT) {
+            Ok(file) => Ok(file),
+            Err(LockError::Busy) => Err(Error::Busy(path)),
+            Err(LockError::Io(source)) => Err(io_error("lock", &path, source)),
         }
     }
 }
