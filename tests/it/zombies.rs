@@ -7,7 +7,7 @@
 //! The subreaper setting is on this whole test process (it holds for every test in this file,
 //! and they run in threads of it); nothing in it reaps with `waitpid(-1)`, so each zombie stays.
 
-mod common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use common::{retry, start, wait};
+use support::{retry, start, wait};
 
 /// Makes this process the reaper of its descendants' orphans, and never reap them.
 fn become_a_reaper_that_never_reaps() {

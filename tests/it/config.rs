@@ -1,7 +1,7 @@
 //! The config file and its profiles: where it is looked up, what wins over what, and how a bad
 //! file is reported (its name, the line, the key) without running anything.
 
-mod common;
+use crate::support;
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use tempfile::TempDir;
 
 /// retry with `XDG_CONFIG_HOME` in `home`, and no `RETRY_CONFIG`.
 fn retry_in(home: &Path) -> assert_cmd::Command {
-    let mut c = common::cmd();
+    let mut c = support::cmd();
     c.env("XDG_CONFIG_HOME", home).env_remove("RETRY_CONFIG");
     c
 }

@@ -8,7 +8,7 @@
 //! `--state-fail closed`, and the rules run by the scripts compared step by step with the same
 //! rules run in memory.
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::io::Read;
@@ -22,8 +22,6 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 
-use common::keyed::{self, Setup, breaker, output, stderr, with};
-use common::redis::{PASSWORD, Server, free_port};
 use retry::policy::breaker::{Attempt, BreakerSettings};
 use retry::policy::budget::BudgetSettings;
 use retry::policy::shared::{Admit, KeyState, SharedSettings, Ticket};
@@ -31,8 +29,10 @@ use retry::policy::store::{FailMode, StoreSettings, StoreUrl};
 use retry::state::Store;
 use retry::state::memory::MemoryStore;
 use retry::state::redis::RedisStore;
+use support::keyed::{self, Setup, breaker, output, stderr, with};
+use support::redis::{PASSWORD, Server, free_port};
 
-/// The scenarios every store runs (tests/common/keyed.rs), here through Redis.
+/// The scenarios every store runs (tests/it/support/keyed.rs), here through Redis.
 macro_rules! on_redis {
     ($($name:ident),* $(,)?) => {
         $(
@@ -270,7 +270,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
     let hosts: Vec<Child> = (0..200)
         .map(|i| {
             // Each host has its own state directory.
-            let mut c = common::retry();
+            let mut c = support::retry();
             c.env_remove("RETRY_STATE_DIR")
                 .arg("--state-dir")
                 .arg(s.dir.path().join(format!("host-{i}")))
@@ -291,7 +291,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
             .lines()
             .filter(|l| l.contains("user=retry") && l.contains(" flags=b "))
             .count();
-        if asking >= 200 || waiting.elapsed() > common::PATIENCE {
+        if asking >= 200 || waiting.elapsed() > support::PATIENCE {
             break;
         }
         thread::sleep(Duration::from_millis(10));
@@ -311,7 +311,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
                 }
                 None => true,
             });
-            if codes.len() >= 199 || started.elapsed() > common::PATIENCE * 2 {
+            if codes.len() >= 199 || started.elapsed() > support::PATIENCE * 2 {
                 break;
             }
         }
@@ -322,7 +322,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         codes
             .lock()
             .expect("codes")
-            .push(common::wait(&mut c).code());
+            .push(support::wait(&mut c).code());
     }
     let codes = codes.lock().expect("codes").clone();
     assert_eq!(s.ran(), 2, "one probe among 200 hosts: {codes:?}");
@@ -878,7 +878,7 @@ fn certificates(dir: &std::path::Path) {
 #[cfg(feature = "tls")]
 #[test]
 fn rediss_verifies_the_server_against_the_hosts_certificates() {
-    if !common::have("openssl", "apt-get install openssl") {
+    if !support::have("openssl", "apt-get install openssl") {
         return;
     }
     let certs = tempfile::tempdir().expect("temporary directory");

@@ -1,7 +1,7 @@
 //! `--summary` and `--metrics` through the built binary: the JSON summary parsed back, and the
 //! Prometheus text metrics parsed back by a small parser of the text format, across runs.
 
-mod common;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Lines, PATIENCE, cmd, dev_full, retry, start, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
+use support::{Lines, PATIENCE, cmd, dev_full, retry, start, wait};
 use tempfile::TempDir;
 
 struct Run {

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests: the built binary, and reading a child's output line
 //! by line with a generous time limit that turns a hang into a failure.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};

@@ -2,7 +2,7 @@
 //! script's SHA1 from its text; all are checked in, and this test fails when they are stale.
 //! `RETRY_BLESS=1 cargo test --test generated` rewrites them.
 
-mod common;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
@@ -117,7 +117,7 @@ fn the_man_page_has_the_exit_status_and_environment() {
 /// Runs `program args`, failing with what it said if it fails; `None` (the test skips) when the
 /// program is not installed, which `install` says how to mend.
 fn run(program: &str, install: &str, args: &[&str]) -> Option<std::process::Output> {
-    if !common::have(program, install) {
+    if !support::have(program, install) {
         return None;
     }
     let out = std::process::Command::new(program)

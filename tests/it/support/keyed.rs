@@ -1,8 +1,6 @@
 //! The behaviour of `--key` that every store must show (SPEC §9, §10), as scenarios that take
-//! a [`Setup`]: tests/state.rs runs them with the local state directory, tests/redis.rs with a
+//! a [`Setup`]: the `state` module runs them with the local state directory, `redis` with a
 //! Redis server. Each runs the built binary with real processes.
-
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::PathBuf;
@@ -15,9 +13,7 @@ use tempfile::TempDir;
 
 use super::redis::Server;
 
-/// Calls `$run!` with the name of every scenario below: each store's test file runs them all.
-// Test files that do not run the scenarios include this module too.
-#[allow(unused_macros)]
+/// Calls `$run!` with the name of every scenario below: each store's test module runs them all.
 macro_rules! scenarios {
     ($run:ident) => {
         $run!(
@@ -37,7 +33,6 @@ macro_rules! scenarios {
         );
     };
 }
-#[allow(unused_imports)]
 pub(crate) use scenarios;
 
 /// Where the keys' state is kept in a test.
