@@ -7,10 +7,10 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-/// retry with `XDG_CONFIG_HOME` in `home`, and no `RETRY_CONFIG`.
+/// [`support::cmd`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
 fn retry_in(home: &Path) -> assert_cmd::Command {
     let mut c = support::cmd();
-    c.env("XDG_CONFIG_HOME", home).env_remove("RETRY_CONFIG");
+    c.env("XDG_CONFIG_HOME", home);
     c
 }
 

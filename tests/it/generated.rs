@@ -189,10 +189,7 @@ fn the_fish_completion_loads_and_completes_retry_flags() {
 
 #[test]
 fn the_short_help_answers_the_common_questions_on_its_first_screen() {
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
-        .arg("-h")
-        .output()
-        .expect("run retry -h");
+    let out = support::retry().arg("-h").output().expect("run retry -h");
     let help = String::from_utf8_lossy(&out.stdout);
     let screen: Vec<&str> = help.lines().take(30).collect();
     let first = screen.join("\n");

@@ -29,7 +29,7 @@ fn shell(script: &str, arg: &std::ffi::OsStr) -> String {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .arg(support::bin())
         .arg(arg)
         .output()
         .expect("run the script");

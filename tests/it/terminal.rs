@@ -13,7 +13,7 @@ fn script() -> Option<Command> {
 
 #[test]
 fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let retry = support::bin();
     let line = format!("{} -n 2 -d 2.2s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
     let out = script
@@ -52,7 +52,7 @@ fn no_countdown_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let retry = support::bin();
     let line = format!("{} -n 2 -d 2.5s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
     let out = script
@@ -78,7 +78,7 @@ fn on_terminal(
     std::process::ChildStdin,
     support::Lines,
 )> {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let retry = support::bin();
     let mut child = script()?
         .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")

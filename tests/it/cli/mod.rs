@@ -16,22 +16,17 @@ use predicates::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::support;
+
 /// Only turns a hang into a failure; no test comes near it.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn bin() -> PathBuf {
-    PathBuf::from(assert_cmd::cargo::cargo_bin!("retry"))
-}
-
-/// The built binary, in an environment free of any retry that runs the test suite itself, and
-/// of the user's own config file.
+/// [`support::retry`], the built binary in an environment free of any retry that runs the
+/// test suite itself and of the user's own config file, as an assert_cmd command that is
+/// killed after `PATIENCE`.
 fn retry() -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.env_remove("RETRY_IDEMPOTENCY_KEY")
-        .env_remove("RETRY_DEPTH")
-        .env_remove("RETRY_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
-        .timeout(PATIENCE);
+    let mut cmd = support::cmd();
+    cmd.timeout(PATIENCE);
     cmd
 }
 
@@ -1716,7 +1711,7 @@ fn retry_depth_is_1_and_2_inside_a_nested_retry() {
         OsStr::new("-c"),
         OsStr::new(script),
         OsStr::new("sh"),
-        bin().as_os_str(),
+        support::bin().as_os_str(),
     ]);
     assert_eq!(r.code(), Some(0), "{}", r.show());
     let lines = r.lines();

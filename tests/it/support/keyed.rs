@@ -81,13 +81,13 @@ impl<'a> Setup<'a> {
             .unwrap_or(0)
     }
 
-    /// retry with this state directory (and store) and `args`, before `--`.
+    /// [`super::retry`] with this state directory (and store) and `args`, before `--`, and none
+    /// of the store variables.
     pub fn retry(&self, args: &[&str]) -> Command {
         let mut c = super::retry();
         c.env_remove("RETRY_STATE_DIR")
             .env_remove("RETRY_STATE_URL")
             .env_remove("REDISCLI_AUTH")
-            .env_remove("RETRY_DEPTH")
             .arg("--state-dir")
             .arg(self.state());
         if let Backend::Redis(server) = self.backend {
