@@ -1,11 +1,11 @@
 //! The config file and its profiles: where it is looked up, what wins over what, and how a bad
 //! file is reported (its name, the line, the key) without running anything.
 
-use crate::support;
-
 use std::path::Path;
 
 use tempfile::TempDir;
+
+use crate::support;
 
 /// [`support::cmd`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
 fn retry_in(home: &Path) -> assert_cmd::Command {

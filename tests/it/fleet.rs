@@ -1,9 +1,9 @@
 //! `retry --explain --fleet N` (SPEC §12) through the built binary: it simulates, runs
 //! nothing, exits 0, and answers quickly for a thousand processes.
 
-use crate::support;
-
 use std::time::{Duration, Instant};
+
+use crate::support;
 
 fn explain(args: &[&str]) -> (std::process::Output, Duration) {
     let mut c = support::retry();

@@ -2,11 +2,11 @@
 //! script's SHA1 from its text; all are checked in, and this test fails when they are stale.
 //! `RETRY_BLESS=1 cargo test --test generated` rewrites them.
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 
 use clap_complete::{Generator, Shell};
+
+use crate::support;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,8 +4,6 @@
 //! Hooks and the command find the test's private folder in `$OUT`, an environment variable
 //! given to retry, which both inherit.
 
-use crate::support;
-
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -15,8 +13,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
-use support::{Lines, PATIENCE, cmd, wait};
 use tempfile::TempDir;
+
+use crate::support;
+use crate::support::{Lines, PATIENCE, cmd, wait};
 
 /// A wide margin: a hung hook would take 30 s, a working one well under a second or two.
 const QUICK: Duration = Duration::from_secs(10);

@@ -6,8 +6,6 @@
 //! Each test has its own state directory. Waits for a breaker's open time are real but short
 //! (a few hundred milliseconds), and every assertion on them leaves a wide margin.
 
-use crate::support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -15,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::keyed::{self, Setup, stderr};
+use crate::support::keyed::{self, Setup, stderr};
 
 /// The scenarios every store runs (tests/it/support/keyed.rs), here on the state directory.
 macro_rules! on_files {

@@ -1,15 +1,14 @@
 //! stdin and stdout across attempts: every attempt reads the same bytes, and `--stdout hold`
 //! gives a pipeline exactly one attempt's output.
 
-use crate::support;
-
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::thread;
 
-use support::{Lines, cmd, dev_full, retry, wait};
+use crate::support;
+use crate::support::{Lines, cmd, dev_full, retry, wait};
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {

@@ -2,9 +2,9 @@
 //! attempt; never when stderr is not a terminal. The terminal is a real pseudo-terminal, made
 //! by script(1).
 
-use crate::support;
-
 use std::process::Command;
+
+use crate::support;
 
 /// script(1), which makes the pseudo-terminal; `None` (the test skips) where it is missing.
 fn script() -> Option<Command> {

@@ -9,15 +9,13 @@
 //! given the test's own name), which becomes the reaper; nothing in it reaps with
 //! `waitpid(-1)`, so each zombie stays. The other areas' orphans are never reparented to it.
 
-use crate::support;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use support::{retry, start, wait};
+use crate::support::{retry, start, wait};
 
 /// Makes this process the reaper of its descendants' orphans, and never reap them.
 fn become_a_reaper_that_never_reaps() {

@@ -8,8 +8,6 @@
 //! `--state-fail closed`, and the rules run by the scripts compared step by step with the same
 //! rules run in memory.
 
-use crate::support;
-
 use std::fs;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -29,8 +27,10 @@ use retry::policy::store::{FailMode, StoreSettings, StoreUrl};
 use retry::state::Store;
 use retry::state::memory::MemoryStore;
 use retry::state::redis::RedisStore;
-use support::keyed::{self, Setup, breaker, output, stderr, with};
-use support::redis::{PASSWORD, Server, free_port};
+
+use crate::support;
+use crate::support::keyed::{self, Setup, breaker, output, stderr, with};
+use crate::support::redis::{PASSWORD, Server, free_port};
 
 /// The scenarios every store runs (tests/it/support/keyed.rs), here through Redis.
 macro_rules! on_redis {
