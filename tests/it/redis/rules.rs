@@ -300,6 +300,15 @@ fn server_counts(server: &Server) -> (u64, u64) {
     (scripts, connections)
 }
 
+/// The server's clock, in milliseconds, as the script reads it.
+fn server_ms(server: &Server) -> u64 {
+    let (secs, micros): (u64, u64) = server.query(&mut ::redis::cmd("TIME"));
+    secs * 1000 + micros / 1000
+}
+
+/// The default `--budget-refill` (a token a minute) gives back a thousandth every 60 ms.
+const REFILL_MS: u64 = 60;
+
 #[test]
 fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     let Some(server) = Server::start() else {
@@ -333,13 +342,45 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     let settled = hash();
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
     assert_eq!(hash(), settled);
-    // A retry took a token: the next success is recorded, and adds its tenth.
+    // A retry took a token: the next success is recorded, and adds its tenth. The server's
+    // clock runs on meanwhile, and gives back a thousandth of a token every `REFILL_MS` after
+    // `a` (the default refill, a token a minute), as much as its clock allowed between before
+    // and after the run: what came back is counted out of `m`, then `m` is exact.
     let off = ["--key", "api", "--breaker-failures", "0", "-d", "1ms"];
-    assert_eq!(run(&with(&off, &["-n", "2"]), 1).0, Some(1));
     let m = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("m")) };
-    assert_eq!(m(()), 9000);
+    let a = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("a")) };
+    let before = server_ms(&server);
+    assert_eq!(run(&with(&off, &["-n", "2"]), 1).0, Some(1));
+    let after = server_ms(&server);
+    let (taken, taken_at) = (m(()), a(()));
+    // The full bucket gave one token, at a time within the run, which `a` then was; whatever
+    // came back since moved `a` on by REFILL_MS a thousandth.
+    let back = taken.checked_sub(9000).expect("a token taken, no more");
+    let took = taken_at - back * REFILL_MS;
+    assert!(
+        (before..=after).contains(&took),
+        "m {taken} a {taken_at}: a token taken at {took}, not during the run ({before}..={after})"
+    );
+    let before = server_ms(&server);
     assert_eq!(run(&off, 0), (Some(0), 2));
-    assert_eq!(m(()), 9100);
+    let after = server_ms(&server);
+    let (now, now_at) = (m(()), a(()));
+    let back = (now_at - taken_at) / REFILL_MS;
+    assert_eq!(
+        (now_at - taken_at) % REFILL_MS,
+        0,
+        "a {taken_at} then {now_at}"
+    );
+    assert!(
+        (before.saturating_sub(taken_at) / REFILL_MS..=(after - taken_at) / REFILL_MS)
+            .contains(&back),
+        "{back} thousandths back from {taken_at}, not what {before}..={after} gives"
+    );
+    assert_eq!(
+        now - back,
+        taken + 100,
+        "m {taken} then {now}, {back} of it come back"
+    );
     // An open breaker whose time is up: the probe's success is recorded, and closes it.
     server.query::<i64>(
         ::redis::cmd("HSET")
