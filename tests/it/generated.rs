@@ -1,6 +1,6 @@
 //! The completions and the man page are generated from the clap definition, and the Redis
 //! script's SHA1 from its text; all are checked in, and this test fails when they are stale.
-//! `RETRY_BLESS=1 cargo test --test generated` rewrites them.
+//! `RETRY_BLESS=1 cargo test --test it generated` rewrites them.
 
 use std::path::{Path, PathBuf};
 
@@ -94,7 +94,7 @@ fn completions_and_man_page_are_up_to_date() {
     }
     assert!(
         stale.is_empty(),
-        "stale generated files: {stale:?}; run `RETRY_BLESS=1 cargo test --test generated`"
+        "stale generated files: {stale:?}; run `RETRY_BLESS=1 cargo test --test it generated`"
     );
 }
 
