@@ -33,7 +33,8 @@ const EXACT: u64 = 1 << 50;
 pub const SCRIPT: &str = include_str!("redis.lua");
 
 /// The script's SHA1, as EVALSHA names it: generated, so that no run computes it
-/// (tests/generated.rs checks it, and `RETRY_BLESS=1 cargo test --test generated` rewrites it).
+/// (tests/it/generated.rs checks it, and `RETRY_BLESS=1 cargo test --test it generated`
+/// rewrites it).
 pub const SCRIPT_SHA1: &str = include_str!("redis.lua.sha1");
 
 /// A key's state in a Redis server.

@@ -1,9 +1,9 @@
-//! Helpers shared by the integration tests: the built binary, and reading a child's output line
-//! by line with a generous time limit that turns a hang into a failure.
-
-#![allow(dead_code)]
+//! Helpers shared by the integration tests: the built binary and the one command builder every
+//! test starts it with, and reading a child's output line by line with a generous time limit
+//! that turns a hang into a failure.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
@@ -12,13 +12,20 @@ use std::time::Duration;
 /// Long enough for a loaded machine; it only turns a hang into a failure.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// The built binary's path, for a test that has another program start it.
+pub fn bin() -> &'static Path {
+    Path::new(assert_cmd::cargo::cargo_bin!("retry"))
+}
+
 /// The built binary, away from the user's own config file and from any retry that runs the
-/// test suite itself.
+/// test suite itself (its variables, the idempotency key included, are not inherited). Every
+/// other builder of the tests starts from this one.
 pub fn retry() -> Command {
-    let mut c = Command::new(assert_cmd::cargo::cargo_bin!("retry"));
+    let mut c = Command::new(bin());
     c.env_remove("RETRY_CONFIG")
         .env_remove("RETRY_DEPTH")
         .env_remove("RETRY_MAX_ATTEMPTS")
+        .env_remove("RETRY_IDEMPOTENCY_KEY")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
     c
 }
@@ -131,15 +138,11 @@ pub fn wait(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// retry as an assert_cmd command, for tests that hand it stdin whole.
+/// [`retry`] as an assert_cmd command, for tests that hand it stdin whole.
 pub fn cmd() -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("retry"));
-    c.env_remove("RETRY_CONFIG")
-        .env_remove("RETRY_DEPTH")
-        .env_remove("RETRY_MAX_ATTEMPTS")
-        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
-    c
+    assert_cmd::Command::from_std(retry())
 }
+
 pub mod http;
 pub mod keyed;
 pub mod redis;

@@ -1,15 +1,14 @@
 //! stdin and stdout across attempts: every attempt reads the same bytes, and `--stdout hold`
 //! gives a pipeline exactly one attempt's output.
 
-mod common;
-
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::thread;
 
-use common::{Lines, cmd, dev_full, retry, wait};
+use crate::support;
+use crate::support::{Lines, cmd, dev_full, retry, wait};
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -29,7 +28,7 @@ fn shell(script: &str, arg: &std::ffi::OsStr) -> String {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
-        .arg(assert_cmd::cargo::cargo_bin!("retry"))
+        .arg(support::bin())
         .arg(arg)
         .output()
         .expect("run the script");
@@ -272,7 +271,7 @@ fn stdout_hold_keeps_megabytes_of_output_intact_for_the_last_attempt() {
 
 #[test]
 fn output_read_by_the_rules_is_passed_on_without_waiting_for_the_attempt_to_end() {
-    let (mut child, out, err) = common::start(&[
+    let (mut child, out, err) = support::start(&[
         "--retry-if-output",
         "nothing like this",
         "--",
@@ -329,7 +328,7 @@ fn output_read_by_the_rules_reaches_both_streams_intact() {
 
 /// retry with its stdout a pipe that nobody reads until the test says so, its stderr read
 /// line by line; the command writes 4 MB, far more than a pipe holds, then waits.
-fn start_with_a_stalled_reader(args: &[&str]) -> (std::process::Child, common::Lines) {
+fn start_with_a_stalled_reader(args: &[&str]) -> (std::process::Child, support::Lines) {
     let mut child = retry()
         .args(args)
         .args(["--retry-if-output", "nothing like this", "--"])
@@ -343,7 +342,7 @@ fn start_with_a_stalled_reader(args: &[&str]) -> (std::process::Child, common::L
         .stderr(Stdio::piped())
         .spawn()
         .expect("start retry");
-    let err = common::Lines::of(child.stderr.take().expect("stderr"));
+    let err = support::Lines::of(child.stderr.take().expect("stderr"));
     err.until("ready");
     (child, err)
 }
@@ -392,7 +391,7 @@ fn yes_until_the_reader_goes_away(args: &[&str]) -> (std::process::ExitStatus, S
         .stderr(Stdio::piped())
         .spawn()
         .expect("start retry");
-    let err = common::Lines::of(child.stderr.take().expect("stderr"));
+    let err = support::Lines::of(child.stderr.take().expect("stderr"));
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("read a line");

@@ -3,8 +3,6 @@
 //! the README documents, and `admin`, for the test to look at and spoil the keys. The server
 //! is killed when the guard is dropped, a failing test's unwinding included.
 
-#![allow(dead_code)]
-
 use std::fs;
 use std::net::TcpListener;
 use std::path::Path;
@@ -42,7 +40,8 @@ impl Server {
     }
 
     /// Starts a server that speaks only TLS, with the certificate and key in `certs`
-    /// (`server.crt`, `server.key`, signed by `ca.crt`).
+    /// (`server.crt`, `server.key`, signed by `ca.crt`). Only the `tls` feature's test uses it.
+    #[cfg(feature = "tls")]
     pub fn start_tls(certs: &Path) -> Option<Server> {
         Server::start_with(Some(certs))
     }

@@ -5,8 +5,6 @@
 //! `Connection: close`), handles each connection on a thread of its own, and stops when the
 //! `Server` is dropped.
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -255,10 +253,6 @@ impl Server {
     pub fn url(&self, path: &str) -> String {
         let slash = if path.starts_with('/') { "" } else { "/" };
         format!("http://{}{slash}{path}", self.addr)
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// How many requests have been received so far (counted once the request head is read,

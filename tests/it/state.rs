@@ -6,8 +6,6 @@
 //! Each test has its own state directory. Waits for a breaker's open time are real but short
 //! (a few hundred milliseconds), and every assertion on them leaves a wide margin.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -15,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::keyed::{self, Setup, stderr};
+use crate::support::keyed::{self, Setup, stderr};
 
-/// The scenarios every store runs (tests/common/keyed.rs), here on the state directory.
+/// The scenarios every store runs (tests/it/support/keyed.rs), here on the state directory.
 macro_rules! on_files {
     ($($name:ident),* $(,)?) => {
         $(

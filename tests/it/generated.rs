@@ -1,12 +1,12 @@
 //! The completions and the man page are generated from the clap definition, and the Redis
 //! script's SHA1 from its text; all are checked in, and this test fails when they are stale.
-//! `RETRY_BLESS=1 cargo test --test generated` rewrites them.
-
-mod common;
+//! `RETRY_BLESS=1 cargo test --test it generated` rewrites them.
 
 use std::path::{Path, PathBuf};
 
 use clap_complete::{Generator, Shell};
+
+use crate::support;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -94,7 +94,7 @@ fn completions_and_man_page_are_up_to_date() {
     }
     assert!(
         stale.is_empty(),
-        "stale generated files: {stale:?}; run `RETRY_BLESS=1 cargo test --test generated`"
+        "stale generated files: {stale:?}; run `RETRY_BLESS=1 cargo test --test it generated`"
     );
 }
 
@@ -117,7 +117,7 @@ fn the_man_page_has_the_exit_status_and_environment() {
 /// Runs `program args`, failing with what it said if it fails; `None` (the test skips) when the
 /// program is not installed, which `install` says how to mend.
 fn run(program: &str, install: &str, args: &[&str]) -> Option<std::process::Output> {
-    if !common::have(program, install) {
+    if !support::have(program, install) {
         return None;
     }
     let out = std::process::Command::new(program)
@@ -189,10 +189,7 @@ fn the_fish_completion_loads_and_completes_retry_flags() {
 
 #[test]
 fn the_short_help_answers_the_common_questions_on_its_first_screen() {
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("retry"))
-        .arg("-h")
-        .output()
-        .expect("run retry -h");
+    let out = support::retry().arg("-h").output().expect("run retry -h");
     let help = String::from_utf8_lossy(&out.stdout);
     let screen: Vec<&str> = help.lines().take(30).collect();
     let first = screen.join("\n");

@@ -1,16 +1,16 @@
 //! The config file and its profiles: where it is looked up, what wins over what, and how a bad
 //! file is reported (its name, the line, the key) without running anything.
 
-mod common;
-
 use std::path::Path;
 
 use tempfile::TempDir;
 
-/// retry with `XDG_CONFIG_HOME` in `home`, and no `RETRY_CONFIG`.
+use crate::support;
+
+/// [`support::cmd`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
 fn retry_in(home: &Path) -> assert_cmd::Command {
-    let mut c = common::cmd();
-    c.env("XDG_CONFIG_HOME", home).env_remove("RETRY_CONFIG");
+    let mut c = support::cmd();
+    c.env("XDG_CONFIG_HOME", home);
     c
 }
 

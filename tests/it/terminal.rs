@@ -2,18 +2,18 @@
 //! attempt; never when stderr is not a terminal. The terminal is a real pseudo-terminal, made
 //! by script(1).
 
-mod common;
-
 use std::process::Command;
+
+use crate::support;
 
 /// script(1), which makes the pseudo-terminal; `None` (the test skips) where it is missing.
 fn script() -> Option<Command> {
-    common::have("script", "apt-get install bsdutils").then(|| Command::new("script"))
+    support::have("script", "apt-get install bsdutils").then(|| Command::new("script"))
 }
 
 #[test]
 fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let retry = support::bin();
     let line = format!("{} -n 2 -d 2.2s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
     let out = script
@@ -37,7 +37,7 @@ fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
 
 #[test]
 fn no_countdown_when_stderr_is_not_a_terminal() {
-    let out = common::cmd()
+    let out = support::cmd()
         .args(["-n", "2", "-d", "2.1s", "--jitter", "none", "--", "false"])
         .output()
         .expect("run retry");
@@ -52,7 +52,7 @@ fn no_countdown_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+    let retry = support::bin();
     let line = format!("{} -n 2 -d 2.5s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
     let out = script
@@ -73,8 +73,12 @@ fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
 /// stdin and whose screen is read line by line; `None` where script(1) is missing.
 fn on_terminal(
     args: &str,
-) -> Option<(std::process::Child, std::process::ChildStdin, common::Lines)> {
-    let retry = assert_cmd::cargo::cargo_bin!("retry");
+) -> Option<(
+    std::process::Child,
+    std::process::ChildStdin,
+    support::Lines,
+)> {
+    let retry = support::bin();
     let mut child = script()?
         .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
@@ -83,7 +87,7 @@ fn on_terminal(
         .spawn()
         .expect("run script(1)");
     let keyboard = child.stdin.take().expect("script's stdin");
-    let screen = common::Lines::of(child.stdout.take().expect("script's stdout"));
+    let screen = support::Lines::of(child.stdout.take().expect("script's stdout"));
     Some((child, keyboard, screen))
 }
 
@@ -100,7 +104,7 @@ fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
     };
     screen.until("ready");
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
-    let status = common::wait(&mut child);
+    let status = support::wait(&mut child);
     let rest = screen.rest().join("\n");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(rest.contains("cancelled by SIGINT"), "{rest}");
@@ -125,7 +129,7 @@ fn an_interactive_command_reads_the_terminal_under_retry() {
     screen.until("name?");
     keyboard.write_all(b"bob\n").expect("type a name");
     screen.until("hello bob");
-    assert_eq!(common::wait(&mut child).code(), Some(1));
+    assert_eq!(support::wait(&mut child).code(), Some(1));
 }
 
 #[test]
@@ -143,7 +147,7 @@ fn a_reader_after_retry_in_a_pipeline_keeps_the_terminal() {
     screen.until("key?");
     keyboard.write_all(b"q\n").expect("type a key");
     screen.until("key was q");
-    assert_eq!(common::wait(&mut child).code(), Some(0));
+    assert_eq!(support::wait(&mut child).code(), Some(0));
 }
 
 #[test]
@@ -157,7 +161,7 @@ fn a_command_in_a_pipeline_gets_the_terminal_when_it_reads_it() {
     screen.until("name?");
     keyboard.write_all(b"ann\n").expect("type a name");
     screen.until("hello ann");
-    assert_eq!(common::wait(&mut child).code(), Some(0));
+    assert_eq!(support::wait(&mut child).code(), Some(0));
 }
 
 #[test]
@@ -166,7 +170,7 @@ fn an_exit_130_at_the_terminal_is_said_to_be_taken_as_ctrl_c_not_a_signal_receiv
     else {
         return;
     };
-    let status = common::wait(&mut child);
+    let status = support::wait(&mut child);
     let rest = screen.rest().join("\n");
     assert_eq!(status.code(), Some(130), "{rest}");
     assert!(

@@ -2,15 +2,14 @@
 //! retrying, and leave nothing running. Each test waits for the child's `ready` line before it
 //! signals, so no signal is sent before the trap that should catch it is set.
 
-mod common;
-
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, retry, start, start_command, wait};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
+
+use crate::support::{PATIENCE, retry, start, start_command, wait};
 
 fn send(child: &std::process::Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).expect("signal retry");

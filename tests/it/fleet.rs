@@ -1,12 +1,12 @@
 //! `retry --explain --fleet N` (SPEC §12) through the built binary: it simulates, runs
 //! nothing, exits 0, and answers quickly for a thousand processes.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::support;
+
 fn explain(args: &[&str]) -> (std::process::Output, Duration) {
-    let mut c = common::retry();
+    let mut c = support::retry();
     c.env_remove("RETRY_STATE_DIR")
         .args(["--explain"])
         .args(args);
@@ -126,7 +126,7 @@ fn with_a_shared_store_the_fleet_has_one_breaker() {
 
 #[test]
 fn fleet_needs_explain_and_a_sane_interval() {
-    let out = common::retry()
+    let out = support::retry()
         .args(["--fleet", "10", "--", "true"])
         .output()
         .expect("retry runs");

@@ -1,12 +1,10 @@
 //! retry around real `curl` against a real HTTP server on 127.0.0.1: statuses from the header
 //! dump in the hint file, `Retry-After`, redirect chains, and output rules on streamed output.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::cmd;
-use common::http::{Reply, Server};
+use crate::support::cmd;
+use crate::support::http::{Reply, Server};
 
 /// `retry ARGS -- curl -sS -D {hints} URL` with the given extra curl flags; returns the output.
 fn curl(args: &[&str], curl_flags: &[&str], url: &str) -> std::process::Output {

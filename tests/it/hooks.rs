@@ -4,19 +4,19 @@
 //! Hooks and the command find the test's private folder in `$OUT`, an environment variable
 //! given to retry, which both inherit.
 
-mod common;
-
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Lines, PATIENCE, cmd, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 use tempfile::TempDir;
+
+use crate::support;
+use crate::support::{Lines, PATIENCE, cmd, wait};
 
 /// A wide margin: a hung hook would take 30 s, a working one well under a second or two.
 const QUICK: Duration = Duration::from_secs(10);
@@ -47,9 +47,9 @@ fn run(dir: &TempDir, args: &[&str]) -> Run {
 
 /// Starts retry with `$OUT` set to `dir`; its stdout and stderr read line by line.
 fn start(dir: &TempDir, args: &[&str]) -> (Child, Lines, Lines) {
-    let mut command = common::retry();
+    let mut command = support::retry();
     command.env("OUT", dir.path()).args(args);
-    common::start_command(command)
+    support::start_command(command)
 }
 
 /// A file's text; empty when it does not exist.
@@ -646,7 +646,7 @@ fn a_hook_process_that_ignores_term_is_killed_even_when_the_hook_shell_is_gone()
     // stderr to a file: a leftover hook process holding a pipe open would block the test.
     let log = fs::File::create(dir.path().join("stderr")).expect("log file");
     let started = Instant::now();
-    let status = common::retry()
+    let status = support::retry()
         .env("OUT", dir.path())
         .args([
             "-n",

@@ -1,11 +1,11 @@
 //! Each built-in preset, seen through what retry does with it: which failures it retries, by
 //! exit status or by a line of output, and which it gives up on at once.
 
-mod common;
+use crate::support;
 
 /// Runs `sh -c script` under `retry --preset NAME -n 3 -d 0`; returns how many attempts ran.
 fn attempts(preset: &str, script: &str) -> usize {
-    let out = common::cmd()
+    let out = support::cmd()
         .args(["--preset", preset, "-n", "3", "-d", "0", "--", "sh", "-c"])
         .arg(format!("echo attempt; {script}"))
         .output()
@@ -80,7 +80,7 @@ fn apt_and_dpkg_retry_a_held_lock_only() {
 fn a_preset_adds_to_the_users_own_rules() {
     // --fatal-on adds to the preset's fatal list; --retry-on replaces its retryable one.
     assert_eq!(attempts("sysexits", "exit 75"), 3);
-    let out = common::cmd()
+    let out = support::cmd()
         .args([
             "--preset",
             "sysexits",
@@ -98,7 +98,7 @@ fn a_preset_adds_to_the_users_own_rules() {
         .output()
         .expect("run retry");
     assert!(String::from_utf8_lossy(&out.stderr).contains("giving up after 1 attempt"));
-    let out = common::cmd()
+    let out = support::cmd()
         .args([
             "--preset",
             "sysexits",
@@ -120,7 +120,7 @@ fn a_preset_adds_to_the_users_own_rules() {
 
 #[test]
 fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
-    let out = common::cmd()
+    let out = support::cmd()
         .args(["--preset", "nope", "--", "true"])
         .output()
         .expect("run retry");

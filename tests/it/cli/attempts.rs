@@ -1,0 +1,168 @@
+//! When to stop (SPEC §1): `--attempts` and `-n`, `--retries`, `--forever`, `--max-time`, and no
+//! sleep after the last attempt.
+
+use super::*;
+
+#[test]
+fn attempts_and_its_short_alias_n_limit_the_runs_first_included() {
+    for flag in ["--attempts", "-n"] {
+        let r = run_sh(&[flag, "3", "-d", "0"], "echo run; exit 3");
+        assert_eq!(r.lines(), ["run"; 3], "{flag}: {}", r.show());
+        assert_eq!(r.code(), Some(3), "{flag}: {}", r.show());
+    }
+}
+
+#[test]
+fn one_attempt_means_no_retry() {
+    let r = run_sh(&["-n", "1", "-d", "0"], "echo run; exit 1");
+    assert_eq!(r.lines(), ["run"], "{}", r.show());
+    assert_eq!(r.code(), Some(1));
+}
+
+#[test]
+fn the_default_is_five_attempts() {
+    let r = run_sh(&["-d", "0"], "echo run; exit 1");
+    assert_eq!(r.lines(), ["run"; 5], "{}", r.show());
+    assert_eq!(r.code(), Some(1));
+}
+
+#[test]
+fn retries_n_means_n_plus_one_attempts() {
+    let r = run_sh(&["--retries", "2", "-d", "0"], "echo run; exit 1");
+    assert_eq!(r.lines(), ["run"; 3], "{}", r.show());
+    let r = run_sh(&["--retries", "0", "-d", "0"], "echo run; exit 1");
+    assert_eq!(r.lines(), ["run"], "{}", r.show());
+}
+
+#[test]
+fn retries_tells_the_child_the_attempt_limit() {
+    let r = run_sh(
+        &["--retries", "2", "-d", "0"],
+        r#"echo "$RETRY_MAX_ATTEMPTS""#,
+    );
+    assert_eq!(r.lines(), ["3"], "{}", r.show());
+}
+
+#[test]
+fn forever_keeps_retrying_until_the_command_succeeds() {
+    let dir = TempDir::new().expect("temp dir");
+    let counter = dir.path().join("count");
+    // More attempts than the default limit of 5, counted by the command itself.
+    let script =
+        r#"n=$(cat "$1" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$1"; [ "$n" -ge 8 ]"#;
+    let r = run(&[
+        "--forever",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        counter.to_str().expect("UTF-8 path"),
+    ]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let count = std::fs::read_to_string(&counter).expect("counter");
+    assert_eq!(count.trim(), "8", "{}", r.show());
+}
+
+#[test]
+fn forever_is_stopped_by_max_time_with_the_last_status() {
+    // Attempts at 0 and ~0.6 s; the third would start past 1 s, so the run stops between
+    // attempts and ends with the last attempt's status, not 124.
+    let r = run_sh(
+        &[
+            "--forever",
+            "-d",
+            "600ms",
+            "-b",
+            "constant",
+            "--jitter",
+            "none",
+            "--max-time",
+            "1s",
+        ],
+        "echo run; exit 4",
+    );
+    assert_eq!(r.code(), Some(4), "{}", r.show());
+    assert_eq!(r.lines(), ["run"; 2], "{}", r.show());
+    assert!(r.took < Duration::from_secs(3), "{}", r.show());
+    let give_up = r.log().last().cloned().unwrap_or_default();
+    assert!(give_up.contains("--max-time"), "{}", r.show());
+}
+
+#[test]
+fn max_time_never_starts_a_sleep_that_would_end_past_the_deadline() {
+    let r = run_sh(
+        &["-d", "10s", "--jitter", "none", "--max-time", "3s"],
+        "exit 3",
+    );
+    assert_eq!(r.code(), Some(3), "{}", r.show());
+    assert!(
+        r.took < Duration::from_secs(2),
+        "neither the 10 s sleep nor a wait for the deadline: {}",
+        r.show()
+    );
+    let give_up = r.log().last().cloned().unwrap_or_default();
+    assert!(give_up.contains("giving up"), "{}", r.show());
+    assert!(give_up.contains("--max-time"), "{}", r.show());
+}
+
+#[test]
+fn max_time_stops_a_running_attempt_with_124() {
+    let r = run(&["--max-time", "300ms", "--", "sleep", "10"]);
+    assert_eq!(r.code(), Some(124), "{}", r.show());
+    assert!(r.took < Duration::from_secs(5), "{}", r.show());
+    let log = r.log().join("\n");
+    assert!(log.contains("--max-time"), "{}", r.show());
+}
+
+#[test]
+fn max_time_accepts_humantime_durations() {
+    let text = explain(&["--max-time", "1h 30m"]);
+    assert!(row(&text, "max-time").contains("1h 30m"), "{text}");
+    let text = explain(&["-t", "90"]);
+    assert!(row(&text, "max-time").contains("1m 30s"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// No sleep after the last attempt
+
+#[test]
+fn there_is_no_sleep_after_the_last_attempt() {
+    let r = run(&["-n", "2", "-d", "3s", "--jitter", "none", "--", "false"]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert!(
+        r.took > Duration::from_millis(2500),
+        "the one delay was slept: {}",
+        r.show()
+    );
+    assert!(
+        r.took < Duration::from_millis(5500),
+        "only one delay was slept: {}",
+        r.show()
+    );
+}
+
+#[test]
+fn a_single_attempt_returns_at_once_whatever_the_delay() {
+    let r = run(&["-n", "1", "-d", "10s", "--jitter", "none", "--", "false"]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert!(r.took < Duration::from_secs(5), "{}", r.show());
+}
+
+#[test]
+fn a_fatal_status_returns_at_once_whatever_the_delay() {
+    let r = run(&[
+        "-d",
+        "10s",
+        "--jitter",
+        "none",
+        "--fatal-on",
+        "1",
+        "--",
+        "false",
+    ]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert!(r.took < Duration::from_secs(5), "{}", r.show());
+}

@@ -1,0 +1,297 @@
+//! What the command is given (SPEC §4): its arguments byte for byte, the `RETRY_*` variables
+//! beside its own environment, and what a retry inside a retry is told.
+
+use super::*;
+
+fn nul_separated(args: &[OsString]) -> Vec<u8> {
+    let mut want = Vec::new();
+    for a in args {
+        want.extend_from_slice(a.as_encoded_bytes());
+        want.push(0);
+    }
+    want
+}
+
+#[test]
+fn arguments_reach_the_command_byte_for_byte() {
+    let args: Vec<OsString> = vec![
+        "two words".into(),
+        "  padded  ".into(),
+        "it's".into(),
+        "\"double\"".into(),
+        "".into(),
+        "-x".into(),
+        "--attempts".into(),
+        "--".into(),
+        "*".into(),
+        "$HOME".into(),
+        "line\nbreak".into(),
+        "tab\there".into(),
+        "é ✓".into(),
+        OsString::from_vec(vec![0xff, 0xfe, b'a', 0x80]),
+        "".into(),
+    ];
+    let mut cmd = retry();
+    cmd.args(["-n", "1", "--", "printf", "%s\\0"]).args(&args);
+    let r = run_cmd(cmd);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(r.out.stdout, nul_separated(&args), "{}", r.show());
+}
+
+#[test]
+fn arguments_are_the_same_on_every_attempt() {
+    let args: Vec<OsString> = vec![
+        "a b".into(),
+        "".into(),
+        "-n".into(),
+        OsString::from_vec(vec![0xc3, 0x28]),
+    ];
+    let mut cmd = retry();
+    cmd.args([
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        r#"printf '%s\0' "$@"; exit 1"#,
+        "sh",
+    ])
+    .args(&args);
+    let r = run_cmd(cmd);
+    let once = nul_separated(&args);
+    assert_eq!(r.out.stdout, [once.clone(), once].concat(), "{}", r.show());
+}
+
+#[test]
+fn flags_after_the_command_belong_to_the_command() {
+    let r = run(&[
+        "-n", "1", "printf", "%s\\n", "-n", "5", "-v", "--help", "--", "-d",
+    ]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(
+        r.lines(),
+        ["-n", "5", "-v", "--help", "--", "-d"],
+        "{}",
+        r.show()
+    );
+    assert!(r.log().is_empty(), "-v was not retry's: {}", r.show());
+}
+
+// ---------------------------------------------------------------------------------------------
+// §4 The child's environment
+
+#[test]
+fn retry_attempt_counts_from_one_and_max_attempts_is_the_limit() {
+    let r = run_sh(
+        &["-n", "3", "-d", "0"],
+        r#"echo "$RETRY_ATTEMPT/$RETRY_MAX_ATTEMPTS"; exit 1"#,
+    );
+    assert_eq!(r.lines(), ["1/3", "2/3", "3/3"], "{}", r.show());
+}
+
+#[test]
+fn retry_max_attempts_is_empty_with_forever() {
+    let r = run_sh(
+        &["--forever", "-d", "0"],
+        r#"echo "[${RETRY_MAX_ATTEMPTS-unset}] $RETRY_ATTEMPT"; [ "$RETRY_ATTEMPT" -ge 2 ]"#,
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(r.lines(), ["[] 1", "[] 2"], "{}", r.show());
+}
+
+#[test]
+fn retry_previous_exit_is_empty_at_first_then_the_previous_status() {
+    let r = run_sh(
+        &["-n", "3", "-d", "0"],
+        r#"echo "[${RETRY_PREVIOUS_EXIT-unset}]"; exit $((RETRY_ATTEMPT + 20))"#,
+    );
+    assert_eq!(r.lines(), ["[]", "[21]", "[22]"], "{}", r.show());
+}
+
+#[test]
+fn retry_remaining_ms_is_empty_without_max_time() {
+    let r = run_sh(
+        &["-n", "2", "-d", "0"],
+        r#"echo "[${RETRY_REMAINING_MS-unset}]"; exit 1"#,
+    );
+    assert_eq!(r.lines(), ["[]", "[]"], "{}", r.show());
+}
+
+#[test]
+fn retry_remaining_ms_is_the_time_left_before_max_time() {
+    let r = run_sh(
+        &[
+            "-n",
+            "3",
+            "-d",
+            "50ms",
+            "--jitter",
+            "none",
+            "--max-time",
+            "10s",
+        ],
+        r#"echo "$RETRY_REMAINING_MS"; exit 1"#,
+    );
+    let left: Vec<u64> = r
+        .lines()
+        .iter()
+        .map(|l| {
+            l.parse()
+                .unwrap_or_else(|_| panic!("a number: {}", r.show()))
+        })
+        .collect();
+    assert_eq!(left.len(), 3, "{}", r.show());
+    assert!(left.iter().all(|ms| *ms <= 10_000), "{left:?}");
+    assert!(
+        left[0] >= 5_000,
+        "most of the time is left at first: {left:?}"
+    );
+    assert!(
+        left.windows(2).all(|w| w[1] + 50 <= w[0]),
+        "it counts down, the delays included: {left:?}"
+    );
+}
+
+fn is_uuid(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok() && s.len() == 36
+}
+
+#[test]
+fn the_idempotency_key_is_one_uuid_for_every_attempt_of_a_run() {
+    let r = run_sh(
+        &["-n", "3", "-d", "0"],
+        r#"echo "$RETRY_IDEMPOTENCY_KEY"; exit 1"#,
+    );
+    let keys = r.lines();
+    assert_eq!(keys.len(), 3, "{}", r.show());
+    assert!(is_uuid(&keys[0]), "{}", r.show());
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+}
+
+#[test]
+fn the_idempotency_key_differs_between_runs() {
+    let key = || {
+        let r = run_sh(&["-n", "1"], r#"echo "$RETRY_IDEMPOTENCY_KEY""#);
+        r.lines().first().cloned().unwrap_or_default()
+    };
+    let (a, b) = (key(), key());
+    assert!(is_uuid(&a) && is_uuid(&b), "{a:?} {b:?}");
+    assert_ne!(a, b);
+}
+
+#[test]
+fn an_inherited_idempotency_key_is_kept() {
+    let mut cmd = retry();
+    cmd.env("RETRY_IDEMPOTENCY_KEY", "order-1234").args([
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        r#"echo "$RETRY_IDEMPOTENCY_KEY"; exit 1"#,
+    ]);
+    let r = run_cmd(cmd);
+    assert_eq!(r.lines(), ["order-1234"; 2], "{}", r.show());
+}
+
+#[test]
+fn retry_depth_is_1_and_2_inside_a_nested_retry() {
+    let script = r#"echo "outer $RETRY_DEPTH $RETRY_IDEMPOTENCY_KEY"
+        "$1" -n 1 -- sh -c 'echo "inner $RETRY_DEPTH $RETRY_IDEMPOTENCY_KEY"'"#;
+    let r = run(&[
+        OsStr::new("-n"),
+        OsStr::new("1"),
+        OsStr::new("--"),
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new(script),
+        OsStr::new("sh"),
+        support::bin().as_os_str(),
+    ]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let lines = r.lines();
+    assert_eq!(lines.len(), 2, "{}", r.show());
+    let outer: Vec<&str> = lines[0].split(' ').collect();
+    let inner: Vec<&str> = lines[1].split(' ').collect();
+    assert_eq!(outer[..2], ["outer", "1"], "{}", r.show());
+    assert_eq!(inner[..2], ["inner", "2"], "{}", r.show());
+    assert_eq!(outer[2], inner[2], "the nested run keeps the key");
+}
+
+#[test]
+fn the_childs_own_environment_is_passed_through() {
+    let mut cmd = retry();
+    cmd.env("RETRY_TEST_VALUE", "kept as is").args([
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        r#"echo "$RETRY_TEST_VALUE""#,
+    ]);
+    let r = run_cmd(cmd);
+    assert_eq!(r.lines(), ["kept as is"], "{}", r.show());
+}
+
+// ---------------------------------------------------------------------------------------------
+// A retry inside a retry
+
+/// retry as the command of an outer `retry -n OUTER` would start it.
+fn nested(outer: &str, args: &[&str]) -> Run {
+    let mut cmd = retry();
+    cmd.env("RETRY_DEPTH", "1")
+        .env("RETRY_MAX_ATTEMPTS", outer)
+        .args(args);
+    run_cmd(cmd)
+}
+
+#[test]
+fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
+    let r = nested("3", &["-n", "3", "-d", "0", "--", "false"]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    let log = r.log();
+    let warned: Vec<&String> = log.iter().filter(|l| l.contains("multiply")).collect();
+    assert_eq!(warned.len(), 1, "{}", r.show());
+    assert!(warned[0].contains("3 × 3 = 9"), "{}", r.show());
+    assert!(
+        log.iter().all(|l| l.starts_with("retry: level 2: ")),
+        "{}",
+        r.show()
+    );
+    let quiet = nested("3", &["-q", "-n", "3", "-d", "0", "--", "false"]);
+    assert!(
+        quiet.log().iter().all(|l| !l.contains("multiply")),
+        "{}",
+        quiet.show()
+    );
+    let unlimited = nested("", &["-n", "2", "-d", "0", "--", "false"]);
+    assert!(
+        unlimited.stderr().contains("multiply"),
+        "{}",
+        unlimited.show()
+    );
+}
+
+#[test]
+fn explain_shows_that_a_nested_retry_multiplies_attempts() {
+    let r = nested("4", &["--explain", "-n", "2"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let w = warnings(&r.stdout());
+    assert!(w.iter().any(|l| l.contains("4 × 2 = 8")), "{}", r.show());
+}
+
+#[test]
+fn a_top_level_retry_does_not_warn_about_nesting() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "exit 1");
+    assert!(
+        r.log()
+            .iter()
+            .all(|l| !l.contains("multiply") && !l.contains("level")),
+        "{}",
+        r.show()
+    );
+}

@@ -1,0 +1,104 @@
+//! retry's own exit status (SPEC §5): the last attempt's status, 126 for a command that cannot
+//! be run, and the signal that killed the command raised again.
+
+use super::*;
+
+#[test]
+fn success_exits_zero() {
+    retry()
+        .args(["-n", "3", "--", "true"])
+        .assert()
+        .success()
+        .stdout("")
+        .stderr("");
+}
+
+#[test]
+fn success_after_retries_exits_zero() {
+    let r = run_sh(&["-n", "5", "-d", "0"], r#"[ "$RETRY_ATTEMPT" -ge 3 ]"#);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+}
+
+#[test]
+fn attempts_used_up_exits_with_the_last_attempts_status() {
+    let r = run_sh(&["-n", "3", "-d", "0"], r#"exit $((10 + RETRY_ATTEMPT))"#);
+    assert_eq!(r.code(), Some(13), "{}", r.show());
+}
+
+#[test]
+fn a_fatal_status_is_retrys_exit_status() {
+    let r = run_sh(&["--fatal-on", "42", "-d", "0"], "exit 42");
+    assert_eq!(r.code(), Some(42), "{}", r.show());
+}
+
+#[test]
+fn a_non_executable_file_exits_126_without_retrying() {
+    let dir = TempDir::new().expect("temp dir");
+    let script = dir.path().join("script.sh");
+    write_file(&script, "#!/bin/sh\necho ran\n", 0o644);
+    let r = run(&[
+        OsStr::new("-n"),
+        OsStr::new("3"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--log-format"),
+        OsStr::new("json"),
+        OsStr::new("--"),
+        script.as_os_str(),
+    ]);
+    assert_eq!(r.code(), Some(126), "{}", r.show());
+    assert!(r.out.stdout.is_empty(), "{}", r.show());
+    assert_eq!(r.failures(), 1, "{}", r.show());
+}
+
+#[test]
+fn a_directory_as_command_exits_126() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run(&[
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--"),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(r.code(), Some(126), "{}", r.show());
+}
+
+#[test]
+fn a_child_killed_by_a_signal_makes_retry_end_by_the_same_signal() {
+    let r = run_sh(&["-n", "1"], "kill -KILL $$");
+    assert_eq!(r.out.status.signal(), Some(9), "{}", r.show());
+    assert_eq!(r.code(), None);
+    assert!(!r.out.status.core_dumped(), "{}", r.show());
+}
+
+#[test]
+fn a_child_killed_by_a_real_time_signal_makes_retry_end_by_it_too() {
+    let rt = nix::libc::SIGRTMIN() + 1;
+    let r = run_sh(&["-n", "1"], &format!("kill -{rt} $$"));
+    assert_eq!(r.out.status.signal(), Some(rt), "{}", r.show());
+    assert!(
+        r.stderr()
+            .contains(&format!("killed by SIGRTMIN+1 (status {})", 128 + rt)),
+        "{}",
+        r.show()
+    );
+}
+
+#[test]
+fn a_signal_that_dumps_core_is_reraised_without_a_core_dump() {
+    let dir = TempDir::new().expect("temp dir");
+    let mut cmd = retry();
+    cmd.current_dir(dir.path())
+        .args(["-n", "1", "--", "sh", "-c", "ulimit -c 0; kill -ABRT $$"]);
+    let r = run_cmd(cmd);
+    assert_eq!(r.out.status.signal(), Some(6), "{}", r.show());
+    assert!(!r.out.status.core_dumped(), "{}", r.show());
+}
+
+#[test]
+fn attempts_used_up_by_signals_end_by_the_last_signal() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "kill -TERM $$");
+    assert_eq!(r.out.status.signal(), Some(15), "{}", r.show());
+}

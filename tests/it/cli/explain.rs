@@ -1,0 +1,256 @@
+//! `--explain` (SPEC §7): the resolved policy, the schedule, the totals and the warnings, with
+//! nothing run.
+
+use super::*;
+
+#[test]
+fn explain_runs_nothing_and_exits_zero() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let mut args = vec![
+        "--explain".to_string(),
+        "-n".into(),
+        "3".into(),
+        "--".into(),
+    ];
+    args.extend(cmd);
+    let r = run(&args);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert!(!mark.exists(), "the command ran");
+    assert!(r.stdout().contains("Schedule"), "{}", r.show());
+    assert!(
+        r.stdout().contains("touch"),
+        "it names the command: {}",
+        r.show()
+    );
+}
+
+#[test]
+fn explain_needs_no_command() {
+    let text = explain(&["-n", "3"]);
+    assert!(text.contains("Policy"), "{text}");
+    assert_eq!(schedule(&text).len(), 2, "{text}");
+}
+
+#[test]
+fn explain_exits_zero_even_for_a_command_that_would_fail() {
+    let r = run(&["--explain", "--", "false"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let r = run(&["--explain", "--", "retry-test-no-such-command-zz9"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+}
+
+#[test]
+fn explain_shows_the_resolved_policy() {
+    let text = explain(&[
+        "--retries",
+        "3",
+        "-d",
+        "250ms",
+        "--retry-on",
+        "1,75",
+        "--fatal-on",
+        "SIGKILL",
+        "--success-on",
+        "0,3",
+    ]);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"))
+            .to_owned()
+    };
+    assert!(row("attempts").contains('4'), "{text}");
+    assert!(row("delay").contains("250ms"), "{text}");
+    assert!(row("retry-on").contains("75"), "{text}");
+    assert!(row("fatal-on").contains("137"), "{text}");
+    assert!(row("fatal-on").contains("126"), "{text}");
+    assert!(row("success-on").contains('3'), "{text}");
+}
+
+#[test]
+fn explain_shows_one_row_per_retry_with_min_and_max() {
+    let text = explain(&["-n", "5", "-d", "1s"]);
+    assert_eq!(
+        bounds_ms(&text),
+        [(0, 1000), (0, 2000), (0, 4000), (0, 8000)],
+        "{text}"
+    );
+    let text = explain(&["-n", "1"]);
+    assert!(!text.contains("at most"), "one attempt: no waiting: {text}");
+}
+
+#[test]
+fn explain_shows_exact_delays_with_a_seed_and_the_same_each_time() {
+    let args = ["-n", "6", "-d", "1s", "--seed", "99"];
+    let text = explain(&args);
+    let rows = schedule(&text);
+    assert_eq!(rows.len(), 5, "{text}");
+    for row in &rows {
+        let exact = row.exact.unwrap_or_else(|| panic!("exact delays: {text}"));
+        assert!(row.min <= exact && exact <= row.max, "{row:?}");
+    }
+    assert_eq!(text, explain(&args), "the same seed, the same schedule");
+    let other = explain(&["-n", "6", "-d", "1s", "--seed", "100"]);
+    assert_ne!(text, other, "another seed, another schedule");
+    let unseeded = explain(&["-n", "6", "-d", "1s"]);
+    assert!(schedule(&unseeded).iter().all(|r| r.exact.is_none()));
+}
+
+#[test]
+fn explain_gives_the_worst_case_and_expected_totals() {
+    let (worst, expected) = totals(&explain(&["-n", "4", "-d", "1s", "--jitter", "none"]));
+    assert_eq!(worst, Duration::from_secs(7));
+    assert_eq!(expected, Duration::from_secs(7));
+    // Full jitter: the worst case is the sum of the caps, the mean about half of it.
+    let (worst, expected) = totals(&explain(&["-n", "4", "-d", "1s"]));
+    assert_eq!(worst, Duration::from_secs(7));
+    assert!(
+        expected > Duration::from_millis(3000) && expected < Duration::from_millis(4000),
+        "{expected:?}"
+    );
+    // Equal jitter: three quarters of the caps.
+    let (worst, expected) = totals(&explain(&["-n", "4", "-d", "1s", "--jitter", "equal"]));
+    assert_eq!(worst, Duration::from_secs(7));
+    assert!(
+        expected > Duration::from_millis(4900) && expected < Duration::from_millis(5600),
+        "{expected:?}"
+    );
+}
+
+#[test]
+fn explain_totals_respect_max_delay_over_many_retries() {
+    let (worst, _) = totals(&explain(&[
+        "-n",
+        "101",
+        "-d",
+        "1s",
+        "--max-delay",
+        "2s",
+        "--jitter",
+        "none",
+    ]));
+    // 1 s, then 99 retries at the 2 s cap.
+    assert_eq!(worst, Duration::from_secs(199));
+}
+
+#[test]
+fn explain_warns_about_no_jitter() {
+    let w = warnings(&explain(&["--jitter", "none"]));
+    assert!(w.iter().any(|l| l.contains("--jitter none")), "{w:?}");
+}
+
+#[test]
+fn explain_warns_about_zero_percent_jitter_as_no_jitter() {
+    // ±0% is no jitter at all: the same lockstep risk as --jitter none (SPEC §7).
+    let text = explain(&["--jitter", "0%", "-n", "3"]);
+    assert_eq!(bounds_ms(&text), [(1000, 1000), (2000, 2000)], "{text}");
+    let w = warnings(&text);
+    assert!(
+        !w.is_empty(),
+        "no warning for a schedule without jitter:\n{text}"
+    );
+}
+
+#[test]
+fn explain_warns_about_forever_without_max_time() {
+    let w = warnings(&explain(&["--forever"]));
+    assert!(w.iter().any(|l| l.contains("--forever")), "{w:?}");
+    let w = warnings(&explain(&["--forever", "--max-time", "1h"]));
+    assert!(!w.iter().any(|l| l.contains("--forever")), "{w:?}");
+}
+
+#[test]
+fn explain_warns_about_retrying_126_and_127() {
+    let w = warnings(&explain(&["--retry-on", "127"]));
+    assert!(w.iter().any(|l| l.contains("127")), "{w:?}");
+    let w = warnings(&explain(&["--retry-on", "1,126"]));
+    assert!(w.iter().any(|l| l.contains("126")), "{w:?}");
+}
+
+#[test]
+fn explain_warns_about_a_schedule_that_cannot_fit_max_time() {
+    // Even the shortest equal-jitter waits (0.5 + 1 + 2 + 4 s) pass 5 s.
+    let w = warnings(&explain(&[
+        "-n",
+        "10",
+        "-d",
+        "1s",
+        "--jitter",
+        "equal",
+        "--max-time",
+        "5s",
+    ]));
+    assert!(w.iter().any(|l| l.contains("--max-time")), "{w:?}");
+    let w = warnings(&explain(&["-n", "3", "-d", "1s", "--max-time", "1h"]));
+    assert!(!w.iter().any(|l| l.contains("--max-time")), "{w:?}");
+}
+
+#[test]
+fn explain_has_no_warnings_for_the_defaults() {
+    let text = explain(&[]);
+    assert!(warnings(&text).is_empty(), "{text}");
+    assert!(!text.contains("Warnings"), "{text}");
+}
+
+#[test]
+fn explain_reports_usage_errors_like_a_run() {
+    let r = run(&["--explain", "--factor", "0.5"]);
+    assert_eq!(r.code(), Some(125), "{}", r.show());
+    assert!(r.stderr().contains("0.5"), "{}", r.show());
+}
+
+#[test]
+fn explain_prints_to_stdout_only() {
+    retry()
+        .args(["--explain", "--jitter", "none", "--forever"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Warnings"))
+        .stderr("");
+}
+
+#[test]
+fn a_duration_too_long_to_hold_says_so() {
+    let out = retry()
+        .args(["-d", "18446744073709551616", "--", "true"])
+        .output()
+        .expect("run retry");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr.contains("too long"), "{stderr}");
+}
+
+#[test]
+fn explain_keeps_its_columns_apart_for_very_long_delays() {
+    let out = retry()
+        .args([
+            "--explain",
+            "-n",
+            "3",
+            "-d",
+            "100000h",
+            "--max-delay",
+            "200000h",
+            "-j",
+            "none",
+        ])
+        .output()
+        .expect("run retry");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Schedule"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in rows {
+        let columns: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(columns.len(), 3, "{row:?}");
+    }
+}

@@ -1,0 +1,485 @@
+//! retry's logs (SPEC §6): stdout left to the command, the text and JSON log lines, `-v`, `-q`
+//! and `--log-file`.
+
+use super::*;
+
+#[test]
+fn stdout_carries_only_the_commands_output() {
+    for extra in [&["-v"][..], &["-v", "--log-format", "json"][..], &[][..]] {
+        let mut args = vec!["-n", "3", "-d", "0"];
+        args.extend(extra);
+        let r = run_sh(
+            &args,
+            r#"echo "out $RETRY_ATTEMPT"; echo "err $RETRY_ATTEMPT" >&2; exit 1"#,
+        );
+        assert_eq!(
+            r.stdout(),
+            "out 1\nout 2\nout 3\n",
+            "{extra:?}: {}",
+            r.show()
+        );
+        assert!(!r.stderr().is_empty(), "{}", r.show());
+    }
+}
+
+#[test]
+fn the_childs_stderr_is_not_altered() {
+    let r = run_sh(
+        &["-n", "2", "-d", "0"],
+        r#"printf 'no newline' >&2; printf ' tail\n' >&2; exit 1"#,
+    );
+    let stderr = r.stderr();
+    let childs: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("retry:"))
+        .collect();
+    assert_eq!(childs, ["no newline tail"; 2], "{}", r.show());
+}
+
+#[test]
+fn a_first_time_success_logs_nothing() {
+    let r = run_sh(&["-n", "3"], "echo fine");
+    assert_eq!(r.stdout(), "fine\n");
+    assert_eq!(r.stderr(), "", "{}", r.show());
+}
+
+#[test]
+fn each_failed_attempt_logs_status_time_reason_and_next_delay() {
+    let r = run_sh(
+        &["-n", "3", "-d", "20ms", "--jitter", "none"],
+        r#"[ "$RETRY_ATTEMPT" -ge 3 ] || exit 7"#,
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let log = r.log();
+    assert_eq!(log.len(), 3, "two failures and a success: {}", r.show());
+    for (i, line) in log[..2].iter().enumerate() {
+        assert!(line.contains(&format!("attempt {}/3", i + 1)), "{line}");
+        assert!(line.contains("status 7"), "the status: {line}");
+        assert!(line.contains("ms"), "how long it ran: {line}");
+        assert!(line.contains("retryable"), "the reason: {line}");
+        assert!(
+            line.contains(&format!("{}ms", 20 << i)),
+            "the delay: {line}"
+        );
+    }
+    assert!(log[2].contains("succeeded"), "{}", r.show());
+    assert!(log[2].contains("attempt 3/3"), "{}", r.show());
+}
+
+#[test]
+fn a_fatal_failure_logs_why_it_is_not_retried_and_gives_up() {
+    let r = run_sh(&["--fatal-on", "9", "-d", "0"], "exit 9");
+    let log = r.log();
+    assert_eq!(log.len(), 2, "{}", r.show());
+    assert!(log[0].contains("status 9"), "{}", r.show());
+    assert!(log[0].contains("fatal"), "{}", r.show());
+    assert!(!log[0].contains("retrying"), "{}", r.show());
+    assert!(log[1].contains("giving up"), "{}", r.show());
+}
+
+#[test]
+fn a_killed_attempt_is_logged_with_its_signal() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "kill -KILL $$");
+    let log = r.log().join("\n");
+    assert!(log.contains("SIGKILL"), "{}", r.show());
+    assert!(log.contains("137"), "{}", r.show());
+}
+
+#[test]
+fn the_give_up_line_says_why_how_many_attempts_and_how_long() {
+    let r = run_sh(&["-n", "3", "-d", "0"], "exit 1");
+    let log = r.log();
+    let last = log.last().cloned().unwrap_or_default();
+    assert!(last.starts_with("retry: "), "{}", r.show());
+    assert!(last.contains("giving up"), "{}", r.show());
+    assert!(last.contains("3 attempts"), "{}", r.show());
+    assert!(last.contains("attempts used up"), "{}", r.show());
+    // "... after 3 attempts in 12ms: ...": the total time, as a duration.
+    let total = last
+        .split(" in ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("no total time: {last}"));
+    assert!(humantime::parse_duration(total).is_ok(), "{last}");
+    assert_eq!(log.len(), 4, "three failures and the give-up: {}", r.show());
+}
+
+#[test]
+fn verbose_adds_the_policy_and_each_start() {
+    let r = run_sh(&["-v", "-n", "2", "-d", "0"], "exit 1");
+    let log = r.log();
+    assert!(log[0].contains("policy"), "{}", r.show());
+    assert!(log[0].contains("attempts=2"), "{}", r.show());
+    let starts = log.iter().filter(|l| l.contains("starting")).count();
+    assert_eq!(starts, 2, "{}", r.show());
+    assert_eq!(log.len(), 1 + 2 + 2 + 1, "{}", r.show());
+    let quiet = run_sh(&["-n", "2", "-d", "0"], "exit 1");
+    assert!(
+        quiet.log().iter().all(|l| !l.contains("starting")),
+        "{}",
+        quiet.show()
+    );
+}
+
+#[test]
+fn quiet_keeps_only_the_give_up_line() {
+    let r = run_sh(&["-q", "-n", "3", "-d", "0"], "echo err >&2; exit 1");
+    let log = r.log();
+    assert_eq!(log.len(), 1, "{}", r.show());
+    assert!(log[0].contains("giving up"), "{}", r.show());
+    assert_eq!(
+        r.stderr().matches("err\n").count(),
+        3,
+        "the child's stderr stays: {}",
+        r.show()
+    );
+    let r = run_sh(&["-q", "-n", "3", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    assert_eq!(r.code(), Some(0));
+    assert_eq!(r.stderr(), "", "no give-up, no line: {}", r.show());
+}
+
+#[test]
+fn double_quiet_prints_nothing() {
+    for args in [&["-qq"][..], &["-q", "-q"][..], &["--quiet", "--quiet"][..]] {
+        let mut all = args.to_vec();
+        all.extend(["-n", "2", "-d", "0"]);
+        let r = run_sh(&all, "exit 1");
+        assert_eq!(r.code(), Some(1));
+        assert_eq!(r.stderr(), "", "{args:?}: {}", r.show());
+    }
+}
+
+const FIELDS: [&str; 10] = [
+    "event",
+    "attempt",
+    "max_attempts",
+    "status",
+    "signal",
+    "duration_ms",
+    "delay_ms",
+    "reason",
+    "elapsed_ms",
+    "timestamp",
+];
+
+#[test]
+fn json_log_lines_carry_the_spec_fields() {
+    let r = run_json(&["-n", "3", "-d", "10ms", "--jitter", "none"], "exit 3");
+    let events = r.json();
+    assert!(!events.is_empty(), "{}", r.show());
+    for e in &events {
+        for field in FIELDS {
+            assert!(e.get(field).is_some(), "{field} missing in {e}");
+        }
+        assert!(
+            humantime::parse_rfc3339_weak(e["timestamp"].as_str().expect("a string")).is_ok(),
+            "{e}"
+        );
+        assert!(e["elapsed_ms"].is_u64(), "{e}");
+    }
+    let failures: Vec<&Value> = events.iter().filter(|e| e["event"] == "failure").collect();
+    assert_eq!(failures.len(), 3, "{}", r.show());
+    for (i, f) in failures.iter().enumerate() {
+        assert_eq!(f["attempt"], i as u64 + 1, "{f}");
+        assert_eq!(f["max_attempts"], 3, "{f}");
+        assert_eq!(f["status"], 3, "{f}");
+        assert!(f["signal"].is_null(), "{f}");
+        assert!(f["duration_ms"].is_u64(), "{f}");
+        assert!(f["reason"].is_string(), "{f}");
+    }
+    assert_eq!(failures[0]["delay_ms"], 10);
+    assert_eq!(failures[1]["delay_ms"], 20);
+    assert!(failures[2]["delay_ms"].is_null(), "no delay after the last");
+    let last = events.last().expect("events");
+    assert_eq!(last["event"], "give_up", "{last}");
+    assert!(last["reason"].is_string(), "{last}");
+    let elapsed: Vec<u64> = events
+        .iter()
+        .map(|e| e["elapsed_ms"].as_u64().expect("elapsed"))
+        .collect();
+    assert!(elapsed.windows(2).all(|w| w[0] <= w[1]), "{elapsed:?}");
+    assert!(*elapsed.last().expect("elapsed") >= 30, "{elapsed:?}");
+}
+
+#[test]
+fn json_log_names_the_signal_of_a_killed_attempt() {
+    let r = run_json(&["-n", "2", "-d", "0"], "kill -KILL $$");
+    let failure = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "failure")
+        .unwrap_or_else(|| panic!("a failure: {}", r.show()));
+    assert_eq!(failure["status"], 137, "{failure}");
+    assert_eq!(failure["signal"], "SIGKILL", "{failure}");
+}
+
+#[test]
+fn json_log_reports_a_timed_out_attempt_as_124() {
+    let r = run_json(&["-n", "1", "--attempt-timeout", "100ms"], "exec sleep 10");
+    let failure = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "failure")
+        .unwrap_or_else(|| panic!("a failure: {}", r.show()));
+    assert_eq!(failure["status"], 124, "{failure}");
+}
+
+#[test]
+fn json_log_of_a_success_after_retries() {
+    let r = run_json(&["-n", "3", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    let events: Vec<String> = r
+        .json()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(events, ["failure", "success"], "{}", r.show());
+}
+
+#[test]
+fn json_log_with_verbose_has_policy_and_start_events() {
+    let r = run_json(&["-v", "-n", "2", "-d", "0"], "exit 1");
+    let events: Vec<String> = r
+        .json()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        events,
+        ["policy", "start", "failure", "start", "failure", "give_up"],
+        "{}",
+        r.show()
+    );
+}
+
+#[test]
+fn log_file_takes_the_log_and_stderr_keeps_only_the_childs_lines() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("retry.log");
+    let r = run(&[
+        "--log-file",
+        path.to_str().expect("UTF-8"),
+        "-v",
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "echo child-err >&2; echo child-out; exit 1",
+    ]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert_eq!(r.stderr(), "child-err\nchild-err\n", "{}", r.show());
+    assert_eq!(r.stdout(), "child-out\nchild-out\n", "{}", r.show());
+    let log = std::fs::read_to_string(&path).expect("the log file");
+    assert!(!log.is_empty());
+    // Each line after its local time.
+    assert!(
+        log.lines().all(|l| l
+            .split_once(' ')
+            .is_some_and(|(_, l)| l.starts_with("retry:"))),
+        "{log}"
+    );
+    assert!(log.contains("giving up"), "{log}");
+    assert!(log.contains("starting"), "{log}");
+}
+
+#[test]
+fn log_file_can_hold_json_lines() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("retry.jsonl");
+    let r = run(&[
+        "--log-file",
+        path.to_str().expect("UTF-8"),
+        "--log-format",
+        "json",
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "false",
+    ]);
+    assert_eq!(r.code(), Some(1));
+    assert_eq!(r.stderr(), "", "{}", r.show());
+    let events = json_lines(&std::fs::read_to_string(&path).expect("log file"));
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[2]["event"], "give_up");
+}
+
+#[test]
+fn an_unwritable_log_file_is_retrys_own_failure_and_nothing_runs() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let log = dir.path().join("no-such-dir").join("retry.log");
+    let mut args = vec![
+        "--log-file".to_string(),
+        log.display().to_string(),
+        "--".into(),
+    ];
+    args.extend(cmd);
+    let r = run(&args);
+    assert_eq!(r.code(), Some(125), "{}", r.show());
+    assert!(!mark.exists(), "{}", r.show());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logs a new user reads
+
+#[test]
+fn the_last_attempt_is_not_called_retryable() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "exit 1");
+    let log = r.log();
+    assert!(log[0].contains("(retryable)"), "{}", r.show());
+    assert!(
+        log[1].starts_with("retry: attempt 2/2 failed"),
+        "{}",
+        r.show()
+    );
+    assert!(!log[1].contains("retryable"), "{}", r.show());
+}
+
+#[test]
+fn log_file_lines_start_with_a_local_timestamp_and_the_give_up_names_the_command() {
+    let dir = TempDir::new().expect("temp dir");
+    let file = dir.path().join("retry.log");
+    let mut cmd = retry();
+    // POSIX TZ: three hours east of UTC.
+    cmd.env("TZ", "XYZ-3").args([
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--log-file"),
+        file.as_os_str(),
+        OsStr::new("--"),
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("exit 4"),
+    ]);
+    let r = run_cmd(cmd);
+    assert_eq!(r.code(), Some(4), "{}", r.show());
+    let log = std::fs::read_to_string(&file).expect("log file");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    for line in &lines {
+        let (stamp, rest) = line.split_once(' ').expect("a timestamp, then the line");
+        assert!(rest.starts_with("retry: "), "{line}");
+        assert!(stamp.ends_with("+03:00"), "the local offset: {line}");
+        assert!(
+            humantime::parse_rfc3339_weak(&stamp[..stamp.len() - 6]).is_ok(),
+            "{line}"
+        );
+        assert_eq!(stamp.as_bytes()[10], b'T', "{line}");
+    }
+    assert!(
+        lines[2].contains("giving up") && lines[2].contains("sh -c 'exit 4'"),
+        "{log}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON log events
+
+#[test]
+fn json_log_gives_a_failing_hook_its_own_event() {
+    let r = run_json(&["-n", "2", "-d", "0", "--on-retry", "exit 3"], "exit 1");
+    let events = r.json();
+    assert!(
+        events.iter().all(|e| e["event"] != "signal"),
+        "{}",
+        r.show()
+    );
+    let hook = events
+        .iter()
+        .find(|e| e["event"] == "hook")
+        .unwrap_or_else(|| panic!("no hook event: {}", r.show()));
+    assert_eq!(hook["status"], 3, "{hook}");
+    assert!(
+        hook["reason"]
+            .as_str()
+            .is_some_and(|s| s.contains("--on-retry")),
+        "{hook}"
+    );
+}
+
+#[test]
+fn json_log_of_a_success_has_its_status_and_duration() {
+    let r = run_json(&["-n", "3", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    let success = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "success")
+        .unwrap_or_else(|| panic!("no success event: {}", r.show()));
+    assert_eq!(success["status"], 0, "{success}");
+    assert!(success["duration_ms"].is_u64(), "{success}");
+}
+
+#[test]
+fn json_log_with_verbose_has_the_policy_in_fields() {
+    let r = run_json(
+        &[
+            "-v",
+            "-n",
+            "2",
+            "-d",
+            "250ms",
+            "--max-delay",
+            "3s",
+            "--fatal-on",
+            "9",
+        ],
+        "exit 9",
+    );
+    let policy = r
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "policy")
+        .unwrap_or_else(|| panic!("no policy event: {}", r.show()));
+    let p = &policy["policy"];
+    assert_eq!(p["attempts"], 2, "{policy}");
+    assert_eq!(p["delay_ms"], 250, "{policy}");
+    assert_eq!(p["max_delay_ms"], 3000, "{policy}");
+    assert_eq!(p["backoff"], "exponential", "{policy}");
+    assert!(
+        p["fatal_on"].as_str().is_some_and(|s| s.contains('9')),
+        "{policy}"
+    );
+}
+
+#[test]
+fn the_readme_documents_every_json_event_and_field() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let r = run_json(
+        &[
+            "-v",
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "--on-retry",
+            "exit 3",
+            "--on-giveup",
+            "exit 4",
+        ],
+        r#"[ "$RETRY_ATTEMPT" = 9 ]"#,
+    );
+    let ok = run_json(&["-n", "2", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
+    let mut names = std::collections::BTreeSet::new();
+    for e in r.json().iter().chain(&ok.json()) {
+        names.insert(e["event"].as_str().expect("an event name").to_string());
+        for (field, value) in e.as_object().expect("an object") {
+            names.insert(field.clone());
+            if let Some(inner) = value.as_object() {
+                names.extend(inner.keys().cloned());
+            }
+        }
+    }
+    for name in names {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README has no table row for `{name}`"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Usage errors: exit 125, the bad value named, nothing run, and one style for every message.
+
+use super::*;
+
+#[test]
+fn the_adaptive_delay_without_a_key_or_with_decorrelated_jitter_is_a_usage_error() {
+    assert_usage_error(&["--backoff", "adaptive"], "--backoff adaptive needs --key");
+    assert_usage_error(
+        &[
+            "--backoff",
+            "adaptive",
+            "--key",
+            "k",
+            "--jitter",
+            "decorrelated",
+        ],
+        "--jitter decorrelated and --backoff adaptive",
+    );
+}
+
+#[test]
+fn a_bad_duration_is_a_usage_error() {
+    assert_usage_error(&["-d", "5parsecs"], "5parsecs");
+}
+
+#[test]
+fn a_negative_duration_is_a_usage_error() {
+    assert_usage_error(&["--max-time=-1"], "-1");
+}
+
+#[test]
+fn a_bad_item_in_a_delays_list_is_a_usage_error() {
+    assert_usage_error(&["--delays", "1s,xyz,3s"], "xyz");
+}
+
+#[test]
+fn a_bad_item_in_a_status_list_is_a_usage_error() {
+    assert_usage_error(&["--retry-on", "1,abc"], "abc");
+    assert_usage_error(&["--fatal-on", "SIGNOPE"], "SIGNOPE");
+    assert_usage_error(&["--success-on", "256"], "256");
+}
+
+#[test]
+fn a_backwards_range_is_a_usage_error() {
+    assert_usage_error(&["--retry-on", "7-5"], "7-5");
+}
+
+#[test]
+fn a_bad_jitter_is_a_usage_error() {
+    assert_usage_error(&["--jitter", "sideways"], "sideways");
+    assert_usage_error(&["--jitter", "150%"], "150%");
+}
+
+#[test]
+fn a_bad_backoff_is_a_usage_error() {
+    assert_usage_error(&["--backoff", "quadratic"], "quadratic");
+}
+
+#[test]
+fn zero_attempts_is_a_usage_error() {
+    assert_usage_error(&["--attempts", "0"], "0");
+    assert_usage_error(&["--attempts", "0"], "--attempts");
+}
+
+#[test]
+fn attempts_and_retries_together_are_a_usage_error() {
+    assert_usage_error(&["--attempts", "3", "--retries", "2"], "--retries");
+}
+
+#[test]
+fn a_factor_below_one_is_a_usage_error() {
+    assert_usage_error(&["--factor", "0.5"], "0.5");
+}
+
+#[test]
+fn a_non_numeric_factor_is_a_usage_error() {
+    assert_usage_error(&["--factor", "twice"], "twice");
+}
+
+#[test]
+fn a_bad_seed_is_a_usage_error() {
+    assert_usage_error(&["--seed", "lucky"], "lucky");
+}
+
+#[test]
+fn an_unknown_flag_is_a_usage_error() {
+    assert_usage_error(&["--frobnicate"], "--frobnicate");
+}
+
+#[test]
+fn a_missing_command_is_a_usage_error() {
+    for args in [&["-n", "2"][..], &["-n", "2", "--"][..], &[][..]] {
+        let r = run(args);
+        assert_eq!(r.code(), Some(125), "{args:?}: {}", r.show());
+        assert!(r.out.stdout.is_empty(), "{args:?}: {}", r.show());
+        assert!(
+            r.stderr().contains("COMMAND"),
+            "{args:?}: the message says what is missing: {}",
+            r.show()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error messages: one style, `retry: error: <what>: <the bad value>; <how to fix>`
+
+/// Asserts that `args` is a usage error of one line in the house style that names `bad` and
+/// leaks none of `hidden`.
+fn assert_one_line_error(args: &[&str], bad: &str, hidden: &[&str]) -> String {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.push("--".into());
+    all.extend(cmd);
+    let r = run(&all);
+    assert_eq!(r.code(), Some(125), "{args:?}: {}", r.show());
+    assert!(!mark.exists(), "{args:?}: the command ran");
+    let err = r.stderr();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line: {err}");
+    let line = lines[0];
+    assert!(line.starts_with("retry: error: "), "{args:?}: {line}");
+    assert!(
+        line.contains(&format!(": {bad}; ")),
+        "{args:?}: names {bad:?}: {line}"
+    );
+    for h in hidden {
+        assert!(!line.contains(h), "{args:?}: leaks {h:?}: {line}");
+    }
+    line.to_string()
+}
+
+#[test]
+fn parser_errors_have_the_prefix_name_the_value_and_leak_no_internals() {
+    assert_one_line_error(&["-n", "0"], "0", &["4294967295", "1..="]);
+    assert_one_line_error(&["-d", "abc"], "abc", &["expected number", "at 0"]);
+    assert_one_line_error(&["-d", "5parsecs"], "5parsecs", &["nsec", "usec", "msec"]);
+    assert_one_line_error(&["--seed", "lucky"], "lucky", &["invalid digit"]);
+    assert_one_line_error(&["--factor", "twice"], "twice", &["float"]);
+    assert_one_line_error(&["--backoff", "quadratic"], "quadratic", &["[possible"]);
+    assert_one_line_error(&["--retry-on", "1,abc"], "abc", &[]);
+    assert_one_line_error(&["--frobnicate"], "--frobnicate", &["Usage:", "tip:"]);
+    assert_one_line_error(
+        &["--attempts", "3", "--retries", "2"],
+        "--attempts and --retries",
+        &["Usage:"],
+    );
+}
+
+#[test]
+fn flags_spelled_as_other_tools_spell_them_suggest_retrys_own() {
+    let line = assert_one_line_error(&["--timeout", "5s"], "--timeout", &["--hook-timeout"]);
+    assert!(
+        line.contains("--attempt-timeout") && line.contains("--max-time"),
+        "{line}"
+    );
+    let line = assert_one_line_error(&["--retry", "2"], "--retry", &["--on-retry"]);
+    assert!(line.contains("--retries"), "{line}");
+}

@@ -1,0 +1,262 @@
+//! Reaching the store: the password never shown, the URL from the environment or a profile, bad
+//! store settings, and TLS (`rediss://`, with the `tls` feature).
+
+use super::*;
+
+#[test]
+fn no_output_ever_shows_the_password() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    let dir = s.dir.path();
+    let files = ["summary.json", "metrics.prom", "log.json"].map(|f| dir.join(f));
+    let [summary, metrics, log] = files.clone().map(|p| p.display().to_string());
+    let mut outputs = Vec::new();
+    let reports = ["--summary", &summary, "--metrics", &metrics];
+    for args in [
+        with(&breaker("1h"), &["-n", "4", "-vv"]),
+        with(
+            &breaker("1h"),
+            &["-n", "2", "--log-format", "json", "--log-file", &log],
+        ),
+        with(&breaker("1h"), &reports),
+        with(&breaker("1h"), &["--explain"]),
+        vec!["--key", "api", "--reset-state"],
+    ] {
+        outputs.push(s.run(&args, 1));
+    }
+    // The password from REDISCLI_AUTH, with a store that is down, a bad URL, and a bad port.
+    let s = Setup::file();
+    let down = format!("redis://retry@127.0.0.1:{}", free_port());
+    for (url, args) in [
+        (down.as_str(), vec!["--explain"]),
+        (down.as_str(), vec!["-n", "2", "-d", "1ms", "-v"]),
+        (down.as_str(), vec!["--reset-state"]),
+    ] {
+        let mut c = s.retry(&["--key", "api", "--state", url]);
+        c.env("REDISCLI_AUTH", PASSWORD)
+            .args(args)
+            .args(["--", "false"]);
+        outputs.push(output(c));
+    }
+    for bad in [
+        format!("redis://retry:{PASSWORD}@127.0.0.1:99999"),
+        format!("http://retry:{PASSWORD}@example.com"),
+        format!("redis://retry:{PASSWORD}@h/x"),
+    ] {
+        let out = s.run(&["--key", "api", "--state", &bad], 0);
+        assert_eq!(out.status.code(), Some(125), "{bad}");
+        assert!(stderr(&out).contains("retry:***@"), "{}", stderr(&out));
+        outputs.push(out);
+    }
+    for out in &outputs {
+        assert!(!said(out).contains(PASSWORD), "{}", said(out));
+    }
+    for file in files {
+        let mut text = String::new();
+        fs::File::open(&file)
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .expect("report written");
+        assert!(!text.contains(PASSWORD), "{}: {text}", file.display());
+    }
+    // The explain shows the store, redacted, and the key's state.
+    let explain = said(&outputs[3]);
+    assert!(
+        explain.contains(&format!(
+            "store            redis://retry:***@127.0.0.1:{}/0",
+            server.port
+        )),
+        "{explain}"
+    );
+    assert!(explain.contains("breaker now      open"), "{explain}");
+}
+
+#[test]
+fn the_url_can_come_from_the_environment_or_a_profile() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::file();
+    let flags = with(&breaker("1h"), &["-n", "3"]);
+    let mut c = s.retry(&flags);
+    c.env(
+        "RETRY_STATE_URL",
+        format!("redis://retry@127.0.0.1:{}", server.port),
+    )
+    .env("REDISCLI_AUTH", PASSWORD)
+    .arg("--")
+    .args(s.command(1));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    assert!(!s.file_of("api").exists(), "the state is in Redis");
+    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    assert_eq!(state, "open");
+    let config = s.dir.path().join("config.toml");
+    fs::write(
+        &config,
+        format!(
+            "[profiles.fleet]\nkey = \"db\"\nstate = \"{}\"\nstate-timeout = \"2s\"\nbreaker-failures = 1\nattempts = 1\n",
+            server.url()
+        ),
+    )
+    .expect("config");
+    let config_s = config.display().to_string();
+    let profile = ["--config", config_s.as_str(), "-p", "fleet"];
+    assert_eq!(s.run(&profile, 1).status.code(), Some(1));
+    assert_eq!(s.run(&profile, 0).status.code(), Some(75));
+    let exists: bool = server.query(::redis::cmd("EXISTS").arg("retry:db"));
+    assert!(exists);
+}
+
+#[test]
+fn bad_store_settings_are_usage_errors_naming_the_value() {
+    let s = Setup::file();
+    let mut cases = vec![
+        (
+            vec!["--state", "http://x"],
+            "'http://' is not a Redis URL scheme",
+        ),
+        (vec!["--state", "redis://h:99999"], "'99999' is not a port"),
+        (
+            vec!["--state", "redis://h", "--state-timeout", "0"],
+            "for --state-timeout: 0;",
+        ),
+        (vec!["--state-fail", "ajar"], "ajar"),
+    ];
+    if !cfg!(feature = "tls") {
+        cases.push((vec!["--state", "rediss://h"], "built without TLS"));
+    }
+    for (args, word) in cases {
+        let out = s.run(&with(&["--key", "api"], &args), 0);
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert!(stderr(&out).contains(word), "{args:?}: {}", stderr(&out));
+    }
+    let mut c = s.retry(&["--key", "api"]);
+    c.env("RETRY_STATE_URL", "redis://h:0")
+        .arg("--")
+        .args(s.command(0));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("for $RETRY_STATE_URL: redis://h:0;"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.ran(), 0);
+}
+
+/// A CA and a certificate for localhost and 127.0.0.1 signed by it, made with openssl(1).
+#[cfg(feature = "tls")]
+fn certificates(dir: &std::path::Path) {
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    openssl(
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+        ]
+        .iter()
+        .chain(&["-out", "ca.crt", "-days", "2", "-subj", "/CN=retry-test-ca"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+        ]
+        .iter()
+        .chain(&["server.csr", "-subj", "/CN=localhost"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    fs::write(
+        dir.join("ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .expect("ext");
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+        ]
+        .iter()
+        .chain(&[
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn rediss_verifies_the_server_against_the_hosts_certificates() {
+    if !support::have("openssl", "apt-get install openssl") {
+        return;
+    }
+    let certs = tempfile::tempdir().expect("temporary directory");
+    certificates(certs.path());
+    let Some(server) = Server::start_tls(certs.path()) else {
+        return;
+    };
+    for host in ["localhost", "127.0.0.1"] {
+        let s = Setup::file();
+        let url = format!("rediss://retry:{PASSWORD}@{host}:{}", server.port);
+        let flags = ["--key", "api", "--state", url.as_str(), "-n", "1"];
+        let mut c = s.retry(&flags);
+        c.env("SSL_CERT_FILE", certs.path().join("ca.crt"))
+            .arg("--")
+            .args(s.command(1));
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{host}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !s.file_of("api").exists(),
+            "the failure was counted in Redis"
+        );
+        // Without the CA, the server is not trusted: a warning, and the local state.
+        let mut c = s.retry(&flags);
+        c.env("SSL_CERT_FILE", "/nonexistent")
+            .arg("--")
+            .args(s.command(1));
+        let out = output(c);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("warning: key 'api'"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(s.file_of("api").exists());
+    }
+}

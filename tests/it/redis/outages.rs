@@ -1,0 +1,214 @@
+//! A store that fails: down, never answering, lost mid-run, or refusing the password, with
+//! `--state-fail open` (this host's local state, and one warning) and `closed`.
+
+use super::*;
+
+#[test]
+fn a_store_that_is_down_means_this_hosts_local_state_and_one_warning() {
+    let s = Setup::file();
+    let url = format!("redis://retry:{PASSWORD}@127.0.0.1:{}", free_port());
+    let flags = ["--key", "api", "--state", &url, "-n", "3", "-d", "1ms"];
+    let out = s.run(&flags, 4);
+    assert_eq!(out.status.code(), Some(4), "the outcome stands");
+    assert_eq!(s.ran(), 3);
+    let log = stderr(&out);
+    assert_eq!(log.matches("warning").count(), 1, "{log}");
+    assert!(
+        log.contains("going on with this host's local state (--state-fail open)"),
+        "{log}"
+    );
+    assert!(log.contains("redis://retry:***@127.0.0.1:"), "{log}");
+    assert!(!said(&out).contains(PASSWORD));
+    // The local state counted the failures.
+    assert!(s.file_of("api").exists());
+}
+
+/// A server that accepts connections and never answers; it holds them until dropped.
+struct Silent {
+    port: u16,
+    _held: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Silent {
+    fn start() -> Silent {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = listener.local_addr().expect("address").port();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&held);
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if let Ok(mut held) = keep.lock() {
+                    held.push(stream);
+                }
+            }
+        });
+        Silent { port, _held: held }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://retry:{PASSWORD}@127.0.0.1:{}", self.port)
+    }
+}
+
+#[test]
+fn a_store_that_never_answers_costs_no_more_than_the_state_timeout() {
+    let silent = Silent::start();
+    let s = Setup::file();
+    let url = silent.url();
+    for (fail, code) in [("open", 0), ("closed", 75)] {
+        let started = Instant::now();
+        let out = s.run(
+            &[
+                "--key",
+                "api",
+                "--state",
+                &url,
+                "--state-timeout",
+                "300ms",
+                "--state-fail",
+                fail,
+            ],
+            0,
+        );
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(code), "{fail}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no answer within --state-timeout 300ms"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(300 + 2000),
+            "{fail}: {took:?}"
+        );
+    }
+    assert_eq!(s.ran(), 1, "the closed run ran nothing");
+}
+
+#[test]
+fn every_call_of_a_run_shares_one_state_timeout() {
+    no_sigchld_here();
+    let silent = Silent::start();
+    let s = small();
+    let mut store = RedisStore::new(
+        &store_settings(&silent.url(), Duration::from_millis(300)),
+        "api",
+    );
+    let started = Instant::now();
+    let first = store.admit(&s).map(|_| ()).expect_err("no answer");
+    assert!(first.to_string().contains("no answer"), "{first}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    // Nothing is left for the next call: it fails at once, without waiting again.
+    let again = Instant::now();
+    let second = store.view(&s).map(|_| ()).expect_err("no time left");
+    assert!(second.to_string().contains("no answer"), "{second}");
+    assert!(
+        again.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        again.elapsed()
+    );
+}
+
+#[test]
+fn a_wrong_password_is_a_warning_that_never_shows_either_password() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::file();
+    let wrong = "wrong-5d0b77";
+    let url = format!("redis://retry:{wrong}@127.0.0.1:{}", server.port);
+    let out = s.run(
+        &["--key", "api", "--state", &url, "-n", "2", "-d", "1ms"],
+        3,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(s.ran(), 2);
+    let log = said(&out);
+    assert!(
+        log.contains("warning: key 'api': the store redis://retry:***@"),
+        "{log}"
+    );
+    assert!(!log.contains(wrong) && !log.contains(PASSWORD), "{log}");
+}
+
+#[test]
+fn state_fail_closed_exits_75_without_running_the_command() {
+    let s = Setup::file();
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let metrics = s.dir.path().join("metrics.prom");
+    let summary = s.dir.path().join("summary.json");
+    let (metrics_s, summary_s) = (metrics.display().to_string(), summary.display().to_string());
+    let flags = [
+        "--key",
+        "api",
+        "--state",
+        &url,
+        "--state-fail",
+        "closed",
+        "--metrics",
+        &metrics_s,
+        "--summary",
+        &summary_s,
+    ];
+    let out = s.run(&flags, 0);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert_eq!(s.ran(), 0);
+    let log = stderr(&out);
+    assert!(
+        log.contains("not running: key 'api': the store redis://127.0.0.1:")
+            && log.contains("--state-fail is closed"),
+        "{log}"
+    );
+    assert!(!s.file_of("api").exists(), "no local state either");
+    let sum: Value = serde_json::from_slice(&fs::read(&summary).expect("summary")).expect("JSON");
+    assert_eq!(sum["outcome"], "refused");
+    assert_eq!(sum["store"]["errors"], 1);
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    let errors = format!(
+        "retry_state_errors_total{{name=\"sh\",key=\"api\",backend=\"{}/0\"}} 1",
+        url
+    );
+    assert!(text.contains(&errors), "{text}");
+    s.run(&flags, 0);
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains(&errors.replace("} 1", "} 2")),
+        "counted on: {text}"
+    );
+}
+
+#[test]
+fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    // The first attempt takes the server down; the run's later calls to it fail.
+    let pid = server.pid();
+    let out = s.run(
+        &[
+            "--key",
+            "api",
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo ran >> '{}'; kill -9 {pid} 2>/dev/null; exit 3",
+                s.marks().display()
+            ),
+        ],
+        0,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(s.ran(), 3, "{}", stderr(&out));
+    let log = stderr(&out);
+    assert_eq!(log.matches("warning").count(), 1, "{log}");
+    assert!(
+        log.contains("going on without its breaker and budget"),
+        "{log}"
+    );
+}

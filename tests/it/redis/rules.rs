@@ -1,0 +1,405 @@
+//! What the scripts do with a key: the rules they run compared step by step with the same rules
+//! run in memory, one probe among 200 "hosts", a hash that cannot be read, how few calls a
+//! run makes, and the key's expiry.
+
+use super::*;
+
+/// A full bucket is full whenever it was last brought up to date: the local store keeps the
+/// time of the key's first use, Redis (which writes only what changed) the time of the read.
+fn canonical(mut k: KeyState, s: &SharedSettings) -> KeyState {
+    if k.budget.milli >= s.budget.burst_milli() {
+        k.budget.at = 0;
+    }
+    k
+}
+
+#[test]
+fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
+    no_sigchld_here();
+    let Some(server) = Server::start() else {
+        return;
+    };
+    for (seed, s) in [
+        (1, small()),
+        (2, small()),
+        (3, {
+            let mut s = small();
+            s.breaker.failures = 0;
+            s
+        }),
+        (4, {
+            let mut s = small();
+            s.budget.burst = 0;
+            s
+        }),
+        // The adaptive delay's outcomes, kept and capped alike.
+        (5, {
+            let mut s = small();
+            s.history = true;
+            s
+        }),
+        // Times past 10^14 ms, where Lua's own tostring would print an exponent; outcomes
+        // kept too, whose times are text.
+        (6, {
+            let mut s = small();
+            s.history = true;
+            s
+        }),
+    ] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let memory = MemoryStore::default();
+        let mut mem: Box<dyn Store> = Box::new(memory.clone());
+        let mut red = RedisStore::new(
+            &store_settings(&server.url(), Duration::from_secs(10)),
+            &format!("scenario-{seed}"),
+        );
+        // Three runs on the key; each holds a ticket while it runs.
+        let mut runs: [Option<Ticket>; 3] = [None; 3];
+        let mut now = if seed == 6 { 1 << 49 } else { 1_000_000u64 };
+        let mut seen = [0usize; 4];
+        for step in 0..600 {
+            now += [0, 1, 40, 300, 900, 2500][rng.random_range(0..6)];
+            memory.now.set(now);
+            red.at(now);
+            let slot = rng.random_range(0..runs.len());
+            let what = format!("seed {seed}, step {step}, run {slot}, at {now}");
+            match runs[slot] {
+                None => {
+                    let (a, b) = (
+                        mem.admit(&s).expect("memory"),
+                        red.admit(&s).expect("redis"),
+                    );
+                    assert_eq!(a.value, b.value, "{what}: admit");
+                    assert_eq!((a.now, &a.view), (b.now, &b.view), "{what}");
+                    if let Admit::Run(t) = a.value {
+                        runs[slot] = Some(t);
+                        seen[usize::from(t.probe)] += 1;
+                    } else {
+                        seen[2] += 1;
+                    }
+                }
+                Some(ticket) if rng.random_bool(0.2) => {
+                    let (a, b) = (
+                        mem.before_retry(&s, ticket).expect("memory"),
+                        red.before_retry(&s, ticket).expect("redis"),
+                    );
+                    assert_eq!(a.value, b.value, "{what}: before retry");
+                    assert_eq!(a.view, b.view, "{what}");
+                    runs[slot] = a.value.0.is_none().then_some(a.value.1);
+                }
+                Some(ticket) => {
+                    let attempt = [
+                        Attempt::Success,
+                        Attempt::Failure,
+                        Attempt::Failure,
+                        Attempt::Uncounted,
+                    ][rng.random_range(0..4)];
+                    let wants = attempt != Attempt::Success && rng.random_bool(0.8);
+                    let u: f64 = rng.random();
+                    let (a, b) = (
+                        mem.after_attempt(&s, ticket, attempt, wants, u)
+                            .expect("memory"),
+                        red.after_attempt(&s, ticket, attempt, wants, u)
+                            .expect("redis"),
+                    );
+                    assert_eq!(
+                        a.value, b.value,
+                        "{what}: after {attempt:?}, retry {wants}, u {u}"
+                    );
+                    assert_eq!(a.view, b.view, "{what}");
+                    if a.value.refusal.is_some() {
+                        seen[3] += 1;
+                    }
+                    runs[slot] = (wants && a.value.refusal.is_none()).then_some(a.value.ticket);
+                }
+            }
+            let (state, at) = red.read(&s).expect("redis state");
+            assert_eq!(at, now);
+            assert_eq!(
+                canonical(state, &s),
+                canonical(memory.state().expect("used"), &s),
+                "{what}: the states"
+            );
+        }
+        if s.history {
+            let kept = memory.state().map(|k| k.history.outcomes().count());
+            assert_eq!(kept, Some(retry::policy::adaptive::KEPT), "capped alike");
+        }
+        // The scenario went through the states it is meant to compare.
+        if seed <= 2 {
+            assert!(
+                seen.iter().all(|&n| n > 0),
+                "seed {seed}: run, probe, refused, retry refused: {seen:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    // A long store timeout and `closed`: a host starved of CPU must not fall back to its own
+    // (empty) local state and run the command as if the breaker were closed.
+    let flags = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "1",
+        "--breaker-open",
+        "200ms",
+        "-n",
+        "1",
+        "--state-timeout",
+        "60s",
+        "--state-fail",
+        "closed",
+    ];
+    assert_eq!(s.run(&flags, 1).status.code(), Some(1));
+    assert_eq!(s.ran(), 1);
+    thread::sleep(Duration::from_millis(300));
+    // The probe holds its lease until the test lets it go, after every other host has been
+    // refused.
+    let release = s.dir.path().join("release");
+    let command = format!(
+        "echo ran >> '{}'; while ! [ -e '{}' ]; do sleep 0.01; done",
+        s.marks().display(),
+        release.display()
+    );
+    // The server holds every script until all 200 hosts have sent theirs, so that they ask
+    // for the lease at the same moment (without this, spawning takes long enough for the
+    // first host's answer to reach the server before most others ask).
+    server.query::<()>(
+        ::redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(120_000)
+            .arg("WRITE"),
+    );
+    let hosts: Vec<Child> = (0..200)
+        .map(|i| {
+            // Each host has its own state directory.
+            let mut c = support::retry();
+            c.env_remove("RETRY_STATE_DIR")
+                .arg("--state-dir")
+                .arg(s.dir.path().join(format!("host-{i}")))
+                .arg("--state")
+                .arg(server.url())
+                .args(flags)
+                .args(["--", "sh", "-c", &command])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            c.spawn().expect("retry starts")
+        })
+        .collect();
+    let waiting = Instant::now();
+    loop {
+        let clients: String = server.query(::redis::cmd("CLIENT").arg("LIST"));
+        let asking = clients
+            .lines()
+            .filter(|l| l.contains("user=retry") && l.contains(" flags=b "))
+            .count();
+        if asking >= 200 || waiting.elapsed() > support::PATIENCE {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    server.query::<()>(::redis::cmd("CLIENT").arg("UNPAUSE"));
+    let hosts = Arc::new(Mutex::new(hosts));
+    let codes = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    loop {
+        {
+            let mut hosts = hosts.lock().expect("hosts");
+            let mut codes = codes.lock().expect("codes");
+            hosts.retain_mut(|c| match c.try_wait().expect("wait") {
+                Some(status) => {
+                    codes.push(status.code());
+                    false
+                }
+                None => true,
+            });
+            if codes.len() >= 199 || started.elapsed() > support::PATIENCE * 2 {
+                break;
+            }
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    fs::write(&release, b"").expect("release the probe");
+    for mut c in hosts.lock().expect("hosts").drain(..) {
+        codes
+            .lock()
+            .expect("codes")
+            .push(support::wait(&mut c).code());
+    }
+    let codes = codes.lock().expect("codes").clone();
+    assert_eq!(s.ran(), 2, "one probe among 200 hosts: {codes:?}");
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(0)).count(),
+        1,
+        "{codes:?}"
+    );
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(75)).count(),
+        199,
+        "{codes:?}"
+    );
+    // The probe succeeded: the breaker is closed for everyone.
+    assert_eq!(s.run(&flags, 0).status.code(), Some(0));
+}
+
+#[test]
+fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    server.query::<i64>(
+        ::redis::cmd("HSET")
+            .arg("retry:api")
+            .arg("s")
+            .arg("ajar")
+            .arg("g")
+            .arg("x"),
+    );
+    let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 3);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(s.ran(), 2);
+    assert!(
+        stderr(&out).contains("could not be read; started the key afresh"),
+        "{}",
+        stderr(&out)
+    );
+    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    assert_eq!(state, "closed");
+}
+
+/// The scripts the server has run (EVALSHA and EVAL; an EVALSHA of a script it did not have
+/// yet is not one), and the connections it has accepted (this question's own included), from
+/// its own counts.
+fn server_counts(server: &Server) -> (u64, u64) {
+    let info: String = server.query(::redis::cmd("INFO").arg("commandstats").arg("stats"));
+    let count = |line: &str, field: &str| -> u64 {
+        line.split([':', ','])
+            .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let scripts = info
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .map(|l| count(l, "calls") - count(l, "failed_calls") - count(l, "rejected_calls"))
+        .sum();
+    let connections = info
+        .lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("total_connections_received");
+    (scripts, connections)
+}
+
+/// The server's clock, in milliseconds, as the script reads it.
+fn server_ms(server: &Server) -> u64 {
+    let (secs, micros): (u64, u64) = server.query(&mut ::redis::cmd("TIME"));
+    secs * 1000 + micros / 1000
+}
+
+/// The default `--budget-refill` (a token a minute) gives back a thousandth every 60 ms.
+const REFILL_MS: u64 = 60;
+
+#[test]
+fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    // A run's exit status, and the scripts it had the server run.
+    let connections = std::cell::Cell::new(0);
+    let run = |args: &[&str], code: i32| {
+        let before = server_counts(&server);
+        let out = s.run(args, code);
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+        let after = server_counts(&server);
+        connections.set(after.1 - before.1 - 1);
+        (out.status.code(), after.0 - before.0)
+    };
+    let hash =
+        || -> Vec<(String, String)> { server.query(::redis::cmd("HGETALL").arg("retry:api")) };
+    // A key never used: the admission alone, and nothing written.
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
+    assert!(!s.stored("api"));
+    // A failure is kept: the next success is recorded, and clears it. The run that failed
+    // had let go of its connection while its command ran, and connected again to count it.
+    assert_eq!(run(&["--key", "api", "-n", "1"], 1), (Some(1), 2));
+    assert_eq!(connections.get(), 2);
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
+    assert_eq!(connections.get(), 1);
+    let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+    assert_eq!(f, "");
+    // Settled again: the admission alone, and the hash as it was.
+    let settled = hash();
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
+    assert_eq!(hash(), settled);
+    // A retry took a token: the next success is recorded, and adds its tenth. The server's
+    // clock runs on meanwhile, and gives back a thousandth of a token every `REFILL_MS` after
+    // `a` (the default refill, a token a minute), as much as its clock allowed between before
+    // and after the run: what came back is counted out of `m`, then `m` is exact.
+    let off = ["--key", "api", "--breaker-failures", "0", "-d", "1ms"];
+    let m = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("m")) };
+    let a = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("a")) };
+    let before = server_ms(&server);
+    assert_eq!(run(&with(&off, &["-n", "2"]), 1).0, Some(1));
+    let after = server_ms(&server);
+    let (taken, taken_at) = (m(()), a(()));
+    // The full bucket gave one token, at a time within the run, which `a` then was; whatever
+    // came back since moved `a` on by REFILL_MS a thousandth.
+    let back = taken.checked_sub(9000).expect("a token taken, no more");
+    let took = taken_at - back * REFILL_MS;
+    assert!(
+        (before..=after).contains(&took),
+        "m {taken} a {taken_at}: a token taken at {took}, not during the run ({before}..={after})"
+    );
+    let before = server_ms(&server);
+    assert_eq!(run(&off, 0), (Some(0), 2));
+    let after = server_ms(&server);
+    let (now, now_at) = (m(()), a(()));
+    let back = (now_at - taken_at) / REFILL_MS;
+    assert_eq!(
+        (now_at - taken_at) % REFILL_MS,
+        0,
+        "a {taken_at} then {now_at}"
+    );
+    assert!(
+        (before.saturating_sub(taken_at) / REFILL_MS..=(after - taken_at) / REFILL_MS)
+            .contains(&back),
+        "{back} thousandths back from {taken_at}, not what {before}..={after} gives"
+    );
+    assert_eq!(
+        now - back,
+        taken + 100,
+        "m {taken} then {now}, {back} of it come back"
+    );
+    // An open breaker whose time is up: the probe's success is recorded, and closes it.
+    server.query::<i64>(
+        ::redis::cmd("HSET")
+            .arg("retry:api")
+            .arg(&["s", "open", "u", "0", "o", "1000", "m", "10000"]),
+    );
+    assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
+    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    assert_eq!(state, "closed");
+}
+
+#[test]
+fn a_key_expires_after_a_week_without_use() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 3);
+    let ttl: i64 = server.query(::redis::cmd("PTTL").arg("retry:api"));
+    let week = 7 * 24 * 3600 * 1000;
+    assert!(ttl > week - 60_000 && ttl <= week, "{ttl}");
+}

@@ -1,0 +1,156 @@
+//! Where a report is written: through a symlink, into a FIFO or a device, or nowhere (a report
+//! that cannot be written is named, and changes no exit status).
+
+use super::*;
+
+/// Runs `retry --summary PATH -- true`; returns its output.
+fn summary_to(path: &Path) -> Output {
+    retry()
+        .arg("--summary")
+        .arg(path)
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retry")
+}
+
+#[test]
+fn a_summary_through_a_symlink_updates_its_target_and_keeps_the_link() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("real.json");
+    fs::write(&target, "old").expect("write the target");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).expect("symlink");
+    let out = summary_to(&link);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        fs::symlink_metadata(&link).expect("link").is_symlink(),
+        "the link was replaced"
+    );
+    let json = fs::read_to_string(&target).expect("the target");
+    assert!(json.starts_with("{\"name\":\"true\""), "{json}");
+    // A link to a file that does not exist yet creates it.
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink("new.json", &dangling).expect("symlink");
+    assert_eq!(summary_to(&dangling).status.code(), Some(0));
+    assert!(fs::symlink_metadata(&dangling).expect("link").is_symlink());
+    assert!(
+        fs::read_to_string(dir.path().join("new.json")).is_ok_and(|j| j.contains("\"exit\":0"))
+    );
+}
+
+#[test]
+fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    // Nobody reads it: refused at once, with a message, and the run's status stands.
+    let out = summary_to(&fifo);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the --summary file"),
+        "{stderr}"
+    );
+    assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
+    // A reader: it gets the summary.
+    let mut reader = File::options()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the fifo");
+    let out = summary_to(&fifo);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
+    let mut json = String::new();
+    reader.read_to_string(&mut json).expect("read the fifo");
+    assert!(json.contains("\"outcome\":\"success\""), "{json}");
+}
+
+#[test]
+fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
+    let Some(_) = dev_full() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("full");
+    std::os::unix::fs::symlink("/dev/full", &link).expect("symlink");
+    let out = summary_to(&link);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(fs::symlink_metadata(&link).expect("link").is_symlink());
+    // A device node of its own, where this process may make one (root): never replaced.
+    let node = dir.path().join("null");
+    let made = nix::sys::stat::mknod(
+        &node,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    );
+    if let Err(e) = made {
+        eprintln!("SKIPPED the device-node case: cannot mknod here ({e}); it needs root");
+        return;
+    }
+    for flag in ["--summary", "--metrics"] {
+        let out = retry()
+            .arg(flag)
+            .arg(&node)
+            .args(["--", "true"])
+            .output()
+            .expect("run retry");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            fs::metadata(&node)
+                .expect("node")
+                .file_type()
+                .is_char_device(),
+            "{flag} replaced the device node"
+        );
+    }
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_named_without_a_temporary_file() {
+    let r = run(&[
+        "--metrics",
+        "/nonexistent/retry-tests/job.prom",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let line = r.stderr.trim_end();
+    assert!(line.starts_with("retry: error: "), "{line}");
+    assert!(
+        line.contains(": /nonexistent/retry-tests/job.prom; "),
+        "{line}"
+    );
+    assert!(
+        !line.contains(".retry-"),
+        "no temporary file's name: {line}"
+    );
+}
+
+#[test]
+fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
+    let r = run(&[
+        "-qq",
+        "--summary",
+        "/nonexistent/retry-tests/s.json",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    assert_eq!(r.stderr, "", "-qq prints nothing");
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("retry.log");
+    let r = run(&[
+        "--log-file",
+        &path_arg(&log),
+        "--summary",
+        "/nonexistent/retry-tests/s.json",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.stderr, "", "the log file takes it");
+    let logged = fs::read_to_string(&log).expect("log file");
+    assert!(logged.contains("--summary"), "{logged}");
+}

@@ -1,0 +1,310 @@
+//! `--metrics`: the Prometheus text metrics, parsed back by a small parser of the text format,
+//! across runs, overlapping runs included.
+
+use super::*;
+
+/// A temp folder with a metrics file path in it.
+fn metrics_dir() -> (TempDir, PathBuf) {
+    let dir = TempDir::new().expect("temp dir");
+    let file = dir.path().join("job.prom");
+    (dir, file)
+}
+
+/// Runs retry writing metrics to `file`, named `job`, with these arguments after.
+fn run_metrics(file: &Path, job: &str, args: &[&str]) -> Run {
+    let file = path_arg(file);
+    let mut all = vec!["--metrics", &file, "--name", job, "-d", "0"];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+const FAIL_3: &[&str] = &["-n", "3", "--", "sh", "-c", "exit 3"];
+const SUCCEED_ON_2: &[&str] = &["-n", "5", "--", "sh", "-c", r#"[ "$RETRY_ATTEMPT" = 2 ]"#];
+
+const METRICS: [(&str, &str); 9] = [
+    ("retry_runs_total", "counter"),
+    ("retry_attempts_total", "counter"),
+    ("retry_failed_attempts_total", "counter"),
+    ("retry_last_outcome", "gauge"),
+    ("retry_last_attempts", "gauge"),
+    ("retry_last_exit_status", "gauge"),
+    ("retry_last_duration_seconds", "gauge"),
+    ("retry_last_run_timestamp_seconds", "gauge"),
+    ("retry_last_success_timestamp_seconds", "gauge"),
+];
+
+#[test]
+fn metrics_after_one_failing_run() {
+    let (_dir, file) = metrics_dir();
+    let before = now_secs();
+    let r = run_metrics(&file, "job", FAIL_3);
+    let after = now_secs();
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    let m = Metrics::read(&file);
+    for (metric, kind) in METRICS {
+        assert_eq!(
+            m.types.get(metric).map(String::as_str),
+            Some(kind),
+            "{metric}"
+        );
+        assert!(
+            m.text.contains(&format!("# HELP {metric} ")),
+            "{metric}:\n{}",
+            m.text
+        );
+    }
+    assert_eq!(m.types.len(), METRICS.len(), "{:?}", m.types);
+    assert_eq!(m.get("retry_runs_total", "job", Some("failure")), 1.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("success")), 0.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("cancelled")), 0.0);
+    assert_eq!(m.get("retry_attempts_total", "job", None), 3.0);
+    assert_eq!(m.get("retry_failed_attempts_total", "job", None), 3.0);
+    assert_eq!(m.get("retry_last_outcome", "job", Some("failure")), 1.0);
+    assert_eq!(m.get("retry_last_outcome", "job", Some("success")), 0.0);
+    assert_eq!(m.get("retry_last_outcome", "job", Some("cancelled")), 0.0);
+    assert_eq!(m.get("retry_last_attempts", "job", None), 3.0);
+    assert_eq!(m.get("retry_last_exit_status", "job", None), 3.0);
+    let duration = m.get("retry_last_duration_seconds", "job", None);
+    assert!((0.0..10.0).contains(&duration), "{duration}");
+    let ran = m.get("retry_last_run_timestamp_seconds", "job", None);
+    assert!(
+        ran >= before.floor() && ran <= after.ceil(),
+        "{before} <= {ran} <= {after}"
+    );
+    assert_eq!(
+        m.get("retry_last_success_timestamp_seconds", "job", None),
+        0.0,
+        "never succeeded"
+    );
+    assert_eq!(m.get("retry_runs_total", "job", Some("refused")), 0.0);
+    assert_eq!(m.samples.len(), 4 + 1 + 1 + 4 + 5, "{}", m.text);
+    let mode = fs::metadata(&file).expect("metadata").permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
+}
+
+#[test]
+fn counters_accumulate_over_runs() {
+    let (_dir, file) = metrics_dir();
+    let r = run_metrics(&file, "job", FAIL_3);
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    let before = now_secs();
+    let r = run_metrics(&file, "job", SUCCEED_ON_2);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let m = Metrics::read(&file);
+    assert_eq!(m.get("retry_runs_total", "job", Some("failure")), 1.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("success")), 1.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("cancelled")), 0.0);
+    assert_eq!(m.get("retry_attempts_total", "job", None), 3.0 + 2.0);
+    assert_eq!(
+        m.get("retry_failed_attempts_total", "job", None),
+        3.0 + 1.0,
+        "the successful run's last attempt did not fail"
+    );
+    assert_eq!(m.get("retry_last_outcome", "job", Some("success")), 1.0);
+    assert_eq!(m.get("retry_last_outcome", "job", Some("failure")), 0.0);
+    assert_eq!(m.get("retry_last_attempts", "job", None), 2.0);
+    assert_eq!(m.get("retry_last_exit_status", "job", None), 0.0);
+    let success = m.get("retry_last_success_timestamp_seconds", "job", None);
+    assert!(success >= before.floor(), "{success} >= {before}");
+    assert_eq!(
+        success,
+        m.get("retry_last_run_timestamp_seconds", "job", None)
+    );
+
+    // A third run, successful at once.
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let m = Metrics::read(&file);
+    assert_eq!(m.get("retry_runs_total", "job", Some("success")), 2.0);
+    assert_eq!(m.get("retry_attempts_total", "job", None), 6.0);
+    assert_eq!(m.get("retry_failed_attempts_total", "job", None), 4.0);
+}
+
+#[test]
+fn the_last_success_time_is_kept_after_a_failure() {
+    let (_dir, file) = metrics_dir();
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let first = Metrics::read(&file);
+    let success = first.get("retry_last_success_timestamp_seconds", "job", None);
+    assert!(success > 0.0);
+    let r = run_metrics(&file, "job", FAIL_3);
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    let m = Metrics::read(&file);
+    assert_eq!(
+        m.get("retry_last_success_timestamp_seconds", "job", None),
+        success,
+        "kept from the previous file"
+    );
+    assert!(m.get("retry_last_run_timestamp_seconds", "job", None) >= success);
+    assert_eq!(m.get("retry_last_outcome", "job", Some("failure")), 1.0);
+    assert_eq!(m.get("retry_last_exit_status", "job", None), 3.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("success")), 1.0);
+    assert_eq!(m.get("retry_runs_total", "job", Some("failure")), 1.0);
+}
+
+#[test]
+fn the_metrics_file_is_replaced_by_a_new_file_with_no_temporary_file_left() {
+    let (dir, file) = metrics_dir();
+    let r = run_metrics(&file, "job", FAIL_3);
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    let first = fs::metadata(&file).expect("metadata").ino();
+    // A reader holding the old file keeps reading the old contents, whole.
+    let held = fs::File::open(&file).expect("open the old file");
+    let old_text = fs::read_to_string(&file).expect("old text");
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    let second = fs::metadata(&file).expect("metadata").ino();
+    assert_ne!(first, second, "renamed into place, not rewritten in place");
+    let mut still = String::new();
+    std::io::Read::read_to_string(&mut &held, &mut still).expect("read the old file");
+    assert_eq!(still, old_text);
+    assert_eq!(
+        listing(dir.path()),
+        ["job.prom", "job.prom.lock"],
+        "no .retry-* file is left; the lock's sidecar stays"
+    );
+    let mode = fs::metadata(&file).expect("metadata").permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
+}
+
+#[test]
+fn a_name_with_a_quote_a_backslash_or_a_newline_is_escaped() {
+    let (_dir, file) = metrics_dir();
+    let job = "back\\slash \"quoted\"\nnext line";
+    for _ in 0..2 {
+        let r = run_metrics(&file, job, FAIL_3);
+        assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    }
+    let m = Metrics::read(&file);
+    assert!(
+        m.text
+            .contains(r#"retry_last_attempts{name="back\\slash \"quoted\"\nnext line"} 3"#),
+        "{}",
+        m.text
+    );
+    assert_eq!(
+        m.text.lines().count(),
+        9 * 2 + 15,
+        "no raw newline:\n{}",
+        m.text
+    );
+    // Read back through the escapes, and the counters found again in the previous file.
+    assert_eq!(m.get("retry_runs_total", job, Some("failure")), 2.0);
+    assert_eq!(m.get("retry_attempts_total", job, None), 6.0);
+}
+
+#[test]
+fn the_default_name_label_is_the_commands_file_name() {
+    let (_dir, file) = metrics_dir();
+    let r = run(&["--metrics", &path_arg(&file), "-n", "1", "--", "/bin/false"]);
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
+    let m = Metrics::read(&file);
+    assert_eq!(m.get("retry_runs_total", "false", Some("failure")), 1.0);
+}
+
+#[test]
+fn metrics_that_cannot_be_written_are_logged_and_the_exit_status_stands() {
+    let dir = TempDir::new().expect("temp dir");
+    let file = dir.path().join("no-such-dir").join("job.prom");
+    let r = run_metrics(&file, "job", FAIL_3);
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retry: error: cannot write the --metrics file"),
+        "{}",
+        r.stderr
+    );
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retry: error: cannot write the --metrics file"),
+        "{}",
+        r.stderr
+    );
+    assert!(!file.exists());
+    // Both reports asked for: the one that can be written still is.
+    let summary = dir.path().join("summary.json");
+    let r = run(&[
+        "--metrics",
+        &path_arg(&file),
+        "--summary",
+        &path_arg(&summary),
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    assert_eq!(read_summary(&summary)["outcome"], "success");
+}
+
+#[test]
+fn promtool_accepts_the_metrics_when_it_is_installed() {
+    let (_dir, file) = metrics_dir();
+    let r = run_metrics(&file, "job \"x\"", FAIL_3);
+    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    let checked = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(fs::File::open(&file).expect("open metrics"))
+        .output();
+    match checked {
+        Ok(out) => assert!(
+            out.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => eprintln!("promtool not run ({e}); the parser above checked the format"),
+    }
+}
+
+/// Runs `count` retries at once, each with the metrics file and the name `name(i)`.
+fn at_once(count: usize, metrics: &Path, name: impl Fn(usize) -> String) {
+    let mut children: Vec<_> = (0..count)
+        .map(|i| {
+            retry()
+                .arg("--metrics")
+                .arg(metrics)
+                .args(["--name", &name(i), "--", "true"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start retry")
+        })
+        .collect();
+    for child in &mut children {
+        let err = Lines::of(child.stderr.take().expect("stderr"));
+        assert!(wait(child).success());
+        assert_eq!(err.rest(), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn overlapping_runs_writing_one_metrics_file_lose_no_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let metrics = dir.path().join("job.prom");
+    at_once(50, &metrics, |_| "job".to_string());
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    assert!(
+        text.contains("retry_runs_total{name=\"job\",outcome=\"success\"} 50\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_attempts_total{name=\"job\"} 50\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn overlapping_runs_with_their_own_names_in_one_metrics_file_lose_no_name() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let metrics = dir.path().join("jobs.prom");
+    at_once(50, &metrics, |i| format!("job{i}"));
+    let text = fs::read_to_string(&metrics).expect("metrics");
+    for i in 0..50 {
+        let line = format!("retry_runs_total{{name=\"job{i}\",outcome=\"success\"}} 1\n");
+        assert!(text.contains(&line), "job{i} is missing:\n{text}");
+    }
+    // Each family is declared once, its samples together.
+    assert_eq!(text.matches("# TYPE retry_runs_total counter").count(), 1);
+}

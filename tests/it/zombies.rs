@@ -1,0 +1,143 @@
+//! Processes an attempt or a hook leaves behind when its first process dies become zombies of
+//! whoever adopts orphans. In a container started without an init, that is a PID 1 that never
+//! reaps them. This test process plays that PID 1: it is a child subreaper, so the orphans of
+//! the retry it starts are reparented to it, and it never waits for them. A process group that
+//! holds only zombies must count as gone.
+//!
+//! The subreaper setting is on a whole process, and this test binary runs every area's tests in
+//! threads of one process: so each test here runs again in a process of its own (this binary,
+//! given the test's own name), which becomes the reaper; nothing in it reaps with
+//! `waitpid(-1)`, so each zombie stays. The other areas' orphans are never reparented to it.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::support::{retry, start, wait};
+
+/// Makes this process the reaper of its descendants' orphans, and never reap them.
+fn become_a_reaper_that_never_reaps() {
+    nix::sys::prctl::set_child_subreaper(true).expect("PR_SET_CHILD_SUBREAPER");
+}
+
+/// Set in the process of its own that a test here runs in.
+const ALONE: &str = "RETRY_TEST_ZOMBIES_ALONE";
+
+/// Runs the test `name` of this module as the reaper that never reaps: in this process when it
+/// is the test's own (`ALONE` set), else by starting this test binary again for that one test
+/// and asserting that it ran and passed.
+fn as_a_reaper_that_never_reaps(name: &str, test: impl FnOnce()) {
+    if std::env::var_os(ALONE).is_some() {
+        become_a_reaper_that_never_reaps();
+        test();
+        return;
+    }
+    let module = module_path!()
+        .split_once("::")
+        .map_or(module_path!(), |(_, m)| m);
+    let exact = format!("{module}::{name}");
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            exact.as_str(),
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(ALONE, "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the test in a process of its own");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.contains("test result: ok. 1 passed"),
+        "{exact}, in a process of its own: {:?}\n{said}",
+        out.status
+    );
+}
+
+/// Well under the 10 s of the default `--kill-after`, which a zombie group used to wait out.
+const PROMPT: Duration = Duration::from_secs(7);
+
+#[test]
+fn max_time_ends_a_run_whose_command_leaves_only_zombies_without_waiting_for_kill_after() {
+    as_a_reaper_that_never_reaps(
+        "max_time_ends_a_run_whose_command_leaves_only_zombies_without_waiting_for_kill_after",
+        || {
+            let started = Instant::now();
+            let out = retry()
+                .args(["--max-time", "1s", "--", "sh", "-c", "sleep 30 & sleep 30"])
+                .stdin(Stdio::null())
+                .output()
+                .expect("run retry");
+            let took = started.elapsed();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(124), "{stderr}");
+            assert!(took < PROMPT, "took {took:?}: {stderr}");
+            assert!(
+                !stderr.contains("outlived"),
+                "no SIGKILL was needed: {stderr}"
+            );
+        },
+    );
+}
+
+#[test]
+fn sigterm_ends_a_run_whose_command_leaves_only_zombies_at_once() {
+    as_a_reaper_that_never_reaps(
+        "sigterm_ends_a_run_whose_command_leaves_only_zombies_at_once",
+        || {
+            let (mut child, out, err) =
+                start(&["--", "sh", "-c", "sleep 30 & sleep 30 & echo ready; wait"]);
+            out.until("ready");
+            let sent = Instant::now();
+            kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
+            let status = wait(&mut child);
+            let took = sent.elapsed();
+            let lines = err.rest();
+            assert!(!status.success());
+            assert!(took < PROMPT, "took {took:?}: {lines:?}");
+            assert!(
+                !lines.iter().any(|l| l.contains("outlived")),
+                "no SIGKILL was needed: {lines:?}"
+            );
+        },
+    );
+}
+
+#[test]
+fn a_hook_whose_background_child_becomes_a_zombie_does_not_hold_the_run() {
+    as_a_reaper_that_never_reaps(
+        "a_hook_whose_background_child_becomes_a_zombie_does_not_hold_the_run",
+        || {
+            let started = Instant::now();
+            let (mut child, _out, err) = start(&[
+                "-n",
+                "2",
+                "-d",
+                "0",
+                "--hook-timeout",
+                "1s",
+                "--on-retry",
+                "sleep 30 & sleep 30",
+                "--",
+                "false",
+            ]);
+            let status = wait(&mut child);
+            let took = started.elapsed();
+            let lines = err.rest();
+            assert_eq!(status.code(), Some(1), "{lines:?}");
+            assert!(took < PROMPT, "took {took:?}: {lines:?}");
+            assert!(
+                lines.iter().any(|l| l.contains("--on-retry hook failed")),
+                "{lines:?}"
+            );
+        },
+    );
+}
