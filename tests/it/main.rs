@@ -6,6 +6,10 @@
 //! Every test has its own temporary directory, server and port: they run in parallel threads
 //! of this one process. Shared helpers are in `support`.
 
+// A test may unwrap: a failure there is the test failing, with its place (clippy.toml allows
+// it in #[test] functions; this allows it in the helpers too).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod cli;
