@@ -12,6 +12,8 @@ mod gate;
 mod group;
 mod hint_dir;
 mod hooks;
+#[cfg(test)]
+mod keyed_tests;
 mod output;
 mod process;
 mod signals;

@@ -1,0 +1,214 @@
+//! The loop's tests with a key: its breaker, budget and adaptive delay, in a world with a fake
+//! clock and an in-memory store.
+
+use super::fake::*;
+use crate::exit::Exit;
+use crate::policy::adaptive::{self, Adaptive, History};
+use crate::policy::breaker::Attempt;
+use crate::policy::shared::{Admit, After, Refusal, SharedSettings, Ticket};
+use crate::report::summary::{Outcome, RefusedBy};
+use crate::state::memory::MemoryStore;
+use crate::state::{self, Reply, Store};
+
+const KEY: [&str; 4] = ["--key", "api", "--breaker-failures", "2"];
+
+fn keyed<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    KEY.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn an_open_breaker_refuses_the_run_with_75_and_starts_nothing() {
+    let store = MemoryStore::default();
+    let r = run_shared(
+        &keyed(&["-n", "5", "--jitter", "none"]),
+        Fake::new([exits(1, 10); 2]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 2, "stopped at its next retry");
+    assert!(r.log.contains("the breaker opened for"), "{}", r.log);
+    assert!(
+        r.log
+            .contains("not retried: the breaker for key 'api' is open")
+    );
+    let r = run_shared(&keyed(&[]), Fake::new([]), Some(Box::new(store.clone())));
+    assert_eq!(r.exit, Exit::Code(75));
+    assert!(r.world.envs.is_empty(), "nothing ran");
+    assert_eq!(r.summary.outcome, Outcome::Refused);
+    assert_eq!(
+        r.summary.key.as_ref().and_then(|k| k.refused),
+        Some(RefusedBy::Breaker)
+    );
+    // Once the open time is over, one run probes and its success closes the breaker.
+    store.now.set(store.now.get() + 60_000);
+    let r = run_shared(
+        &keyed(&[]),
+        Fake::new([exits(0, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert!(
+        r.log.contains("this run probes with one attempt"),
+        "{}",
+        r.log
+    );
+    assert!(r.log.contains("the breaker closed"), "{}", r.log);
+    assert_eq!(store.state().map(|s| s.breaker.name()), Some("closed"));
+}
+
+#[test]
+fn the_adaptive_delay_learns_from_the_outcomes_of_the_runs_on_the_key() {
+    let args = [
+        "--key",
+        "api",
+        "--backoff",
+        "adaptive",
+        "--jitter",
+        "none",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+        "-n",
+        "2",
+    ];
+    // Ten runs a second apart: one key where they succeed, one where they fail.
+    let keys = [(MemoryStore::default(), 0), (MemoryStore::default(), 1)];
+    for (store, status) in &keys {
+        for t in 0..10 {
+            store.now.set(t * 1000);
+            let script = [exits(*status, 10), exits(*status, 10)];
+            run_shared(&args, Fake::new(script), Some(Box::new(store.clone())));
+        }
+        store.now.set(10_000);
+    }
+    let first_delay = |store: &MemoryStore| {
+        let r = run_shared(
+            &args,
+            Fake::new([exits(1, 10), exits(0, 10)]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+        r.world.slept[0]
+    };
+    let (healthy, failing) = (first_delay(&keys[0].0), first_delay(&keys[1].0));
+    assert!(healthy < failing, "{healthy:?} vs {failing:?}");
+    // Each is what the rule makes of the key's history, this run's failure included.
+    let kept = keys[0].0.state().expect("a state").history;
+    assert_eq!(
+        kept.outcomes().count(),
+        12,
+        "ten successes, then a failure and a success"
+    );
+    // The store's clock stood still; the run's moved on by the 10 ms attempt.
+    let mut before = History::default();
+    for o in kept.outcomes().take(10) {
+        before.record(o.at, o.success);
+    }
+    before.record(10_010, false);
+    let p = crate::setup::from_flags(&args).expect("a valid policy");
+    let mut rule = Adaptive::new(adaptive::RULE, &p.backoff);
+    let expected = rule.next(&p.backoff, 1, &before.estimate(10_010, p.backoff.delay));
+    assert_eq!(healthy, expected);
+    assert_ne!(healthy, p.backoff.base(1), "not the exponential delay");
+}
+
+#[test]
+fn a_failed_probe_makes_one_attempt_only() {
+    let store = MemoryStore::default();
+    run_shared(
+        &keyed(&["-n", "2"]),
+        Fake::new([exits(1, 10); 2]),
+        Some(Box::new(store.clone())),
+    );
+    store.now.set(60_000);
+    let r = run_shared(
+        &keyed(&["-n", "5"]),
+        Fake::new([exits(1, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(1));
+    assert_eq!(r.world.envs.len(), 1);
+    assert!(r.log.contains("the probe failed"), "{}", r.log);
+}
+
+#[test]
+fn a_spent_budget_ends_the_run_with_its_last_status() {
+    let store = MemoryStore::default();
+    let args = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "2",
+        "-n",
+        "9",
+    ];
+    let r = run_shared(
+        &args,
+        Fake::new([exits(3, 10); 3]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(3));
+    assert_eq!(r.world.envs.len(), 3, "two tokens, two retries");
+    assert!(
+        r.log.contains("the retry budget for key 'api' is spent"),
+        "{}",
+        r.log
+    );
+    assert_eq!(
+        r.summary.key.as_ref().and_then(|k| k.refused),
+        Some(RefusedBy::Budget)
+    );
+    assert_eq!(r.summary.key.as_ref().map(|k| k.seen.tokens), Some(0.0));
+}
+
+/// A store that cannot be reached.
+struct Broken;
+
+impl Store for Broken {
+    fn admit(&mut self, _: &SharedSettings) -> Result<Reply<Admit>, state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn after_attempt(
+        &mut self,
+        _: &SharedSettings,
+        _: Ticket,
+        _: Attempt,
+        _: bool,
+        _: f64,
+    ) -> Result<Reply<After>, state::Error> {
+        panic!("a store that failed once is not asked again")
+    }
+    fn before_retry(
+        &mut self,
+        _: &SharedSettings,
+        _: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+        panic!("a store that failed once is not asked again")
+    }
+    fn view(&mut self, _: &SharedSettings) -> Result<Reply<()>, state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn reset(&mut self) -> Result<(), state::Error> {
+        Err(state::Error::NoDirectory)
+    }
+    fn describe(&self) -> String {
+        "broken".into()
+    }
+}
+
+#[test]
+fn a_state_error_is_one_warning_and_the_run_goes_on_as_without_a_key() {
+    let r = run_shared(
+        &keyed(&["-n", "4", "--jitter", "none"]),
+        Fake::new([exits(1, 10), exits(1, 10), exits(1, 10), exits(0, 10)]),
+        Some(Box::new(Broken)),
+    );
+    assert_eq!(r.exit, Exit::Code(0));
+    assert_eq!(r.world.slept, [ms(1000), ms(2000), ms(4000)]);
+    assert_eq!(r.log.matches("warning").count(), 1, "{}", r.log);
+    assert!(r.log.contains("going on without its breaker and budget"));
+    assert!(r.summary.key.is_none());
+}
