@@ -10,7 +10,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
-use super::escalation::STRAGGLER_POLL;
+use super::escalation::{Escalation, STRAGGLER_POLL};
 use super::group::group_alive;
 use super::signals::Signals;
 use crate::env;
@@ -22,7 +22,8 @@ const GRACE: Duration = Duration::from_secs(1);
 /// Runs `command` through `sh -c` with `vars` added to the environment, in a process group of
 /// its own, stdout to retry's stderr (stdout belongs to the command being retried). After
 /// `timeout`, or as soon as a signal that cancels the run arrives (left pending for the loop),
-/// the group gets SIGTERM, and a second later SIGKILL if anything of it is left.
+/// the group gets SIGTERM, and a second later SIGKILL if anything of it is left: the
+/// [`Escalation`] of an attempt, with a grace of its own.
 pub fn run(
     command: &str,
     vars: &[(String, String)],
@@ -44,8 +45,11 @@ pub fn run(
         .map_err(|e| format!("cannot start sh: {e}"))?;
     let group = Pid::from_raw(child.id() as i32);
     let started = Instant::now();
-    let mut stopped: Option<(Instant, String)> = None;
-    let mut killed = false;
+    let mut escalation = Escalation::default();
+    // Why the hook was asked to stop, once it was.
+    let mut stopped: Option<String> = None;
+    // When SIGKILL went to the group: past a grace more, retry waits no longer.
+    let mut killed_at: Option<Duration> = None;
     let mut ended = None;
     loop {
         if ended.is_none() {
@@ -54,17 +58,25 @@ pub fn run(
                 Err(e) => return Err(format!("cannot wait for it: {e}")),
             };
         }
-        let gone = || !group_alive(group);
         match (ended, &stopped) {
             (Some(status), None) => return Ok(status),
-            (Some(_), Some((_, why))) if gone() => return Err(why.clone()),
+            (Some(_), Some(why)) if !group_alive(group) => return Err(why.clone()),
             _ => {}
         }
-        let now = Instant::now();
-        if stopped.is_none() {
+        let now = started.elapsed();
+        if let Some(why) = &stopped {
+            if escalation.due(now) {
+                let _ = killpg(group, Signal::SIGKILL);
+                escalation.killed();
+                killed_at = Some(now);
+            } else if killed_at.is_some_and(|at| now >= at + GRACE) {
+                // SIGKILL ends any process but one stuck in the kernel: wait no longer.
+                return Err(format!("{why}; some of its processes outlived SIGKILL"));
+            }
+        } else {
             let why = if signals.cancel_pending() {
                 Some("stopped: the run was cancelled".to_string())
-            } else if now >= started + timeout {
+            } else if now >= timeout {
                 Some(format!(
                     "timed out after {}",
                     crate::policy::duration::human(timeout)
@@ -74,28 +86,21 @@ pub fn run(
             };
             if let Some(why) = why {
                 let _ = killpg(group, Signal::SIGTERM);
-                stopped = Some((now, why));
-            }
-        } else if let Some((at, why)) = &stopped
-            && now >= *at + GRACE
-        {
-            if !killed {
-                let _ = killpg(group, Signal::SIGKILL);
-                killed = true;
-            } else if now >= *at + GRACE + GRACE {
-                // SIGKILL ends any process but one stuck in the kernel: wait no longer.
-                return Err(format!("{why}; some of its processes outlived SIGKILL"));
+                escalation.ask(now, GRACE);
+                stopped = Some(why);
             }
         }
-        let wake = match &stopped {
-            Some((at, _)) if killed => (*at + GRACE + GRACE).min(now + STRAGGLER_POLL),
-            Some((at, _)) if ended.is_some() => (*at + GRACE).min(now + STRAGGLER_POLL),
-            Some((at, _)) => *at + GRACE,
-            None => started + timeout,
-        };
-        let left = wake
-            .saturating_duration_since(now)
-            .max(Duration::from_millis(1));
+        let wake = [
+            escalation.wake(now, ended.is_some()),
+            killed_at.map(|at| at + GRACE),
+            killed_at.map(|_| now + STRAGGLER_POLL),
+            stopped.is_none().then_some(timeout),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(timeout);
+        let left = wake.saturating_sub(now).max(Duration::from_millis(1));
         let mut fds = [PollFd::new(signals.fd(), PollFlags::POLLIN)];
         // The hook's end (SIGCHLD) or a signal wakes this; EINTR is one of them.
         let _ = ppoll(&mut fds, Some(TimeSpec::from_duration(left)), None);

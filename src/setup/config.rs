@@ -288,10 +288,9 @@ fn setting(
                 "true".into(),
             ])
             .err()
-            .map(|e| usage::describe(&e, name).fix)
-            .filter(|fix| fix.starts_with("did you mean"));
+            .and_then(|e| usage::instead(&e, name));
         let fix = match suggestion {
-            Some(fix) => format!("{fix} Keys are the long flag names"),
+            Some(key) => format!("did you mean {key}? Keys are the long flag names"),
             None => "keys are the long flag names, as attempts or max-time".into(),
         };
         return Err(bad("not a setting", &fix));

@@ -28,6 +28,32 @@ const OTHER_TOOLS: [(&str, &str); 9] = [
     ("retry-max-time", "max-time DUR (as curl --retry-max-time)"),
 ];
 
+/// For an unknown flag: the flag of retry's meant instead, named by `setting`: the one another
+/// retry tool spells so, else clap's suggestion.
+pub fn instead(e: &clap::Error, setting: impl Fn(&str) -> String) -> Option<String> {
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let unknown = text(ContextKind::InvalidArg).unwrap_or_default();
+    let name = unknown.trim_start_matches('-');
+    let name = name.split('=').next().unwrap_or(name);
+    OTHER_TOOLS
+        .iter()
+        .find(|(other, _)| *other == name)
+        .map(|(_, ours)| setting(&format!("--{ours}")))
+        .or_else(|| {
+            // "--delay <DUR>" → the flag's name alone.
+            let suggested = text(ContextKind::SuggestedArg)?;
+            Some(setting(
+                suggested.split_whitespace().next().unwrap_or_default(),
+            ))
+        })
+}
+
 /// What is wrong with the command line, as [`BadValue`]. Flags are named as `--name`;
 /// `setting` names them otherwise (a config file names its keys without dashes).
 pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
@@ -71,14 +97,7 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
         ),
         ErrorKind::UnknownArgument => {
             let unknown = get(ContextKind::InvalidArg).unwrap_or_default();
-            let name = unknown.trim_start_matches('-');
-            let name = name.split('=').next().unwrap_or(name);
-            let instead = OTHER_TOOLS
-                .iter()
-                .find(|(other, _)| *other == name)
-                .map(|(_, ours)| setting(&format!("--{ours}")))
-                .or_else(|| get(ContextKind::SuggestedArg).map(flag));
-            let fix = match instead {
+            let fix = match instead(e, &setting) {
                 Some(ours) => format!("did you mean {ours}?"),
                 None => "see retry --help; an argument meant for the command goes after --, \
                          as retry -n 3 -- COMMAND --its-flag"
