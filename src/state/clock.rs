@@ -51,6 +51,22 @@ impl Clock {
         }
     }
 
+    /// How to bring times saved under `then` onto this clock's timeline, as `(from, to)` for
+    /// [`KeyState::shift`](crate::policy::shared::KeyState::shift): the moment `from` then is
+    /// `to` now. Across a reboot the wall clock says how much time passed, all of it: a moment
+    /// that fell before this boot is moved back by the whole time, not stopped at the boot, so
+    /// that an open time which has passed by the wall clock is over.
+    pub fn moved(&self, then: &Clock) -> (u64, u64) {
+        let to = self.place(then);
+        let same_boot = !self.boot_id.is_empty() && self.boot_id == then.boot_id;
+        let passed = self.wall_ms.saturating_sub(then.wall_ms);
+        if same_boot || passed <= self.boot_ms {
+            (then.boot_ms, to)
+        } else {
+            (then.boot_ms.saturating_add(passed - self.boot_ms), 0)
+        }
+    }
+
     /// Where a moment saved as `then` falls on this clock's timeline: exactly, by the boot
     /// clock, in the same boot; else by the wall clock, never before the saved moment.
     pub fn place(&self, then: &Clock) -> u64 {
@@ -87,6 +103,23 @@ mod tests {
         assert_eq!(now.place(&clock("a", 80_000, 998_000)), 3_000);
         assert_eq!(now.place(&clock("a", 80_000, 2_000_000)), 5_000);
         assert_eq!(now.place(&clock("a", 80_000, 0)), 0);
+    }
+
+    #[test]
+    fn after_a_reboot_time_before_the_boot_counts_in_full() {
+        // Saved 4 days ago, 1 s into that boot; 10 s into this one.
+        let day = 86_400_000;
+        let now = clock("b", 10_000, 10 * day);
+        let (from, to) = now.moved(&clock("a", 1_000, 6 * day));
+        // A moment saved 3 days after `then` is a day before now: before this boot.
+        assert_eq!(from - to, 1_000 + 4 * day - 10_000);
+        assert!((1_000 + 3 * day).saturating_sub(from - to) < now.boot_ms);
+        // Within the boot, or when less time passed than since this boot, as `place`.
+        assert_eq!(now.moved(&clock("b", 4_000, 0)), (4_000, 4_000));
+        assert_eq!(
+            now.moved(&clock("a", 80_000, 10 * day - 2_000)),
+            (80_000, 8_000)
+        );
     }
 
     #[test]

@@ -74,7 +74,8 @@ impl FileStore {
                     wall_ms: saved.wall_ms,
                 };
                 let mut state = saved.state;
-                state.shift(then.boot_ms, clock.place(&then));
+                let (from, to) = clock.moved(&then);
+                state.shift(from, to);
                 Ok(Ok(Some(state)))
             }
             _ => Ok(Err(())),
@@ -139,11 +140,13 @@ impl Local for FileStore {
         let clock = Clock::now();
         if let Ok(loaded) = self.load(&dir, &clock)? {
             let now = clock.boot_ms;
-            let mut state = loaded.unwrap_or_else(|| KeyState::new(s, now));
+            let read = loaded.unwrap_or_else(|| KeyState::new(s, now));
+            let mut state = read.clone();
             state.clamp(s, now);
-            let before = state.clone();
             let value = op(&mut state, now);
-            if state == before {
+            // What the clamps change is written too: a breaker's open time cut to today's
+            // --breaker-open-max is the one the next run honours, not only this one.
+            if state == read {
                 return Ok(Reply {
                     view: state.view(s, now),
                     value,
@@ -159,11 +162,11 @@ impl Local for FileStore {
             Err(()) => (None, Some(self.move_aside(&dir)?)),
         };
         let now = clock.boot_ms;
-        let mut state = loaded.unwrap_or_else(|| KeyState::new(s, now));
+        let read = loaded.unwrap_or_else(|| KeyState::new(s, now));
+        let mut state = read.clone();
         state.clamp(s, now);
-        let before = state.clone();
         let value = op(&mut state, now);
-        if state != before || warning.is_some() {
+        if state != read || warning.is_some() {
             self.save(&dir, &clock, &state)?;
         }
         Ok(Reply {
@@ -243,5 +246,85 @@ mod tests {
         let name = file_name(&long);
         assert!(name.len() < 160, "{}", name.len());
         assert_ne!(name, file_name(&"x".repeat(401)));
+    }
+
+    use crate::policy::breaker::Breaker;
+    use crate::policy::shared::tests::settings;
+    use crate::policy::shared::{Admit, Refusal};
+
+    const HOUR: u64 = 3_600_000;
+    const DAY: u64 = 24 * HOUR;
+
+    /// A key whose file says its breaker is open until `until`, saved at `then`.
+    fn saved(dir: &Path, then: &Clock, until: u64, open_for: u64) -> FileStore {
+        let store = FileStore::new(Some(dir.to_path_buf()), "k");
+        let mut state = KeyState::new(&settings(), then.boot_ms);
+        state.breaker = Breaker::Open { until, open_for };
+        let saved = Saved {
+            version: VERSION,
+            boot_id: then.boot_id.clone(),
+            boot_ms: then.boot_ms,
+            wall_ms: then.wall_ms,
+            state,
+        };
+        let bytes = serde_json::to_vec(&saved).expect("serialized");
+        fs::write(store.path(dir, "json"), bytes).expect("written");
+        store
+    }
+
+    fn admit(store: &mut FileStore, s: &SharedSettings) -> Reply<Admit> {
+        store
+            .update(s, |state, now| state.admit(s, now))
+            .expect("answered")
+    }
+
+    #[test]
+    fn an_open_time_cut_to_the_open_max_is_kept_for_the_next_run() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let now = Clock::now();
+        let mut store = saved(dir.path(), &now, now.boot_ms + HOUR, HOUR);
+        let mut s = settings();
+        s.breaker.open_max = Duration::from_secs(1);
+        let first = admit(&mut store, &s);
+        let Admit::Refused(Refusal::Open { until }) = first.value else {
+            panic!("still open: {:?}", first.value)
+        };
+        assert!(until <= first.now + 1_000, "cut to the open max");
+        // The next run honours the open time this one announced, rather than a new one.
+        let next = admit(&mut store, &s);
+        match next.value {
+            Admit::Refused(Refusal::Open { until: again }) => assert_eq!(again, until),
+            Admit::Run(_) => assert!(next.now >= until, "let in only once it is over"),
+            other => panic!("{other:?}"),
+        }
+        let kept: Saved =
+            serde_json::from_slice(&fs::read(store.path(dir.path(), "json")).expect("read"))
+                .expect("a state file");
+        assert!(
+            matches!(kept.state.breaker, Breaker::Open { until: u, .. } if u == until),
+            "written as announced: {:?}",
+            kept.state.breaker
+        );
+    }
+
+    #[test]
+    fn after_a_reboot_a_breaker_whose_time_passed_by_the_wall_clock_lets_the_run_in() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let now = Clock::now();
+        // Saved 4 days ago in another boot, open for 3 days from then.
+        let then = Clock {
+            boot_id: "another boot".into(),
+            boot_ms: 1_000,
+            wall_ms: now.wall_ms - 4 * DAY,
+        };
+        let mut store = saved(dir.path(), &then, 1_000 + 3 * DAY, 3 * DAY);
+        let mut s = settings();
+        s.breaker.open_max = Duration::from_secs(7 * 86_400);
+        let reply = admit(&mut store, &s);
+        assert!(
+            matches!(reply.value, Admit::Run(t) if t.probe),
+            "{:?}",
+            reply.value
+        );
     }
 }
