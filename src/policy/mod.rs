@@ -75,7 +75,7 @@ pub struct Policy {
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
     /// The adaptive delay (`--backoff adaptive`, SPEC §11), which needs the key's history.
-    pub adaptive: Option<adaptive::Rule>,
+    pub adaptive: Option<adaptive::Params>,
     /// Whether this retry runs inside another's attempt.
     pub nesting: Nesting,
 }
