@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod codes;
+pub mod defaults;
 pub mod duration;
 pub mod hints;
 pub mod outcome;

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::{BackoffKind, Cli};
-use crate::policy::adaptive;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
@@ -15,15 +14,10 @@ use crate::policy::store::{self, Place, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
     Hooks, HttpRules, LogSettings, Nesting, Policy, StateSettings, UsageError, output_rules,
 };
-
-/// How long a probe holds the breaker's lease without --attempt-timeout.
-const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+use crate::policy::{adaptive, defaults};
 
 /// The placeholder for the attempt's hint file in the command's arguments.
 const HINTS: &str = "{hints}";
-
-/// The cap on a delay when neither the user nor a delay longer than it says otherwise.
-const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
 
 impl TryFrom<Cli> for Policy {
     type Error = UsageError;
@@ -41,7 +35,7 @@ impl TryFrom<Cli> for Policy {
             .max()
             .copied()
             .unwrap_or(cli.delay);
-        let max_delay = cli.max_delay.unwrap_or(DEFAULT_MAX_DELAY.max(asked));
+        let max_delay = cli.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
         // 0 is no limit, as timeout(1) reads it.
         let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
         let adaptive = match cli.backoff {
@@ -89,7 +83,7 @@ impl TryFrom<Cli> for Policy {
             (false, Some(n), _) => Some(n),
             // The parser keeps --retries below u32::MAX.
             (false, None, Some(r)) => Some(r.saturating_add(1)),
-            (false, None, None) => Some(5),
+            (false, None, None) => Some(defaults::ATTEMPTS),
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
         let store = match store_url(cli.state_url.as_deref(), cli.key.is_some())? {
@@ -116,7 +110,7 @@ impl TryFrom<Cli> for Policy {
                     ratio: cli.budget_ratio,
                     refill: cli.budget_refill,
                 },
-                lease: cli.attempt_timeout.unwrap_or(DEFAULT_LEASE),
+                lease: cli.attempt_timeout.unwrap_or(defaults::LEASE),
                 history: adaptive.is_some(),
             },
         });
