@@ -10,6 +10,7 @@ use super::breaker::BreakerSettings;
 use super::budget::BudgetSettings;
 use super::output_rules::MatchStream;
 use super::shared::SharedSettings;
+use super::status::SIGTERM;
 use super::store::FailMode;
 use super::{StdinMode, StdoutMode};
 
@@ -29,8 +30,8 @@ pub const MATCH_STREAM: MatchStream = MatchStream::Both;
 pub const RETRY_ON_HTTP: [i32; 7] = [408, 425, 429, 500, 502, 503, 504];
 /// `--retry-after-max`: the longest wait a Retry-After header can ask for.
 pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(5 * 60);
-/// `--kill-signal`: SIGTERM.
-pub const KILL_SIGNAL: i32 = 15;
+/// `--kill-signal`.
+pub const KILL_SIGNAL: i32 = SIGTERM;
 /// `--kill-after`: from `--kill-signal` to SIGKILL.
 pub const KILL_AFTER: Duration = Duration::from_secs(10);
 /// `--stdin`.

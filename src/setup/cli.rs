@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
 use crate::policy::backoff::Jitter;
-use crate::policy::codes::{self, CodeSet};
+use crate::policy::codes::CodeSet;
 use crate::policy::output_rules::MatchStream;
-use crate::policy::status::signal_name;
+use crate::policy::status::{signal_name, signal_number};
 use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::policy::{defaults, duration};
@@ -653,7 +653,7 @@ fn signal_text(sig: i32) -> String {
 }
 
 fn signal(s: &str) -> Result<i32, BadValue> {
-    codes::signal(s).map(|sig| sig as i32).ok_or_else(|| {
+    signal_number(s).ok_or_else(|| {
         BadValue::new(
             "not a signal",
             s,

@@ -17,6 +17,7 @@ use crate::exit::Exit;
 use crate::policy::outcome::Sources;
 use crate::policy::shared::SharedSettings;
 use crate::policy::{Origin, Origins, Policy};
+use crate::sim::explain::Fleet;
 
 /// What the command line asks for.
 pub struct Setup {
@@ -29,14 +30,6 @@ pub struct Setup {
     pub reset_state: bool,
     /// With `--explain`, simulate a fleet running the policy.
     pub fleet: Option<Fleet>,
-}
-
-/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fleet {
-    pub hosts: u32,
-    pub outage: Duration,
-    pub every: Duration,
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
