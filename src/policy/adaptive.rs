@@ -50,44 +50,29 @@ impl Default for Params {
     }
 }
 
-/// The rule `--backoff adaptive` uses.
+/// The parameters `--backoff adaptive` uses.
 /// The paper's recurrence alone (γ = 1), with β tuned in the simulator's scenario B: over a
 /// grid of α ∈ {0, ½, 0.9}, β ∈ {1, 3, 10, 30} and γ ∈ {½, 1}, the one closest to full
 /// jitter's share of completed tasks at the lowest E[T] (`cargo bench --bench fleet -- tune`).
-pub const RULE: Rule = Rule::Paper(Params {
+pub const RULE: Params = Params {
     alpha: 0.5,
     beta: 30.0,
     gamma: 1.0,
-});
+};
 
-/// Which adaptive rule turns the estimates into a delay.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rule {
-    /// The paper's recurrence, blended with the exponential delay by γ.
-    Paper(Params),
-    /// The exponential delay scaled by the odds of failure, (1 − p_s) / p_s, times `scale`,
-    /// kept within [`lo`, `hi`] times the exponential delay: rare failures are retried soon,
-    /// a key where most attempts fail is given room.
-    Odds { scale: f64, lo: f64, hi: f64 },
-    /// How long the key's failures have lasted: the median time from a failure to the key's
-    /// next success, or how long the current run of failures has lasted if that is longer,
-    /// times `scale` and the exponential growth of retry k; the exponential delay until the
-    /// history knows anything.
-    Recovery { scale: f64, grow: bool },
-}
-
-/// A run's adaptive delay: the rule, and the previous adaptive delay Δt(n).
+/// A run's adaptive delay: the paper's recurrence with its parameters, and the previous
+/// adaptive delay Δt(n).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Adaptive {
-    pub rule: Rule,
+    pub params: Params,
     previous: Duration,
 }
 
 impl Adaptive {
     /// A run's first retry starts from Δt(0) = the base delay.
-    pub fn new(rule: Rule, backoff: &Backoff) -> Adaptive {
+    pub fn new(params: Params, backoff: &Backoff) -> Adaptive {
         Adaptive {
-            rule,
+            params,
             previous: backoff.delay,
         }
     }
@@ -106,35 +91,15 @@ impl Adaptive {
 
     /// The delay before retry `k` from the estimates, capped, before jitter.
     pub fn next(&mut self, backoff: &Backoff, k: u32, e: &Estimates) -> Duration {
-        let exponential = backoff.base(k);
-        match self.rule {
-            Rule::Paper(p) => {
-                let (adaptive, blended) =
-                    next(&p, self.previous, e, exponential, backoff.max_delay);
-                self.previous = adaptive;
-                blended
-            }
-            Rule::Odds { scale, lo, hi } => {
-                let odds = (1.0 - e.p_s) / e.p_s.max(1e-9);
-                let factor = (odds * scale).clamp(lo, hi);
-                Duration::try_from_secs_f64(exponential.as_secs_f64() * factor)
-                    .unwrap_or(backoff.max_delay)
-                    .min(backoff.max_delay)
-            }
-            Rule::Recovery { scale, grow } => {
-                let Some(r) = e.recovery.max(e.streak) else {
-                    return exponential;
-                };
-                let growth = if grow {
-                    exponential.as_secs_f64() / backoff.delay.as_secs_f64().max(1e-9)
-                } else {
-                    1.0
-                };
-                Duration::try_from_secs_f64(r.as_secs_f64() * scale * growth)
-                    .unwrap_or(backoff.max_delay)
-                    .min(backoff.max_delay)
-            }
-        }
+        let (adaptive, blended) = next(
+            &self.params,
+            self.previous,
+            e,
+            backoff.base(k),
+            backoff.max_delay,
+        );
+        self.previous = adaptive;
+        blended
     }
 }
 
@@ -206,31 +171,10 @@ impl History {
         } else {
             1.0 / base.as_secs_f64().max(1e-3)
         };
-        // For each failure followed by a success, how long the key took to recover.
-        let mut recoveries = Vec::new();
-        let mut next_success = None;
-        for o in recent.iter().rev() {
-            if o.success {
-                next_success = Some(o.at);
-            } else if let Some(s) = next_success {
-                recoveries.push(s.saturating_sub(o.at));
-            }
-        }
-        recoveries.sort_unstable();
-        let recovery = (!recoveries.is_empty())
-            .then(|| Duration::from_millis(recoveries[recoveries.len() / 2]));
-        let streak = recent
-            .iter()
-            .rev()
-            .take_while(|o| !o.success)
-            .last()
-            .map(|first| Duration::from_millis(now.saturating_sub(first.at)));
         Estimates {
             p_s,
             lambda,
             attempts: n,
-            recovery,
-            streak,
         }
     }
 }
@@ -244,11 +188,6 @@ pub struct Estimates {
     pub lambda: f64,
     /// Outcomes they rest on.
     pub attempts: usize,
-    /// The median time from a failure to the key's next success.
-    pub recovery: Option<Duration>,
-    /// How long the key has been failing: since the first of the failures since its last
-    /// success.
-    pub streak: Option<Duration>,
 }
 
 /// f(p_s, λ) = (1 − p_s) / λ, in seconds.
@@ -324,8 +263,6 @@ mod tests {
             p_s: 0.1,
             lambda: 1.0,
             attempts: 10,
-            recovery: None,
-            streak: None,
         };
         let healthy = Estimates {
             p_s: 0.9,
@@ -346,8 +283,6 @@ mod tests {
             p_s: 0.0,
             lambda: 0.01,
             attempts: 3,
-            recovery: None,
-            streak: None,
         };
         let cap = Duration::from_secs(30);
         let exponential = Duration::from_secs(4);

@@ -4,9 +4,8 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
 
-use nix::sys::signal::Signal;
-
 use super::BadValue;
+use super::status::signal_number;
 
 /// A set of exit statuses: codes, inclusive ranges and signal names (`1,2,5-7,75,SIGKILL`).
 /// A signal N stands for status 128+N, the number a shell reports for a child it killed.
@@ -122,27 +121,13 @@ fn status(item: &str) -> Result<i32, BadValue> {
             )),
         };
     }
-    signal(item).map(|sig| 128 + sig as i32).ok_or_else(|| {
+    signal_number(item).map(|sig| 128 + sig).ok_or_else(|| {
         BadValue::new(
             "neither an exit status nor a signal name",
             item,
             format!("give statuses (0-{MAX_STATUS}), ranges and signals, as 1,5-7,SIGKILL"),
         )
     })
-}
-
-/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
-pub fn signal(name: &str) -> Option<Signal> {
-    if let Ok(n) = name.parse::<i32>() {
-        return Signal::try_from(n).ok();
-    }
-    let upper = name.to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    Signal::from_str(&full).ok()
 }
 
 impl fmt::Display for CodeSet {
@@ -216,13 +201,5 @@ mod tests {
         let s = set("1,126,100-200");
         assert!(s.names(126) && s.names(1));
         assert!(!s.names(127) && s.contains(127));
-    }
-
-    #[test]
-    fn signal_accepts_names_and_numbers() {
-        assert_eq!(signal("TERM"), Some(Signal::SIGTERM));
-        assert_eq!(signal("sigkill"), Some(Signal::SIGKILL));
-        assert_eq!(signal("9"), Some(Signal::SIGKILL));
-        assert_eq!(signal("BOGUS"), None);
     }
 }

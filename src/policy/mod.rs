@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod codes;
+pub mod defaults;
 pub mod duration;
 pub mod hints;
 pub mod outcome;
@@ -77,7 +78,7 @@ pub struct Policy {
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
     /// The adaptive delay (`--backoff adaptive`), which needs the key's history.
-    pub adaptive: Option<adaptive::Rule>,
+    pub adaptive: Option<adaptive::Params>,
     /// Whether this retry runs inside another's attempt.
     pub nesting: Nesting,
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::Policy;
-use super::adaptive::{Adaptive, Estimates, Rule};
+use super::adaptive::{Adaptive, Estimates, Params};
 use super::backoff::{Backoff, Schedule};
 
 /// What stops a retryable failure from being retried.
@@ -52,7 +52,7 @@ impl<'a> Pacing<'a> {
         backoff: &'a Backoff,
         attempts: Option<u32>,
         max_time: Option<Duration>,
-        adaptive: Option<Rule>,
+        adaptive: Option<Params>,
     ) -> Pacing<'a> {
         Pacing {
             backoff,

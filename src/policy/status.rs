@@ -1,10 +1,71 @@
-//! How one attempt ended: an exit code or a killing signal.
+//! How one attempt ended: an exit code or a killing signal; and the names of signals.
+//!
+//! The names are Linux's, written out (retry runs on Linux only): what nix's `Signal` gives on
+//! the architectures with the common numbering, and glibc's and musl's real-time range. A test
+//! in `run::signals`, where nix may be used, checks every number and name against nix.
 
 use std::borrow::Cow;
 use std::fmt;
-use std::process::ExitStatus;
 
-use nix::sys::signal::Signal;
+#[cfg(not(target_os = "linux"))]
+compile_error!("policy::status names signals as Linux numbers them");
+#[cfg(any(
+    target_arch = "mips",
+    target_arch = "mips32r6",
+    target_arch = "mips64",
+    target_arch = "mips64r6",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+))]
+compile_error!("policy::status names signals by Linux's common numbering, not this architecture's");
+
+/// Linux's signals by number, from 1, as nix's `Signal` names them.
+const NAMES: [&str; 31] = [
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGQUIT: i32 = 3;
+pub const SIGTERM: i32 = 15;
+
+/// The first real-time signal a program may use: the C library keeps the ones below it.
+#[cfg(target_env = "musl")]
+pub const SIGRTMIN: i32 = 35;
+#[cfg(not(target_env = "musl"))]
+pub const SIGRTMIN: i32 = 34;
+/// The last real-time signal.
+pub const SIGRTMAX: i32 = 64;
 
 /// The way a child process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,18 +95,6 @@ impl Status {
     }
 }
 
-impl From<ExitStatus> for Status {
-    fn from(status: ExitStatus) -> Self {
-        use std::os::unix::process::ExitStatusExt;
-        match (status.code(), status.signal()) {
-            (Some(code), _) => Status::Code(code),
-            (None, Some(sig)) => Status::Signal(sig),
-            // Stopped or continued statuses are never reported by a plain wait.
-            (None, None) => Status::Code(status.into_raw()),
-        }
-    }
-}
-
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -60,43 +109,38 @@ impl fmt::Display for Status {
 /// `SIGTERM` for 15, `SIGRTMIN+1` for a real-time signal, `signal 70` for a number this
 /// platform does not have.
 pub fn signal_name(sig: i32) -> Cow<'static, str> {
-    if let Ok(signal) = Signal::try_from(sig) {
-        return Cow::Borrowed(signal.as_str());
+    if let Some(name) = named(sig) {
+        return Cow::Borrowed(name);
     }
-    let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
-    if (min..=max).contains(&sig) {
-        Cow::Owned(format!("SIGRTMIN+{}", sig - min))
+    if (SIGRTMIN..=SIGRTMAX).contains(&sig) {
+        Cow::Owned(format!("SIGRTMIN+{}", sig - SIGRTMIN))
     } else {
         Cow::Owned(format!("signal {sig}"))
     }
 }
 
-/// Signals that stop the retrying when they reach retry; the others are only passed on.
-pub fn cancels(signal: i32) -> bool {
-    [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGQUIT,
-    ]
-    .iter()
-    .any(|s| *s as i32 == signal)
+/// The name of a signal that has one (not a real-time signal).
+fn named(sig: i32) -> Option<&'static str> {
+    let i = usize::try_from(sig.checked_sub(1)?).ok()?;
+    NAMES.get(i).copied()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_signal_has_a_name() {
-        assert_eq!(signal_name(15), "SIGTERM");
-        let min = nix::libc::SIGRTMIN();
-        assert_eq!(signal_name(min), "SIGRTMIN+0");
-        assert_eq!(signal_name(min + 3), "SIGRTMIN+3");
-        assert_eq!(signal_name(200), "signal 200");
-        assert_eq!(
-            Status::Signal(min + 1).to_string(),
-            format!("killed by SIGRTMIN+1 (status {})", 128 + min + 1)
-        );
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`): one that has a name.
+pub fn signal_number(name: &str) -> Option<i32> {
+    if let Ok(n) = name.parse::<i32>() {
+        return named(n).map(|_| n);
     }
+    let upper = name.to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    let i = NAMES.iter().position(|n| *n == full)?;
+    i32::try_from(i + 1).ok()
+}
+
+/// Signals that stop the retrying when they reach retry; the others are only passed on.
+pub fn cancels(signal: i32) -> bool {
+    [SIGINT, SIGTERM, SIGHUP, SIGQUIT].contains(&signal)
 }

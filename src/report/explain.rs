@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use crate::exit::Exit;
-use crate::policy::adaptive::{self, Adaptive, Rule};
+use crate::policy::adaptive::{self, Adaptive, Params};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
 use crate::policy::outcome::NEVER_BETTER;
@@ -116,7 +116,7 @@ fn shared_state(
     out: &mut String,
     st: &StateSettings,
     report: &KeyReport,
-    p_adaptive: Option<Rule>,
+    p_adaptive: Option<Params>,
     backoff: &Backoff,
 ) {
     let s = &st.shared;
@@ -194,16 +194,16 @@ fn shared_state(
     };
     let _ = writeln!(out, "  breaker now      {state}");
     let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
-    if let Some(rule) = p_adaptive {
-        adaptive_now(out, rule, backoff, v, report.now);
+    if let Some(params) = p_adaptive {
+        adaptive_now(out, params, backoff, v, report.now);
     }
 }
 
 /// What the adaptive delay would make of the key's history now: the estimates, and the first
 /// retry's delay if the next attempt fails.
-fn adaptive_now(out: &mut String, rule: Rule, b: &Backoff, v: &View, now: u64) {
+fn adaptive_now(out: &mut String, params: Params, b: &Backoff, v: &View, now: u64) {
     let e = v.history.estimate_after_failure(now, b.delay);
-    let delay = Adaptive::new(rule, b).next(b, 1, &e);
+    let delay = Adaptive::new(params, b).next(b, 1, &e);
     let (lo, hi) = b.spread(delay, Duration::ZERO);
     let seen = e.attempts.saturating_sub(1);
     let _ = writeln!(

@@ -54,7 +54,7 @@ pub fn run(
     loop {
         if ended.is_none() {
             ended = match child.try_wait() {
-                Ok(status) => status.map(Status::from),
+                Ok(status) => status.map(super::process::status_of),
                 Err(e) => return Err(format!("cannot wait for it: {e}")),
             };
         }

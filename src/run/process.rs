@@ -202,7 +202,7 @@ impl Process {
         Some(if got < 0 {
             Status::Code(Exit::FAILURE.status())
         } else {
-            status.into()
+            status_of(status)
         })
     }
 
@@ -507,5 +507,15 @@ impl World for Process {
         let stdout = self.stdout.release(last, &mut self.signals);
         let stderr = self.stderr.release(last, &mut self.signals);
         stdout.and(stderr)
+    }
+}
+
+/// How a child ended, from what wait reported (stopped or continued statuses are never
+/// reported by a plain wait).
+pub fn status_of(status: ExitStatus) -> Status {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Status::Code(code),
+        (None, Some(sig)) => Status::Signal(sig),
+        (None, None) => Status::Code(status.into_raw()),
     }
 }

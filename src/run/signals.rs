@@ -125,3 +125,83 @@ impl Signals {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use nix::sys::signal::Signal;
+
+    use crate::policy::status::{SIGRTMAX, SIGRTMIN, Status, signal_name, signal_number};
+
+    /// The policy's signal names, written out, are nix's: every number, every name.
+    #[test]
+    fn the_policys_signal_table_is_nixs() {
+        for sig in -1..=300 {
+            let nix = match Signal::try_from(sig) {
+                Ok(signal) => signal.as_str().to_string(),
+                Err(_) if (nix::libc::SIGRTMIN()..=nix::libc::SIGRTMAX()).contains(&sig) => {
+                    format!("SIGRTMIN+{}", sig - nix::libc::SIGRTMIN())
+                }
+                Err(_) => format!("signal {sig}"),
+            };
+            assert_eq!(signal_name(sig), nix, "{sig}");
+            let number = sig.to_string();
+            assert_eq!(
+                signal_number(&number),
+                Signal::try_from(sig).ok().map(|s| s as i32),
+                "{sig}"
+            );
+        }
+        assert_eq!(
+            (SIGRTMIN, SIGRTMAX),
+            (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX())
+        );
+        for signal in Signal::iterator() {
+            let name = signal.as_str();
+            assert_eq!(signal_number(name), Some(signal as i32), "{name}");
+            assert_eq!(signal_number(&name[3..]), Some(signal as i32), "{name}");
+            assert_eq!(
+                signal_number(&name.to_ascii_lowercase()),
+                Some(signal as i32),
+                "{name}"
+            );
+        }
+        for cancelling in [
+            Signal::SIGINT,
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+        ] {
+            assert!(crate::policy::status::cancels(cancelling as i32));
+        }
+        let cancelling = Signal::iterator().filter(|s| crate::policy::status::cancels(*s as i32));
+        assert_eq!(cancelling.count(), 4);
+    }
+
+    /// A signal by name or number, as nix has it.
+    fn signal(name: &str) -> Option<Signal> {
+        signal_number(name).and_then(|n| Signal::try_from(n).ok())
+    }
+
+    // From policy::codes, where signal names were parsed with nix.
+    #[test]
+    fn signal_accepts_names_and_numbers() {
+        assert_eq!(signal("TERM"), Some(Signal::SIGTERM));
+        assert_eq!(signal("sigkill"), Some(Signal::SIGKILL));
+        assert_eq!(signal("9"), Some(Signal::SIGKILL));
+        assert_eq!(signal("BOGUS"), None);
+    }
+
+    // From policy::status, where signals were named with nix.
+    #[test]
+    fn every_signal_has_a_name() {
+        assert_eq!(signal_name(15), "SIGTERM");
+        let min = nix::libc::SIGRTMIN();
+        assert_eq!(signal_name(min), "SIGRTMIN+0");
+        assert_eq!(signal_name(min + 3), "SIGRTMIN+3");
+        assert_eq!(signal_name(200), "signal 200");
+        assert_eq!(
+            Status::Signal(min + 1).to_string(),
+            format!("killed by SIGRTMIN+1 (status {})", 128 + min + 1)
+        );
+    }
+}

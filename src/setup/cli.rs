@@ -8,12 +8,22 @@ use std::time::Duration;
 use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
 use crate::policy::backoff::Jitter;
-use crate::policy::codes::{self, CodeSet};
-use crate::policy::duration;
+use crate::policy::codes::CodeSet;
 use crate::policy::output_rules::MatchStream;
+use crate::policy::status::{signal_name, signal_number};
 use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
+use crate::policy::{defaults, duration};
 use crate::setup::presets::{self, Preset};
+
+/// A default of [`defaults`] as `--help` shows it and the parser reads it back, rendered once:
+/// `shown!(defaults::DELAY, duration::human)` is `1s`.
+macro_rules! shown {
+    ($value:expr, $render:expr) => {{
+        static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| $render($value));
+        TEXT.as_str()
+    }};
+}
 
 /// Run a command again until it succeeds, with backoff and jitter.
 ///
@@ -60,8 +70,8 @@ pub struct Cli {
     pub attempt_timeout: Option<Duration>,
 
     /// Base delay before the first retry.
-    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration::parse, default_value = "1s",
-          help_heading = "How long to wait")]
+    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::DELAY, duration::human), help_heading = "How long to wait")]
     pub delay: Duration,
 
     /// How the delay grows from retry to retry.
@@ -74,7 +84,7 @@ pub struct Cli {
         long,
         value_name = "F",
         value_parser = factor,
-        default_value = "2",
+        default_value_t = defaults::FACTOR,
         help_heading = "How long to wait"
     )]
     pub factor: f64,
@@ -91,7 +101,7 @@ pub struct Cli {
     pub delays: Option<Vec<Duration>>,
 
     /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
-    #[arg(short = 'j', long, value_name = "KIND", value_parser = jitter, default_value = "full",
+    #[arg(short = 'j', long, value_name = "KIND", value_parser = jitter, default_value_t = defaults::JITTER,
           help_heading = "How long to wait")]
     pub jitter: Jitter,
 
@@ -128,13 +138,13 @@ pub struct Cli {
     pub fatal_if_output: Vec<regex::bytes::Regex>,
 
     /// The output streams the output rules read.
-    #[arg(long, value_name = "STREAM", value_enum, default_value_t = MatchStream::Both,
+    #[arg(long, value_name = "STREAM", value_enum, default_value_t = defaults::MATCH_STREAM,
           help_heading = "Which results are retried")]
     pub match_stream: MatchStream,
 
     /// HTTP statuses, from a header dump in the hint file, that are retried.
     #[arg(long, value_name = "LIST", value_parser = CodeSet::http,
-          default_value = "408,425,429,500,502,503,504", help_heading = "HTTP and hints")]
+          default_value = shown!(defaults::RETRY_ON_HTTP, list), help_heading = "HTTP and hints")]
     pub retry_on_http: CodeSet,
 
     /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
@@ -142,7 +152,8 @@ pub struct Cli {
     pub fatal_on_http: Option<CodeSet>,
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::RETRY_AFTER_MAX, duration::human),
           help_heading = "HTTP and hints")]
     pub retry_after_max: Duration,
 
@@ -153,24 +164,26 @@ pub struct Cli {
     pub hints: bool,
 
     /// Signal sent to the attempt's process group when it times out.
-    #[arg(long, value_name = "SIG", value_parser = signal, default_value = "TERM",
+    #[arg(long, value_name = "SIG", value_parser = signal,
+          default_value = shown!(defaults::KILL_SIGNAL, signal_text),
           help_heading = "The child process")]
     pub kill_signal: i32,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "10s",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::KILL_AFTER, duration::human),
           help_heading = "The child process")]
     pub kill_after: Duration,
 
     /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
     /// passes a terminal through; replay, pass and null force a mode.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = StdinMode::Auto,
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STDIN,
           help_heading = "The child process")]
     pub stdin: StdinMode,
 
     /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
     /// the run to stdout (retried attempts' output goes to stderr).
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = StdoutMode::Pass,
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STDOUT,
           help_heading = "The child process")]
     pub stdout: StdoutMode,
 
@@ -183,7 +196,7 @@ pub struct Cli {
     pub quiet: u8,
 
     /// Log as text lines or as JSON lines.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text,
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT,
           help_heading = "Logging")]
     pub log_format: LogFormat,
 
@@ -202,7 +215,8 @@ pub struct Cli {
     pub on_giveup: Option<String>,
 
     /// Longest a hook may run before its process group is stopped.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "30s",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::HOOK_TIMEOUT, duration::human),
           help_heading = "Hooks and reports")]
     pub hook_timeout: Duration,
 
@@ -233,24 +247,27 @@ pub struct Cli {
 
     /// Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it
     /// off.
-    #[arg(long, value_name = "N", default_value_t = 5,
+    #[arg(long, value_name = "N", default_value_t = defaults::BREAKER_FAILURES,
           value_parser = breaker_failures,
           help_heading = "Shared state (--key)")]
     pub breaker_failures: u32,
 
     /// Failures older than this do not count towards opening the breaker.
-    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1h",
+    #[arg(long, value_name = "DUR", value_parser = span,
+          default_value = shown!(defaults::BREAKER_WINDOW, duration::human),
           help_heading = "Shared state (--key)")]
     pub breaker_window: Duration,
 
     /// How long the breaker stays open the first time: runs exit 75 without running the
     /// command; then one run probes. Doubles after each failed probe.
-    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1m",
+    #[arg(long, value_name = "DUR", value_parser = span,
+          default_value = shown!(defaults::BREAKER_OPEN, duration::human),
           help_heading = "Shared state (--key)")]
     pub breaker_open: Duration,
 
     /// The longest the breaker stays open.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "15m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::BREAKER_OPEN_MAX, duration::human),
           help_heading = "Shared state (--key)")]
     pub breaker_open_max: Duration,
 
@@ -260,7 +277,7 @@ pub struct Cli {
         long,
         value_name = "N",
         value_parser = tokens,
-        default_value = "10",
+        default_value_t = defaults::BUDGET_BURST,
         help_heading = "Shared state (--key)"
     )]
     pub budget_burst: u32,
@@ -270,13 +287,14 @@ pub struct Cli {
         long,
         value_name = "F",
         value_parser = ratio,
-        default_value = "0.1",
+        default_value_t = defaults::BUDGET_RATIO,
         help_heading = "Shared state (--key)"
     )]
     pub budget_ratio: f64,
 
     /// One token comes back to the budget every DUR, whatever happens.
-    #[arg(long, value_name = "DUR", value_parser = span, default_value = "1m",
+    #[arg(long, value_name = "DUR", value_parser = span,
+          default_value = shown!(defaults::BUDGET_REFILL, duration::human),
           help_heading = "Shared state (--key)")]
     pub budget_refill: Duration,
 
@@ -292,13 +310,14 @@ pub struct Cli {
     pub state_url: Option<String>,
 
     /// The longest a run waits for the --state store, all its calls together.
-    #[arg(long, value_name = "DUR", value_parser = span, default_value = "500ms",
+    #[arg(long, value_name = "DUR", value_parser = span,
+          default_value = shown!(defaults::STATE_TIMEOUT, duration::human),
           help_heading = "Shared state (--key)")]
     pub state_timeout: Duration,
 
     /// When the --state store cannot be reached in time before the command starts: open runs
     /// with this host's local state and warns; closed exits 75 without running the command.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = FailMode::Open,
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STATE_FAIL,
           help_heading = "Shared state (--key)")]
     pub state_fail: FailMode,
 
@@ -328,13 +347,15 @@ pub struct Cli {
     pub fleet: Option<u32>,
 
     /// With --fleet: how long the service is down.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::OUTAGE, duration::human),
           help_heading = "Explain a fleet")]
     pub outage: Duration,
 
     /// With --fleet: how often each process runs the job (a cron interval); each process
     /// starts at its own time within the first.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, default_value = "5m",
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = shown!(defaults::EVERY, duration::human),
           help_heading = "Explain a fleet")]
     pub every: Duration,
 
@@ -621,8 +642,18 @@ fn code_list(s: &str) -> Result<CodeSet, BadValue> {
     s.parse()
 }
 
+/// A list of statuses as it is written: `408,425,429`.
+fn list<const N: usize>(codes: [i32; N]) -> String {
+    codes.map(|c| c.to_string()).join(",")
+}
+
+/// A signal as it is written without its `SIG`: `TERM`.
+fn signal_text(sig: i32) -> String {
+    signal_name(sig).trim_start_matches("SIG").to_string()
+}
+
 fn signal(s: &str) -> Result<i32, BadValue> {
-    codes::signal(s).map(|sig| sig as i32).ok_or_else(|| {
+    signal_number(s).ok_or_else(|| {
         BadValue::new(
             "not a signal",
             s,
@@ -725,5 +756,53 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         command().debug_assert();
+    }
+
+    /// The defaults as the help shows them parse back to the constants they were rendered
+    /// from, and the two the help writes out by hand say what the constants say.
+    #[test]
+    fn the_defaults_shown_are_the_defaults_used() {
+        let cli = Cli::try_parse_from(["retry", "--", "true"]).expect("no flags parse");
+        assert_eq!(cli.delay, defaults::DELAY);
+        assert_eq!(cli.factor, defaults::FACTOR);
+        assert_eq!(cli.jitter, defaults::JITTER);
+        assert_eq!(cli.match_stream, defaults::MATCH_STREAM);
+        assert_eq!(cli.retry_on_http, CodeSet::of(&defaults::RETRY_ON_HTTP));
+        assert_eq!(cli.retry_after_max, defaults::RETRY_AFTER_MAX);
+        assert_eq!(cli.kill_signal, defaults::KILL_SIGNAL);
+        assert_eq!(cli.kill_after, defaults::KILL_AFTER);
+        assert_eq!(cli.stdin, defaults::STDIN);
+        assert_eq!(cli.stdout, defaults::STDOUT);
+        assert_eq!(cli.log_format, defaults::LOG_FORMAT);
+        assert_eq!(cli.hook_timeout, defaults::HOOK_TIMEOUT);
+        assert_eq!(cli.breaker_failures, defaults::BREAKER_FAILURES);
+        assert_eq!(cli.breaker_window, defaults::BREAKER_WINDOW);
+        assert_eq!(cli.breaker_open, defaults::BREAKER_OPEN);
+        assert_eq!(cli.breaker_open_max, defaults::BREAKER_OPEN_MAX);
+        assert_eq!(cli.budget_burst, defaults::BUDGET_BURST);
+        assert_eq!(cli.budget_ratio, defaults::BUDGET_RATIO);
+        assert_eq!(cli.budget_refill, defaults::BUDGET_REFILL);
+        assert_eq!(cli.state_timeout, defaults::STATE_TIMEOUT);
+        assert_eq!(cli.state_fail, defaults::STATE_FAIL);
+        assert_eq!(cli.outage, defaults::OUTAGE);
+        assert_eq!(cli.every, defaults::EVERY);
+        let help = |name: &str| {
+            let cmd = command();
+            let arg = cmd.get_arguments().find(|a| a.get_id() == name);
+            arg.and_then(|a| a.get_help()).map(ToString::to_string)
+        };
+        let attempts = help("attempts").expect("--attempts has help");
+        assert!(
+            attempts.contains(&format!("[default: {}]", defaults::ATTEMPTS)),
+            "{attempts}"
+        );
+        let max_delay = help("max_delay").expect("--max-delay has help");
+        assert!(
+            max_delay.contains(&format!(
+                "[default: {},",
+                duration::human(defaults::MAX_DELAY)
+            )),
+            "{max_delay}"
+        );
     }
 }

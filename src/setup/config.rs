@@ -12,6 +12,7 @@ use clap::{ArgAction, ArgMatches};
 use toml::de::{DeTable, DeValue};
 
 use super::{cli, presets, usage};
+use crate::env;
 use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
@@ -133,7 +134,7 @@ fn hidden(key: &str, above: &Origins) -> bool {
 fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
     let named = flag
         .map(|p| ("--config", p))
-        .or_else(|| std::env::var_os("RETRY_CONFIG").map(|p| ("RETRY_CONFIG", PathBuf::from(p))))
+        .or_else(|| std::env::var_os(env::CONFIG).map(|p| ("RETRY_CONFIG", PathBuf::from(p))))
         .filter(|(_, p)| !p.as_os_str().is_empty());
     if let Some((by, path)) = named {
         return if path.is_file() {

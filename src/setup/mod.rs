@@ -15,8 +15,8 @@ use clap::{FromArgMatches, Parser};
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
-use crate::policy::shared::SharedSettings;
 use crate::policy::{Origin, Origins, Policy};
+use crate::sim::explain::Fleet;
 
 /// What the command line asks for.
 pub struct Setup {
@@ -29,14 +29,6 @@ pub struct Setup {
     pub reset_state: bool,
     /// With `--explain`, simulate a fleet running the policy.
     pub fleet: Option<Fleet>,
-}
-
-/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fleet {
-    pub hosts: u32,
-    pub outage: Duration,
-    pub every: Duration,
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
@@ -145,9 +137,4 @@ pub fn from_flags(flags: &[&str]) -> Result<Policy, String> {
     let cli = Cli::try_parse_from(["retry"].iter().chain(flags).chain(&["--", "job"]))
         .map_err(|e| e.to_string())?;
     Policy::try_from(cli).map_err(|e| e.to_string())
-}
-
-/// The breaker and budget that `--key` turns on, with their defaults.
-pub fn default_state() -> Option<SharedSettings> {
-    Some(from_flags(&["--key", "default"]).ok()?.state?.shared)
 }

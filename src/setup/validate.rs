@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::{BackoffKind, Cli};
-use crate::policy::adaptive;
+use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
@@ -15,15 +15,7 @@ use crate::policy::store::{self, Place, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
     Hooks, HttpRules, LogSettings, Nesting, Policy, StateSettings, UsageError, output_rules,
 };
-
-/// How long a probe holds the breaker's lease without --attempt-timeout.
-const DEFAULT_LEASE: Duration = Duration::from_secs(60);
-
-/// The placeholder for the attempt's hint file in the command's arguments.
-const HINTS: &str = "{hints}";
-
-/// The cap on a delay when neither the user nor a delay longer than it says otherwise.
-const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(60);
+use crate::policy::{adaptive, defaults};
 
 impl TryFrom<Cli> for Policy {
     type Error = UsageError;
@@ -41,7 +33,7 @@ impl TryFrom<Cli> for Policy {
             .max()
             .copied()
             .unwrap_or(cli.delay);
-        let max_delay = cli.max_delay.unwrap_or(DEFAULT_MAX_DELAY.max(asked));
+        let max_delay = cli.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
         // 0 is no limit, as timeout(1) reads it.
         let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
         let adaptive = match cli.backoff {
@@ -89,7 +81,7 @@ impl TryFrom<Cli> for Policy {
             (false, Some(n), _) => Some(n),
             // The parser keeps --retries below u32::MAX.
             (false, None, Some(r)) => Some(r.saturating_add(1)),
-            (false, None, None) => Some(5),
+            (false, None, None) => Some(defaults::ATTEMPTS),
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
         let store = match store_url(cli.state_url.as_deref(), cli.key.is_some())? {
@@ -116,7 +108,9 @@ impl TryFrom<Cli> for Policy {
                     ratio: cli.budget_ratio,
                     refill: cli.budget_refill,
                 },
-                lease: cli.attempt_timeout.unwrap_or(DEFAULT_LEASE),
+                // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
+                // never 0 ms, which would let every run probe.
+                lease: limit(cli.attempt_timeout).unwrap_or(defaults::LEASE),
                 history: adaptive.is_some(),
             },
         });
@@ -166,8 +160,8 @@ impl TryFrom<Cli> for Policy {
             hints: cli.hints
                 || cli.command.iter().skip(1).any(|a| {
                     a.as_encoded_bytes()
-                        .windows(HINTS.len())
-                        .any(|w| w == HINTS.as_bytes())
+                        .windows(env::HINTS.len())
+                        .any(|w| w == env::HINTS.as_bytes())
                 }),
             hooks: Hooks {
                 on_retry: cli.on_retry,
@@ -209,7 +203,7 @@ fn state_dir() -> Option<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    var("RETRY_STATE_DIR")
+    var(env::STATE_DIR)
         .or_else(|| {
             // The XDG spec says a relative path is invalid and to be ignored.
             var("XDG_STATE_HOME")
@@ -225,7 +219,7 @@ fn state_dir() -> Option<PathBuf> {
 fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageError> {
     let (text, name) = match flag {
         Some(text) => (text.to_string(), "--state"),
-        None if keyed => match std::env::var("RETRY_STATE_URL") {
+        None if keyed => match std::env::var(env::STATE_URL) {
             Ok(text) if !text.is_empty() => (text, "$RETRY_STATE_URL"),
             _ => return Ok(None),
         },
@@ -257,12 +251,12 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
 /// Where this retry runs, from what a retry above it gave its attempt: `RETRY_DEPTH` and
 /// `RETRY_MAX_ATTEMPTS` (empty when that retry has no limit).
 fn nesting() -> Nesting {
-    let inherited = std::env::var("RETRY_DEPTH")
+    let inherited = std::env::var(env::DEPTH)
         .ok()
         .and_then(|d| d.parse::<u32>().ok())
         .unwrap_or(0);
     let outer_attempts = (inherited > 0)
-        .then(|| std::env::var("RETRY_MAX_ATTEMPTS").ok())
+        .then(|| std::env::var(env::MAX_ATTEMPTS).ok())
         .flatten()
         .and_then(|v| match v.as_str() {
             "" => Some(None),
@@ -344,6 +338,17 @@ mod tests {
     fn zero_time_limits_mean_none() {
         let p = policy(&["--max-time", "0", "--attempt-timeout", "0"]).expect("valid");
         assert_eq!((p.max_time, p.attempt_timeout), (None, None));
+    }
+
+    #[test]
+    fn a_probe_holds_its_lease_for_the_attempt_timeout_else_the_default_never_for_0ms() {
+        let lease = |args: &[&str]| {
+            let p = policy(&[&["--key", "k"], args].concat()).expect("valid");
+            p.state.expect("--key").shared.lease
+        };
+        assert_eq!(lease(&["--attempt-timeout", "5s"]), Duration::from_secs(5));
+        assert_eq!(lease(&[]), defaults::LEASE);
+        assert_eq!(lease(&["--attempt-timeout", "0"]), defaults::LEASE);
     }
 
     #[test]

@@ -10,7 +10,15 @@ use super::fleet::{CALL, Report, Sharing, World, simulate};
 use crate::policy::Policy;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
-use crate::setup::Fleet;
+use crate::policy::shared::SharedSettings;
+
+/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fleet {
+    pub hosts: u32,
+    pub outage: Duration,
+    pub every: Duration,
+}
 
 /// Columns of the chart.
 const WIDTH: usize = 60;
@@ -50,16 +58,15 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         )),
         None => {
             // What a key would do, with the default breaker and budget.
-            if let Some(keyed) = crate::setup::default_state() {
-                rows.push((
-                    "with --key (each host)",
-                    simulate(policy, Sharing::PerHost, Some(&keyed), &world),
-                ));
-                rows.push((
-                    "with --key --state",
-                    simulate(policy, Sharing::Fleet, Some(&keyed), &world),
-                ));
-            }
+            let keyed = SharedSettings::default();
+            rows.push((
+                "with --key (each host)",
+                simulate(policy, Sharing::PerHost, Some(&keyed), &world),
+            ));
+            rows.push((
+                "with --key --state",
+                simulate(policy, Sharing::Fleet, Some(&keyed), &world),
+            ));
         }
     }
     let mut out = String::new();

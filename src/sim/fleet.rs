@@ -11,16 +11,16 @@ use std::time::Duration;
 use rand::RngExt;
 
 use super::{Component, Nanos, Queue, nanos, stream};
-use crate::policy::Policy;
 use crate::policy::outcome::Reason;
 use crate::policy::pacing::Pacing;
 use crate::policy::shared::SharedSettings;
 use crate::policy::verdict::{Judgement, Retryable};
+use crate::policy::{Policy, defaults};
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
 
 /// `--breaker-open-max`'s default: the simulated time covers at least this after the outage.
-const DEFAULT_OPEN_MAX: Duration = Duration::from_secs(15 * 60);
+const DEFAULT_OPEN_MAX: Duration = defaults::BREAKER_OPEN_MAX;
 
 /// Where the hosts keep the key's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

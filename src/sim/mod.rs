@@ -6,11 +6,14 @@
 //! Time is integer nanoseconds; events at the same time run in the order they were scheduled.
 //! Every component draws from its own seeded stream, so every policy compared under one seed
 //! sees the same arrivals and the same network.
+//!
+//! Here: the event [`Queue`], the [`stream`]s, [`Estimate`], the fleet model of scenario C and
+//! `retry --explain --fleet` ([`fleet`], [`explain`]). Scenarios A (Brooker's 2015 figures) and
+//! B (a load spike) are research, not product: they live beside the fleet bench, in
+//! `benches/fleet/`, and use this module through the crate's public API.
 
-pub mod brooker;
 pub mod explain;
 pub mod fleet;
-pub mod spike;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -21,6 +21,7 @@ macro_rules! scenarios {
             a_run_going_on_stops_at_its_next_retry_with_its_last_status,
             fatal_statuses_do_not_open_the_breaker,
             after_the_open_time_exactly_one_of_30_runs_started_at_once_probes,
+            with_attempt_timeout_0_the_probe_still_holds_a_lease,
             a_failed_probe_reopens_the_breaker_for_longer,
             a_probe_killed_with_sigkill_leaves_a_lease_that_expires,
             the_budget_is_shared_by_runs_and_a_spent_budget_ends_a_run_with_its_status,
@@ -297,6 +298,36 @@ pub fn after_the_open_time_exactly_one_of_30_runs_started_at_once_probes(s: &Set
     assert_eq!(probing, 1);
     // The probe succeeded: the breaker is closed for everyone.
     assert_eq!(s.run(&flags, 0).status.code(), Some(0));
+}
+
+/// `--attempt-timeout 0` means no timeout: the probe's lease is then the default, not 0 ms,
+/// which would let every run that starts meanwhile probe too.
+pub fn with_attempt_timeout_0_the_probe_still_holds_a_lease(s: &Setup) {
+    let flags = with(&breaker("300ms"), &["-n", "3", "--attempt-timeout", "0"]);
+    assert_eq!(s.run(&flags, 1).status.code(), Some(1));
+    assert_eq!(s.ran(), 3);
+    thread::sleep(Duration::from_millis(400));
+    let probe = format!("echo ran >> '{}'; sleep 2; exit 0", s.marks().display());
+    let children: Vec<_> = (0..10)
+        .map(|_| {
+            let mut c = s.retry(&flags);
+            c.args(["--", "sh", "-c", &probe])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            c.spawn().expect("retry starts")
+        })
+        .collect();
+    let codes: Vec<Option<i32>> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("retry ends").status.code())
+        .collect();
+    assert_eq!(s.ran(), 4, "one probe among 10: {codes:?}");
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(75)).count(),
+        9,
+        "{codes:?}"
+    );
 }
 
 pub fn a_failed_probe_reopens_the_breaker_for_longer(s: &Setup) {

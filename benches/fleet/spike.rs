@@ -7,20 +7,23 @@
 //! request that finds every slot busy fails at once), and a collapse model (latency grows with
 //! the requests in flight, clients time out, and the server keeps working on what they gave up
 //! on, so failures rise with load). Delays come from retry's own [`Backoff`] and
-//! [`adaptive`](crate::policy::adaptive) code, the budget from its [`Shared`] handle.
+//! [`adaptive`](retry::policy::adaptive) code (with the rules tried beside it, in
+//! [`rules`](crate::rules)), the budget from its [`Shared`] handle.
 
 use std::time::Duration;
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
-use super::{Component, Nanos, Queue, nanos, stream};
-use crate::policy::adaptive::{Adaptive, History, Rule};
-use crate::policy::backoff::{Backoff, Schedule};
-use crate::policy::breaker::Attempt;
-use crate::policy::shared::SharedSettings;
-use crate::state::Shared;
-use crate::state::memory::MemoryStore;
+use retry::policy::adaptive::History;
+use retry::policy::backoff::{Backoff, Schedule};
+use retry::policy::breaker::Attempt;
+use retry::policy::shared::SharedSettings;
+use retry::sim::{Component, Nanos, Queue, nanos, stream};
+use retry::state::Shared;
+use retry::state::memory::MemoryStore;
+
+use crate::rules::{Adaptive, Rule};
 
 /// The server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -291,8 +294,7 @@ pub fn run(s: &Setup) -> Report {
                 if retry {
                     let delay = match &mut task.adaptive {
                         Some(adaptive) => {
-                            let e = history.estimate(now_ms, s.backoff.delay);
-                            adaptive.jittered(&s.backoff, task.attempt, &e, &mut rng)
+                            adaptive.jittered(&s.backoff, task.attempt, &history, now_ms, &mut rng)
                         }
                         None => task.schedule.next_delay(&mut rng),
                     };

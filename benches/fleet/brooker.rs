@@ -13,8 +13,8 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::{Component, Estimate, Nanos, Queue, nanos, stream};
-use crate::policy::backoff::Backoff;
+use retry::policy::backoff::Backoff;
+use retry::sim::{Component, Nanos, Queue, nanos, stream};
 
 /// What happens in the model.
 enum Event {
@@ -94,17 +94,9 @@ pub fn run(clients: usize, backoff: &Backoff, seed: u64) -> Run {
     }
 }
 
-/// Mean calls and mean completion time (ms) over `runs` runs, seeds `0..runs`.
-pub fn measure(clients: usize, backoff: &Backoff, runs: u64) -> (Estimate, Estimate) {
-    let results: Vec<Run> = (0..runs).map(|seed| run(clients, backoff, seed)).collect();
-    let calls: Vec<f64> = results.iter().map(|r| r.calls as f64).collect();
-    let times: Vec<f64> = results.iter().map(|r| r.time as f64 / 1e6).collect();
-    (Estimate::of(&calls), Estimate::of(&times))
-}
-
 /// The blog's five policies, as retry's flags give them.
 pub fn policies() -> [(&'static str, Backoff); 5] {
-    use crate::policy::backoff::{Jitter, Shape};
+    use retry::policy::backoff::{Jitter, Shape};
     let exponential = |delay_ms, jitter| Backoff {
         shape: Shape::Exponential { factor: 2.0 },
         delay: Duration::from_millis(delay_ms),
@@ -186,6 +178,15 @@ pub const REFERENCE: [(usize, [(f64, f64); 5]); 5] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use retry::sim::Estimate;
+
+    /// Mean calls and mean completion time (ms) over `runs` runs, seeds `0..runs`.
+    fn measure(clients: usize, backoff: &Backoff, runs: u64) -> (Estimate, Estimate) {
+        let results: Vec<Run> = (0..runs).map(|seed| run(clients, backoff, seed)).collect();
+        let calls: Vec<f64> = results.iter().map(|r| r.calls as f64).collect();
+        let times: Vec<f64> = results.iter().map(|r| r.time as f64 / 1e6).collect();
+        (Estimate::of(&calls), Estimate::of(&times))
+    }
 
     #[test]
     fn one_client_writes_once() {

@@ -20,6 +20,12 @@
 //! real HTTP server on 127.0.0.1 (with `curl`) that answers 503 for its first 3 seconds and 200
 //! after, started 20 ms apart; the calls the server counted, over a few rounds, beside the
 //! simulator's prediction for the same setup (with the attempt time measured in those rounds).
+//!
+//! Scenarios A and B are research, not product: their models live beside this file
+//! (`brooker.rs`, `spike.rs`, and `rules.rs`, the adaptive rules tried beside retry's own) and
+//! use only retry's public API; scenario C is `retry::sim::fleet`, which `retry --explain
+//! --fleet` runs too. Their unit tests run with `cargo test`, from `tests.rs` (the test target
+//! `fleet_models`).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -28,14 +34,24 @@ use std::process::ExitCode;
 
 use plotters::prelude::*;
 use retry::policy::Policy;
-use retry::policy::adaptive::{self, Params, Rule};
+use retry::policy::adaptive::{self, Params};
 use retry::policy::backoff::{Backoff, Jitter};
 use retry::policy::shared::SharedSettings;
 use retry::sim::Estimate;
-use retry::sim::brooker::{self, REFERENCE};
 use retry::sim::fleet::{self, Report, Sharing, World};
-use retry::sim::spike::{self, Delay, Load};
 use std::time::Duration;
+
+// `cargo clippy --all-targets` checks this bench with cfg(test) but without a test harness,
+// which leaves the models' test modules without their tests (they run from `tests.rs`).
+#[cfg_attr(test, allow(unused_imports, dead_code))]
+mod brooker;
+#[cfg_attr(test, allow(unused_imports, dead_code))]
+mod rules;
+mod spike;
+
+use brooker::REFERENCE;
+use rules::Rule;
+use spike::{Delay, Load};
 
 /// Runs per (clients, policy) cell, as the blog's simulator made.
 const RUNS: u64 = 100;
@@ -472,7 +488,11 @@ fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
                 ..Params::default()
             })),
         ),
-        ("adaptive", Jitter::Full, Delay::Adaptive(adaptive::RULE)),
+        (
+            "adaptive",
+            Jitter::Full,
+            Delay::Adaptive(Rule::Paper(adaptive::RULE)),
+        ),
         (
             "hybrid",
             Jitter::Full,
