@@ -317,6 +317,27 @@ impl Policy {
         ))
     }
 
+    /// The warning of a breaker's first open time longer than its longest: the longest wins.
+    pub fn breaker_cap_warning(&self) -> Option<String> {
+        let b = &self.state.as_ref()?.shared.breaker;
+        (b.enabled() && b.open > b.open_max).then(|| {
+            format!(
+                "--breaker-open {} is longer than --breaker-open-max {}: the breaker stays open \
+                 {} at most; raise --breaker-open-max to keep it open longer",
+                human(b.open),
+                human(b.open_max),
+                human(b.open_max)
+            )
+        })
+    }
+
+    /// Every warning about the settings themselves, said before the first attempt.
+    pub fn warnings(&self) -> impl Iterator<Item = String> {
+        self.nesting_warning()
+            .into_iter()
+            .chain(self.breaker_cap_warning())
+    }
+
     /// Every status that is fatal before `--retry-on` is consulted.
     pub fn fatal_list(&self) -> String {
         let all = self.rules.never_better.union(&self.rules.fatal_on);

@@ -83,7 +83,8 @@ impl<'a> Reporter<'a> {
         self.log.write(&e);
     }
 
-    /// Before the first attempt: the policy (-v), and the warning of a retry inside another.
+    /// Before the first attempt: the policy (-v), and the warnings about the settings (a retry
+    /// inside another, a breaker's open time past its longest).
     pub fn begin(&mut self, now: Duration) {
         if self.log.shows(Event::Policy) {
             let mut e = self.entry(Event::Policy, now);
@@ -91,7 +92,7 @@ impl<'a> Reporter<'a> {
             e.policy = Some(PolicyFields::of(self.policy));
             self.log.write(&e);
         }
-        if let Some(warning) = self.policy.nesting_warning() {
+        for warning in self.policy.warnings() {
             self.say(Event::Warning, now, warning);
         }
     }

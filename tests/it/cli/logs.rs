@@ -483,3 +483,27 @@ fn the_readme_documents_every_json_event_and_field() {
         );
     }
 }
+
+#[test]
+fn a_breaker_open_time_past_its_longest_is_warned_of_once_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let state = dir.path().to_str().expect("a UTF-8 path");
+    let keyed = ["--key", "api", "--state-dir", state];
+    let r = run_sh(&[&keyed[..], &["--breaker-open", "1h"]].concat(), "exit 0");
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let warned: Vec<String> = r
+        .log()
+        .into_iter()
+        .filter(|l| l.contains("--breaker-open 1h is longer than --breaker-open-max 15m"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", r.show());
+    assert!(warned[0].contains("stays open 15m at most"), "{}", r.show());
+    // Within the longest, or with the breaker off, there is nothing to say.
+    for args in [
+        &["--breaker-open", "10m"][..],
+        &["--breaker-open", "1h", "--breaker-failures", "0"],
+    ] {
+        let r = run_sh(&[&keyed[..], args].concat(), "exit 0");
+        assert!(r.log().is_empty(), "{args:?}: {}", r.show());
+    }
+}
