@@ -67,6 +67,24 @@ pub const OUTAGE: Duration = Duration::from_secs(5 * 60);
 /// `--every`: how often each process `--explain --fleet` simulates runs the job.
 pub const EVERY: Duration = Duration::from_secs(5 * 60);
 
+/// The defaults clap shows and parses as text, written out: formatting them would cost every
+/// run at start-up. `setup::cli`'s tests parse each back and compare it with its constant.
+pub mod text {
+    pub const DELAY: &str = "1s";
+    pub const RETRY_ON_HTTP: &str = "408,425,429,500,502,503,504";
+    pub const RETRY_AFTER_MAX: &str = "5m";
+    pub const KILL_SIGNAL: &str = "TERM";
+    pub const KILL_AFTER: &str = "10s";
+    pub const HOOK_TIMEOUT: &str = "30s";
+    pub const BREAKER_WINDOW: &str = "1h";
+    pub const BREAKER_OPEN: &str = "1m";
+    pub const BREAKER_OPEN_MAX: &str = "15m";
+    pub const BUDGET_REFILL: &str = "1m";
+    pub const STATE_TIMEOUT: &str = "500ms";
+    pub const OUTAGE: &str = "5m";
+    pub const EVERY: &str = "5m";
+}
+
 impl Default for BreakerSettings {
     /// `--breaker-failures`, `--breaker-window`, `--breaker-open` and `--breaker-open-max`.
     fn default() -> Self {

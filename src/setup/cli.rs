@@ -10,20 +10,11 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 use crate::policy::backoff::Jitter;
 use crate::policy::codes::CodeSet;
 use crate::policy::output_rules::MatchStream;
-use crate::policy::status::{signal_name, signal_number};
+use crate::policy::status::signal_number;
 use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::policy::{defaults, duration};
 use crate::setup::presets::{self, Preset};
-
-/// A default of [`defaults`] as `--help` shows it and the parser reads it back, rendered once:
-/// `shown!(defaults::DELAY, duration::human)` is `1s`.
-macro_rules! shown {
-    ($value:expr, $render:expr) => {{
-        static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| $render($value));
-        TEXT.as_str()
-    }};
-}
 
 /// Run a command again until it succeeds, with backoff and jitter.
 ///
@@ -71,7 +62,7 @@ pub struct Cli {
 
     /// Base delay before the first retry.
     #[arg(short = 'd', long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::DELAY, duration::human), help_heading = "How long to wait")]
+          default_value = defaults::text::DELAY, help_heading = "How long to wait")]
     pub delay: Duration,
 
     /// How the delay grows from retry to retry.
@@ -144,7 +135,7 @@ pub struct Cli {
 
     /// HTTP statuses, from a header dump in the hint file, that are retried.
     #[arg(long, value_name = "LIST", value_parser = CodeSet::http,
-          default_value = shown!(defaults::RETRY_ON_HTTP, list), help_heading = "HTTP and hints")]
+          default_value = defaults::text::RETRY_ON_HTTP, help_heading = "HTTP and hints")]
     pub retry_on_http: CodeSet,
 
     /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
@@ -153,7 +144,7 @@ pub struct Cli {
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::RETRY_AFTER_MAX, duration::human),
+          default_value = defaults::text::RETRY_AFTER_MAX,
           help_heading = "HTTP and hints")]
     pub retry_after_max: Duration,
 
@@ -165,13 +156,13 @@ pub struct Cli {
 
     /// Signal sent to the attempt's process group when it times out.
     #[arg(long, value_name = "SIG", value_parser = signal,
-          default_value = shown!(defaults::KILL_SIGNAL, signal_text),
+          default_value = defaults::text::KILL_SIGNAL,
           help_heading = "The child process")]
     pub kill_signal: i32,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::KILL_AFTER, duration::human),
+          default_value = defaults::text::KILL_AFTER,
           help_heading = "The child process")]
     pub kill_after: Duration,
 
@@ -216,7 +207,7 @@ pub struct Cli {
 
     /// Longest a hook may run before its process group is stopped.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::HOOK_TIMEOUT, duration::human),
+          default_value = defaults::text::HOOK_TIMEOUT,
           help_heading = "Hooks and reports")]
     pub hook_timeout: Duration,
 
@@ -254,20 +245,20 @@ pub struct Cli {
 
     /// Failures older than this do not count towards opening the breaker.
     #[arg(long, value_name = "DUR", value_parser = span,
-          default_value = shown!(defaults::BREAKER_WINDOW, duration::human),
+          default_value = defaults::text::BREAKER_WINDOW,
           help_heading = "Shared state (--key)")]
     pub breaker_window: Duration,
 
     /// How long the breaker stays open the first time: runs exit 75 without running the
     /// command; then one run probes. Doubles after each failed probe.
     #[arg(long, value_name = "DUR", value_parser = span,
-          default_value = shown!(defaults::BREAKER_OPEN, duration::human),
+          default_value = defaults::text::BREAKER_OPEN,
           help_heading = "Shared state (--key)")]
     pub breaker_open: Duration,
 
     /// The longest the breaker stays open.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::BREAKER_OPEN_MAX, duration::human),
+          default_value = defaults::text::BREAKER_OPEN_MAX,
           help_heading = "Shared state (--key)")]
     pub breaker_open_max: Duration,
 
@@ -294,7 +285,7 @@ pub struct Cli {
 
     /// One token comes back to the budget every DUR, whatever happens.
     #[arg(long, value_name = "DUR", value_parser = span,
-          default_value = shown!(defaults::BUDGET_REFILL, duration::human),
+          default_value = defaults::text::BUDGET_REFILL,
           help_heading = "Shared state (--key)")]
     pub budget_refill: Duration,
 
@@ -311,7 +302,7 @@ pub struct Cli {
 
     /// The longest a run waits for the --state store, all its calls together.
     #[arg(long, value_name = "DUR", value_parser = span,
-          default_value = shown!(defaults::STATE_TIMEOUT, duration::human),
+          default_value = defaults::text::STATE_TIMEOUT,
           help_heading = "Shared state (--key)")]
     pub state_timeout: Duration,
 
@@ -348,14 +339,14 @@ pub struct Cli {
 
     /// With --fleet: how long the service is down.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::OUTAGE, duration::human),
+          default_value = defaults::text::OUTAGE,
           help_heading = "Explain a fleet")]
     pub outage: Duration,
 
     /// With --fleet: how often each process runs the job (a cron interval); each process
     /// starts at its own time within the first.
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
-          default_value = shown!(defaults::EVERY, duration::human),
+          default_value = defaults::text::EVERY,
           help_heading = "Explain a fleet")]
     pub every: Duration,
 
@@ -640,16 +631,6 @@ fn jitter(s: &str) -> Result<Jitter, BadValue> {
 
 fn code_list(s: &str) -> Result<CodeSet, BadValue> {
     s.parse()
-}
-
-/// A list of statuses as it is written: `408,425,429`.
-fn list<const N: usize>(codes: [i32; N]) -> String {
-    codes.map(|c| c.to_string()).join(",")
-}
-
-/// A signal as it is written without its `SIG`: `TERM`.
-fn signal_text(sig: i32) -> String {
-    signal_name(sig).trim_start_matches("SIG").to_string()
 }
 
 fn signal(s: &str) -> Result<i32, BadValue> {
