@@ -1,4 +1,4 @@
-//! The adaptive delay of SPEC §11, after the seed paper on Celery: the delay before a retry is
+//! The adaptive delay (`--backoff adaptive`), after the seed paper on Celery: the delay before a retry is
 //! learned from a key's recent outcomes,
 //!
 //! Δt(n+1) = α·Δt(n) + β·f(p_s, λ),  f = (1 − p_s) / λ,

@@ -23,7 +23,7 @@ impl TryFrom<Cli> for Policy {
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let usage = |msg: String| Err(UsageError(msg));
 
-        // The cap is applied, never refused (SPEC §2): a default cap rises to the longest delay
+        // The cap is applied, never refused: a default cap rises to the longest delay
         // the user asked for, and an explicit one caps it (--explain warns).
         let asked = cli
             .delays

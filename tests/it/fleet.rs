@@ -1,4 +1,4 @@
-//! `retry --explain --fleet N` (SPEC §12) through the built binary: it simulates, runs
+//! `retry --explain --fleet N` through the built binary: it simulates, runs
 //! nothing, exits 0, and answers quickly for a thousand processes.
 
 use std::time::{Duration, Instant};

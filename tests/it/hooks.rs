@@ -683,7 +683,7 @@ fn a_hook_process_that_ignores_term_is_killed_even_when_the_hook_shell_is_gone()
 
 /// The hook runs within the wait, so a hook that outlasts `--max-time` ends the run between
 /// attempts: no attempt is started past the deadline, and retry exits with the last attempt's
-/// status (SPEC §5), not 124.
+/// status, not 124.
 #[test]
 fn no_attempt_starts_after_an_on_retry_hook_outlasts_max_time() {
     let dir = TempDir::new().expect("temp dir");

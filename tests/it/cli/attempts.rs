@@ -1,4 +1,4 @@
-//! When to stop (SPEC §1): `--attempts` and `-n`, `--retries`, `--forever`, `--max-time`, and no
+//! When to stop: `--attempts` and `-n`, `--retries`, `--forever`, `--max-time`, and no
 //! sleep after the last attempt.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! How long to wait (SPEC §2): `--delay`, the backoff kinds and `--factor`, `--max-delay`,
+//! How long to wait: `--delay`, the backoff kinds and `--factor`, `--max-delay`,
 //! `--delays`, the jitters and `--seed`, as `--explain` shows them and as the loop sleeps them.
 
 use super::*;

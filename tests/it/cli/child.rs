@@ -1,4 +1,4 @@
-//! What the command is given (SPEC §4): its arguments byte for byte, the `RETRY_*` variables
+//! What the command is given: its arguments byte for byte, the `RETRY_*` variables
 //! beside its own environment, and what a retry inside a retry is told.
 
 use super::*;

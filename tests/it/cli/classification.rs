@@ -1,4 +1,4 @@
-//! Which results are retried (SPEC §3): `--success-on`, `--retry-on`, `--fatal-on`, a signal
+//! Which results are retried: `--success-on`, `--retry-on`, `--fatal-on`, a signal
 //! as 128+N, and a command that is missing or cannot be run.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! retry's own exit status (SPEC §5): the last attempt's status, 126 for a command that cannot
+//! retry's own exit status: the last attempt's status, 126 for a command that cannot
 //! be run, and the signal that killed the command raised again.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! `--explain` (SPEC §7): the resolved policy, the schedule, the totals and the warnings, with
+//! `--explain`: the resolved policy, the schedule, the totals and the warnings, with
 //! nothing run.
 
 use super::*;
@@ -142,7 +142,7 @@ fn explain_warns_about_no_jitter() {
 
 #[test]
 fn explain_warns_about_zero_percent_jitter_as_no_jitter() {
-    // ±0% is no jitter at all: the same lockstep risk as --jitter none (SPEC §7).
+    // ±0% is no jitter at all: the same lockstep risk as --jitter none.
     let text = explain(&["--jitter", "0%", "-n", "3"]);
     assert_eq!(bounds_ms(&text), [(1000, 1000), (2000, 2000)], "{text}");
     let w = warnings(&text);

@@ -1,4 +1,4 @@
-//! retry's logs (SPEC §6): stdout left to the command, the text and JSON log lines, `-v`, `-q`
+//! retry's logs: stdout left to the command, the text and JSON log lines, `-v`, `-q`
 //! and `--log-file`.
 
 use super::*;

@@ -1,5 +1,5 @@
 //! The command line against real processes, one module per area: every flag of the policy
-//! (SPEC §1–3), every exit status (§5), argv and environment given to the child (§4), the logs
+//! every exit status, argv and environment given to the child, the logs
 //! (§6) and `--explain` (§7), and usage errors. This module holds what they share: running retry
 //! and reading its logs and its `--explain`.
 //! Each test has its own temporary directory; delays are a few milliseconds at most, except

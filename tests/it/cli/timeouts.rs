@@ -1,4 +1,4 @@
-//! An attempt that runs too long (SPEC §1): `--attempt-timeout`, the deadline of `--max-time`
+//! An attempt that runs too long: `--attempt-timeout`, the deadline of `--max-time`
 //! during an attempt, `--kill-signal` and `--kill-after`, and zero as "no limit".
 
 use super::*;
@@ -72,7 +72,7 @@ fn a_deadline_before_the_attempt_timeout_stops_the_attempt_with_124() {
 
 #[test]
 fn the_give_up_line_of_a_timed_out_attempt_names_status_124() {
-    // The attempt counts as 124 (SPEC §1) and retry exits 124 (§5): the log says so too.
+    // The attempt counts as 124 and retry exits 124: the log says so too.
     let r = run(&["-n", "1", "--attempt-timeout", "100ms", "--", "sleep", "10"]);
     assert_eq!(r.code(), Some(124), "{}", r.show());
     let give_up = r.log().last().cloned().unwrap_or_default();
