@@ -1,6 +1,6 @@
-//! The command line against real processes, one module per area: every flag of the policy
-//! every exit status, argv and environment given to the child, the logs
-//! (§6) and `--explain` (§7), and usage errors. This module holds what they share: running retry
+//! The command line against real processes, one module per area: every flag of the policy,
+//! every exit status, argv and environment given to the child, the logs and `--explain`, and
+//! usage errors. This module holds what they share: running retry
 //! and reading its logs and its `--explain`.
 //! Each test has its own temporary directory; delays are a few milliseconds at most, except
 //! where the test is about a long delay not being slept.
