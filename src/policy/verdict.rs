@@ -315,10 +315,12 @@ pub fn judge<R: Rng + ?Sized>(
     let mut delay = pacing.next_delay(attempt, estimates, rng);
     let mut following = None;
     if let Some(asked) = f.retry_after {
-        if let Err(left) = pacing.fits(elapsed, asked) {
+        // Capped first: a wait cut to --retry-after-max may well fit the deadline.
+        let wait = follow(asked, p.retry_after_max, rng);
+        if let Err(left) = pacing.fits(elapsed, wait) {
             return spent(because, None, Limit::ComeBackAfterDeadline { asked, left });
         }
-        delay = delay.max(follow(asked, p.retry_after_max, rng));
+        delay = delay.max(wait);
         following = Some(Following {
             asked,
             capped: asked > p.retry_after_max,

@@ -364,6 +364,20 @@ fn retry_after_past_the_deadline_stops_the_run_at_once() {
 }
 
 #[test]
+fn a_retry_after_cut_to_retry_after_max_that_fits_the_deadline_is_followed() {
+    let asked = Findings {
+        retry_after: Some(ms(600_000)),
+        ..http(429)
+    };
+    let world = with_findings(Fake::new([exits(22, 5), exits(0, 5)]), [asked]);
+    let r = run_with(&["--retry-after-max", "2s", "--max-time", "10s"], world);
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    let slept = r.world.slept[0];
+    assert!(slept <= ms(2_000) && slept >= ms(1_800), "{slept:?}");
+    assert!(r.log.contains("capped by --retry-after-max"), "{}", r.log);
+}
+
+#[test]
 fn a_fatal_output_match_wins_over_a_retryable_http_status() {
     let found = Findings {
         output: Some(Found::Fatal("denied".into())),
