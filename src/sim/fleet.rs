@@ -141,8 +141,9 @@ pub fn simulate(
         .saturating_add(2 * every);
     let bucket = Duration::from_nanos((horizon / 60).max(1_000_000_000));
     let mut timeline = vec![0u64; usize::try_from(horizon / nanos(bucket) + 1).unwrap_or(1)];
-    let mut per_second = std::collections::HashMap::<u64, u64>::new();
-    let mut retries_per_second = std::collections::HashMap::<u64, u64>::new();
+    // Calls come in time order: the busiest second is counted as it goes, in constant space.
+    let mut per_second = Peak::default();
+    let mut retries_per_second = Peak::default();
 
     let mut phases = stream(world.seed, Component::Arrivals);
     let mut rng = stream(world.seed, Component::Policy);
@@ -167,7 +168,10 @@ pub fn simulate(
         };
         queue.at(phase, Event::Start(host));
     }
+    // The runs under way, at most one a host: a run's place is taken again once it ended, so
+    // memory follows the fleet, not the simulated time.
     let mut runs: Vec<Option<Run>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
     let mut report = Report {
         bucket,
         horizon: Duration::from_nanos(horizon),
@@ -204,14 +208,24 @@ pub fn simulate(
                 // Without a key the adaptive delay has nothing to learn from: the exponential
                 // schedule it falls back on, as a real run does when its state is lost.
                 let pacing = Pacing::of(policy, shared.is_some());
-                runs.push(Some(Run {
+                let run = Some(Run {
                     host,
                     started: now,
                     attempt: 0,
                     pacing,
                     shared,
-                }));
-                queue.at(now, Event::Call(runs.len() - 1));
+                });
+                let id = match free.pop() {
+                    Some(id) => {
+                        runs[id] = run;
+                        id
+                    }
+                    None => {
+                        runs.push(run);
+                        runs.len() - 1
+                    }
+                };
+                queue.at(now, Event::Call(id));
             }
             Event::Call(id) => {
                 let Some(run) = runs[id].as_mut() else {
@@ -224,6 +238,7 @@ pub fn simulate(
                     if let Ok(Some(_)) = shared.before_retry() {
                         report.gave_up += 1;
                         runs[id] = None;
+                        free.push(id);
                         continue;
                     }
                 }
@@ -238,9 +253,9 @@ pub fn simulate(
                 {
                     *slot += 1;
                 }
-                *per_second.entry(now / 1_000_000_000).or_default() += 1;
+                per_second.add(now / 1_000_000_000);
                 if run.attempt > 1 {
-                    *retries_per_second.entry(now / 1_000_000_000).or_default() += 1;
+                    retries_per_second.add(now / 1_000_000_000);
                 }
                 queue.after(call, Event::Answer(id, now >= outage));
             }
@@ -288,6 +303,10 @@ pub fn simulate(
                         retry = None;
                     }
                 }
+                if retry.is_none() {
+                    // The run is over: its place is free for the next.
+                    free.push(id);
+                }
                 if ok {
                     if now >= outage {
                         let since = Duration::from_nanos(now - outage);
@@ -312,8 +331,8 @@ pub fn simulate(
             }
         }
     }
-    report.peak_per_second = per_second.values().copied().max().unwrap_or(0);
-    report.peak_retries_per_second = retries_per_second.values().copied().max().unwrap_or(0);
+    report.peak_per_second = per_second.most;
+    report.peak_retries_per_second = retries_per_second.most;
     // The last bucket runs past the simulated time: it would show a drop that is not there.
     timeline.truncate(
         usize::try_from(horizon / nanos(bucket))
@@ -322,6 +341,24 @@ pub fn simulate(
     );
     report.timeline = timeline;
     report
+}
+
+/// The most events in one second, counted as they come in time order.
+#[derive(Default)]
+struct Peak {
+    second: u64,
+    count: u64,
+    most: u64,
+}
+
+impl Peak {
+    fn add(&mut self, second: u64) {
+        if second != self.second {
+            (self.second, self.count) = (second, 0);
+        }
+        self.count += 1;
+        self.most = self.most.max(self.count);
+    }
 }
 
 /// The shared-state rules with the breaker or the budget turned off.
