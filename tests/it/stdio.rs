@@ -25,7 +25,7 @@ fn binary(len: usize) -> Vec<u8> {
 
 /// Runs a shell script with `$0` the retry binary and `$1` the given argument; its stdout.
 fn shell(script: &str, arg: &std::ffi::OsStr) -> String {
-    let out = std::process::Command::new("sh")
+    let out = support::hermetic(&mut std::process::Command::new("sh"))
         .arg("-c")
         .arg(script)
         .arg(support::bin())

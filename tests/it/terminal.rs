@@ -6,9 +6,14 @@ use std::process::Command;
 
 use crate::support;
 
-/// script(1), which makes the pseudo-terminal; `None` (the test skips) where it is missing.
+/// script(1), which makes the pseudo-terminal, [`support::hermetic`] as retry under it must be;
+/// `None` (the test skips) where it is missing.
 fn script() -> Option<Command> {
-    support::have("script", "apt-get install bsdutils").then(|| Command::new("script"))
+    support::have("script", "apt-get install bsdutils").then(|| {
+        let mut script = Command::new("script");
+        support::hermetic(&mut script);
+        script
+    })
 }
 
 #[test]
@@ -81,7 +86,6 @@ fn on_terminal(
     let retry = support::bin();
     let mut child = script()?
         .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
-        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

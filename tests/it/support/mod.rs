@@ -17,16 +17,22 @@ pub fn bin() -> &'static Path {
     Path::new(assert_cmd::cargo::cargo_bin!("retry"))
 }
 
-/// The built binary, away from the user's own config file and from any retry that runs the
-/// test suite itself (its variables, the idempotency key included, are not inherited). Every
-/// other builder of the tests starts from this one.
-pub fn retry() -> Command {
-    let mut c = Command::new(bin());
-    c.env_remove("RETRY_CONFIG")
+/// Keeps `command`, retry or a program that starts it, away from the user's own config file
+/// and from any retry that runs the test suite itself (its variables, the idempotency key
+/// included, are not inherited).
+pub fn hermetic(command: &mut Command) -> &mut Command {
+    command
+        .env_remove("RETRY_CONFIG")
         .env_remove("RETRY_DEPTH")
         .env_remove("RETRY_MAX_ATTEMPTS")
         .env_remove("RETRY_IDEMPOTENCY_KEY")
-        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests");
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
+}
+
+/// The built binary, [`hermetic`]. Every other builder of the tests starts from this one.
+pub fn retry() -> Command {
+    let mut c = Command::new(bin());
+    hermetic(&mut c);
     c
 }
 
