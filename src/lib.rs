@@ -37,7 +37,13 @@ where
         return reset_state(policy);
     }
     if let (true, Some(fleet)) = (setup.explain, setup.fleet) {
-        let text = sim::explain::fleet(policy, fleet);
+        let text = match sim::explain::fleet(policy, fleet) {
+            Ok(text) => text,
+            Err(why) => {
+                eprintln!("retry: error: {why}");
+                return Exit::FAILURE;
+            }
+        };
         return match std::io::stdout().lock().write_all(text.as_bytes()) {
             Ok(()) => Exit::Code(0),
             Err(_) => Exit::FAILURE,

@@ -25,8 +25,13 @@ const WIDTH: usize = 60;
 /// Rows of the chart.
 const HEIGHT: usize = 4;
 
-/// The whole explanation, as printed.
-pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
+/// The most runs of the job one simulated variant may start: the time a simulation takes
+/// grows with them (about a microsecond each, four variants), its memory does not.
+pub const MOST_RUNS: u128 = 50_000_000;
+
+/// The whole explanation, as printed; or, when the fleet would take too long to simulate,
+/// why, with the limit.
+pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
     let world = World::cron(
         usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
         fleet.every,
@@ -34,6 +39,18 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         policy.seed.unwrap_or(1),
     );
     let state = policy.state.as_ref().map(|s| &s.shared);
+    let keyed = SharedSettings::default();
+    let runs = super::fleet::runs(policy, state.or(Some(&keyed)), &world);
+    if runs > MOST_RUNS {
+        return Err(format!(
+            "--fleet {} with --every {} through --outage {} is {runs} runs of the job to \
+             simulate; the most is {MOST_RUNS}: give fewer processes, a longer --every or a \
+             shorter --outage",
+            fleet.hosts,
+            human(fleet.every),
+            human(fleet.outage)
+        ));
+    }
     // A key is one state for the fleet with --state, else a state per host.
     let sharing = match &policy.state {
         Some(s) if s.store.is_some() => Sharing::Fleet,
@@ -58,7 +75,6 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         )),
         None => {
             // What a key would do, with the default breaker and budget.
-            let keyed = SharedSettings::default();
             rows.push((
                 "with --key (each host)",
                 simulate(policy, Sharing::PerHost, Some(&keyed), &world),
@@ -115,7 +131,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> String {
         human(rows[0].1.bucket)
     );
     chart(&mut out, &rows[0].1, fleet.outage, colour);
-    out
+    Ok(out)
 }
 
 /// A chart of calls per second, `HEIGHT` rows of block characters, the outage in red on a

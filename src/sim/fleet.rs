@@ -119,6 +119,30 @@ enum Event {
     Answer(usize, bool),
 }
 
+/// The simulated time, the same for every variant of a policy, so that they are compared over
+/// the same time: long enough for a breaker open for its longest to let a probe through after
+/// the outage, and for every host to run again.
+fn horizon(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> Nanos {
+    let every = nanos(world.every).max(1);
+    let open_max = state.map_or(0, |s| nanos(s.breaker.open_max));
+    nanos(world.outage)
+        .saturating_add(open_max.max(nanos(DEFAULT_OPEN_MAX)))
+        .saturating_add(policy.max_time.map_or(every, nanos).max(every))
+        .saturating_add(every.saturating_mul(2))
+}
+
+/// How many runs of the job [`simulate`] starts: every host, every `every`, over the
+/// simulated time. The time a simulation takes grows with it.
+pub fn runs(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> u128 {
+    let every = nanos(world.every).max(1);
+    let per_host = if world.repeat {
+        horizon(policy, state, world) / every + 1
+    } else {
+        1
+    };
+    u128::from(per_host) * world.hosts as u128
+}
+
 /// Runs the fleet through the outage. `state` is the key's rules when `sharing` is not
 /// [`Sharing::None`].
 pub fn simulate(
@@ -131,14 +155,7 @@ pub fn simulate(
     let outage = nanos(world.outage);
     let every = nanos(world.every).max(1);
     let call = nanos(world.call);
-    // The same for every variant of a policy, so that they are compared over the same time:
-    // long enough for a breaker open for its longest to let a probe through after the outage,
-    // and for every host to run again.
-    let open_max = state.map_or(0, |s| nanos(s.breaker.open_max));
-    let horizon = outage
-        .saturating_add(open_max.max(nanos(DEFAULT_OPEN_MAX)))
-        .saturating_add(policy.max_time.map_or(every, nanos).max(every))
-        .saturating_add(2 * every);
+    let horizon = horizon(policy, state, world);
     let bucket = Duration::from_nanos((horizon / 60).max(1_000_000_000));
     let mut timeline = vec![0u64; usize::try_from(horizon / nanos(bucket) + 1).unwrap_or(1)];
     // Calls come in time order: the busiest second is counted as it goes, in constant space.

@@ -137,3 +137,39 @@ fn fleet_needs_explain_and_a_sane_interval() {
     let (out, _) = explain(&["--fleet", "0"]);
     assert_eq!(out.status.code(), Some(125));
 }
+
+#[test]
+fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
+    // 5,000 processes every 5 minutes through 100 years: 5e10 runs, which would never end.
+    let mut c = support::retry();
+    c.args([
+        "--explain",
+        "--fleet",
+        "5000",
+        "--outage",
+        "100y",
+        "--",
+        "true",
+    ]);
+    let started = Instant::now();
+    let mut child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("retry runs");
+    while child.try_wait().expect("waited").is_none() {
+        if started.elapsed() > support::PATIENCE {
+            let _ = child.kill();
+            panic!("still simulating after {:?}", support::PATIENCE);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("retry ends");
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--fleet 5000") && said.contains("the most is 50000000"),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty());
+}
