@@ -703,7 +703,8 @@ mod tests {
 
     #[test]
     fn values_out_of_range_are_corrupt_state_moved_aside() {
-        let edits: [(&str, fn(&mut Value)); 7] = [
+        type Edit = (&'static str, fn(&mut Value));
+        let edits: [Edit; 7] = [
             ("a generation past 2^53", |v| {
                 v["state"]["generation"] = json!(u64::MAX)
             }),
