@@ -1,12 +1,21 @@
 //! Files that several runs write: a lock on a sidecar file beside the one that is written, and
 //! replacement at once through a temporary file in the same directory, so that readers see the
 //! old file or the new, never a part. The state directory and the report files both use them.
+//! [`Dir`] does the same within a directory retry keeps for itself (the state directory), where
+//! every entry is opened relative to the directory, never through a symbolic link, and never in
+//! a way that can block.
 
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag, RenameFlags};
+use nix::sys::stat::{FileStat, Mode, SFlag};
+use nix::unistd::UnlinkatFlags;
 
 /// Whether the last component of a path may be a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +83,209 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<(
     }
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// A directory opened once, whose entries are retry's own: each is named relative to the
+/// directory's descriptor, so that what was checked of the directory holds for every entry
+/// used in it, and none is opened through a symbolic link or in a way that can block.
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// What an entry of a [`Dir`] holds, for reading.
+#[derive(Debug)]
+pub enum Entry {
+    /// There is none.
+    Missing,
+    /// A regular file's bytes, up to the limit asked for and one more, and its owner.
+    Bytes { bytes: Vec<u8>, owner: u32 },
+    /// Something that is not a regular file (its kind, as words), which is never opened.
+    Special(&'static str),
+}
+
+/// The kind of a file, as words: "a FIFO", "a directory".
+pub fn kind(stat: &FileStat) -> &'static str {
+    match SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) {
+        SFlag::S_IFREG => "a regular file",
+        SFlag::S_IFDIR => "a directory",
+        SFlag::S_IFLNK => "a symbolic link",
+        SFlag::S_IFIFO => "a FIFO",
+        SFlag::S_IFCHR => "a character device",
+        SFlag::S_IFBLK => "a block device",
+        SFlag::S_IFSOCK => "a socket",
+        _ => "not a regular file",
+    }
+}
+
+fn is_regular(stat: &FileStat) -> bool {
+    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
+}
+
+impl Dir {
+    /// Opens the directory at `path`. A link on the way is followed: the path is the user's
+    /// choice, not an entry of a directory that others may write.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let fd = nix::fcntl::open(
+            path,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Dir {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of the entry `name`, for messages.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// The directory's own status: its owner and mode.
+    pub fn stat(&self) -> io::Result<FileStat> {
+        Ok(nix::sys::stat::fstat(&self.fd)?)
+    }
+
+    /// The status of the entry `name` itself (a link is not followed); `None` when missing.
+    pub fn entry(&self, name: &str) -> io::Result<Option<FileStat>> {
+        match nix::sys::stat::fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(stat)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads the regular file `name`, at most `limit` bytes and one more (so that a longer
+    /// file can be told). Anything else, a link included, is not opened (or, if it was put
+    /// there between the look and the opening, not read): a FIFO or a device cannot block.
+    pub fn read(&self, name: &str, limit: u64) -> io::Result<Entry> {
+        match self.entry(name)? {
+            None => return Ok(Entry::Missing),
+            Some(stat) if !is_regular(&stat) => return Ok(Entry::Special(kind(&stat))),
+            Some(_) => {}
+        }
+        let flags = OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC;
+        let fd = match nix::fcntl::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => return Ok(Entry::Missing),
+            Err(Errno::ELOOP) => return Ok(Entry::Special("a symbolic link")),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = nix::sys::stat::fstat(&fd)?;
+        if !is_regular(&stat) {
+            return Ok(Entry::Special(kind(&stat)));
+        }
+        let mut bytes = Vec::new();
+        File::from(fd)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        Ok(Entry::Bytes {
+            bytes,
+            owner: stat.st_uid,
+        })
+    }
+
+    /// Opens (creating it with `mode`) the regular file `name`, for reading and writing, to
+    /// be locked: a link, a FIFO or a device in its place is refused, and never opened.
+    pub fn lock_file(&self, name: &str, mode: u32) -> io::Result<File> {
+        if let Some(stat) = self.entry(name)?
+            && !is_regular(&stat)
+        {
+            return Err(not_regular(kind(&stat)));
+        }
+        let flags = OFlag::O_RDWR
+            | OFlag::O_CREAT
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC;
+        let fd = match nix::fcntl::openat(&self.fd, name, flags, Mode::from_bits_truncate(mode)) {
+            Ok(fd) => fd,
+            Err(Errno::ELOOP) => return Err(not_regular("a symbolic link")),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = nix::sys::stat::fstat(&fd)?;
+        if !is_regular(&stat) {
+            return Err(not_regular(kind(&stat)));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// Replaces the entry `name` with `bytes` at once, as [`replace`] does: through a new
+    /// temporary file (created exclusively, under a name nobody can guess), renamed over it.
+    /// A link in its place is replaced, never written through.
+    pub fn replace(&self, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let flags = OFlag::O_WRONLY
+            | OFlag::O_CREAT
+            | OFlag::O_EXCL
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC;
+        let temp = format!(".retry-{}", uuid::Uuid::new_v4().simple());
+        let fd = nix::fcntl::openat(
+            &self.fd,
+            temp.as_str(),
+            flags,
+            Mode::from_bits_truncate(mode),
+        )?;
+        let written = File::from(fd).write_all(bytes).and_then(|()| {
+            Ok(nix::fcntl::renameat(
+                &self.fd,
+                temp.as_str(),
+                &self.fd,
+                name,
+            )?)
+        });
+        if written.is_err() {
+            let _ = nix::unistd::unlinkat(&self.fd, temp.as_str(), UnlinkatFlags::NoRemoveDir);
+        }
+        written
+    }
+
+    /// Renames the entry `from` to `to`, which must not exist: `Err` with
+    /// [`io::ErrorKind::AlreadyExists`] if it does. The entry is moved as it is (a link, a
+    /// directory), never followed.
+    pub fn rename_new(&self, from: &str, to: &str) -> io::Result<()> {
+        match nix::fcntl::renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE) {
+            Ok(()) => Ok(()),
+            // A file system without RENAME_NOREPLACE: look first. The caller holds a lock
+            // that every process renaming here holds too.
+            Err(Errno::EINVAL) => match self.entry(to)? {
+                Some(_) => Err(io::ErrorKind::AlreadyExists.into()),
+                None => Ok(nix::fcntl::renameat(&self.fd, from, &self.fd, to)?),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the entry `name` (an empty directory too); `false` when there was none.
+    pub fn remove(&self, name: &str) -> io::Result<bool> {
+        let how = match self.entry(name)? {
+            None => return Ok(false),
+            Some(stat) if stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits() => {
+                UnlinkatFlags::RemoveDir
+            }
+            Some(_) => UnlinkatFlags::NoRemoveDir,
+        };
+        match nix::unistd::unlinkat(&self.fd, name, how) {
+            Ok(()) => Ok(true),
+            Err(Errno::ENOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn not_regular(kind: &'static str) -> io::Error {
+    io::Error::other(format!("it is {kind}, not a regular file"))
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ where
                 place: shared.describe(),
                 view,
                 now: shared.now(),
+                note: shared.warning.take(),
             }
         });
         let text = report::explain::explain(policy, &setup.origins, key.as_ref());
@@ -74,9 +75,16 @@ fn reset_state(policy: &policy::Policy) -> Exit {
     let Some(settings) = &policy.state else {
         return Exit::FAILURE;
     };
-    match state::open(settings).reset() {
-        Ok(()) => {
+    match state::open(settings).forget() {
+        Ok(state::Forgot::State) => {
             eprintln!("retry: forgot the state of key '{}'", settings.key);
+            Exit::Code(0)
+        }
+        Ok(state::Forgot::Nothing) => {
+            eprintln!(
+                "retry: there was no state for key '{}': nothing to forget",
+                settings.key
+            );
             Exit::Code(0)
         }
         Err(e) => {

@@ -31,6 +31,9 @@ pub struct KeyReport {
     pub view: Result<View, String>,
     /// The store's time, to show how long the breaker stays open.
     pub now: u64,
+    /// What a run would find wrong with the state (a corrupt file, a directory it cannot
+    /// write), though it can be shown.
+    pub note: Option<String>,
 }
 
 /// The whole explanation, as printed.
@@ -194,6 +197,9 @@ fn shared_state(
     };
     let _ = writeln!(out, "  breaker now      {state}");
     let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
+    if let Some(note) = &report.note {
+        let _ = writeln!(out, "  note             {note}");
+    }
     if let Some(params) = p_adaptive {
         adaptive_now(out, params, backoff, v, report.now);
     }

@@ -24,6 +24,14 @@ pub const HANDLED: [Signal; 7] = [
 /// second Ctrl-C be told from the first even when both arrive before the loop looks.
 static ARRIVED: [AtomicUsize; HANDLED.len()] = [const { AtomicUsize::new(0) }; HANDLED.len()];
 
+/// Whether a signal that cancels the run has arrived since the handlers were installed (taken
+/// or not): what ends a wait that is not the loop's own (the key's lock) at once.
+pub fn cancelling_arrived() -> bool {
+    HANDLED.iter().zip(&ARRIVED).any(|(signal, count)| {
+        crate::policy::status::cancels(*signal as i32) && count.load(Ordering::SeqCst) > 0
+    })
+}
+
 /// The receiving end of retry's signal handlers.
 pub struct Signals {
     wake: OwnedFd,

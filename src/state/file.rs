@@ -1,25 +1,62 @@
 //! A key's state in a small file of the state directory, one per key. Each change is a
 //! read-modify-write under a lock on a sidecar file (never the state file, which is replaced by
 //! rename), held only for that; a change that changes nothing is not written, and needs no lock.
+//!
+//! Retry often runs as root, in a directory that should be its own: one that other users can
+//! write is refused; every entry is named relative to the directory once checked, none is
+//! opened through a symbolic link or in a way that can block (a FIFO, a device), and what
+//! cannot be read, or read but not believed, is moved aside.
 
-use std::fs::{self, DirBuilder, File};
+use std::fs::{DirBuilder, File};
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::clock::Clock;
-use super::{Error, Local, Reply};
-use crate::files::{self, Links, LockError};
+use super::{Error, Forgot, Local, Reply};
+use crate::files::{Dir, Entry};
+use crate::policy::adaptive::KEPT;
+use crate::policy::breaker::Breaker;
 use crate::policy::shared::{KeyState, SharedSettings};
 
-/// How long to wait for another process's lock before going on without state.
-const LOCK_WAIT: Duration = Duration::from_millis(250);
+/// How long a run waits for the key's lock while nobody makes progress with it: the holder is
+/// then stuck, and the run goes on without the key's state.
+const LOCK_STALL: Duration = Duration::from_secs(1);
+
+/// How long a run waits for the key's lock at most, however often it changes hands meanwhile:
+/// runs of a herd wait their turn, rather than spend the budget without it.
+const LOCK_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// The longest pause between two tries of the lock: what a signal may wait to be seen.
+const LOCK_PAUSE: Duration = Duration::from_millis(4);
 
 /// The format of the file's contents.
 const VERSION: u32 = 1;
+
+/// A state file longer than this is not read (a real one is a few hundred bytes; a breaker
+/// that counts 1000 failures and the longest history stay under 30 KiB).
+const MAX_BYTES: u64 = 256 * 1024;
+
+/// The largest number any field of the file may hold: 2^53, what a double (Lua's, JSON's)
+/// holds exactly; as milliseconds, 285,000 years.
+const MAX_NUMBER: u64 = 1 << 53;
+
+/// What tells a lock wait to end at once: a signal that stops the run arrived.
+static STOP_WAITING: OnceLock<fn() -> bool> = OnceLock::new();
+
+/// From now on, a wait for a key's lock ends as soon as `stop` says so (a signal that stops
+/// the run arrived), so that the run can answer it at once.
+pub fn stop_waiting_when(stop: fn() -> bool) {
+    let _ = STOP_WAITING.set(stop);
+}
+
+fn stop_waiting() -> bool {
+    STOP_WAITING.get().is_some_and(|stop| stop())
+}
 
 /// The file, as JSON: the state, and the moment it was written on both clocks, so that the
 /// next reader can place its times on its own timeline.
@@ -30,6 +67,65 @@ struct Saved {
     boot_ms: u64,
     wall_ms: u64,
     state: KeyState,
+}
+
+impl Saved {
+    /// Whether every value is one retry could have written: `Err` with what is not.
+    fn validate(&self) -> Result<(), String> {
+        if self.version != VERSION {
+            return Err(format!("it is of version {}", self.version));
+        }
+        let state = &self.state;
+        let mut times = vec![
+            self.boot_ms,
+            self.wall_ms,
+            state.budget.at,
+            state.generation,
+        ];
+        match &state.breaker {
+            Breaker::Closed { failures } => {
+                // --breaker-failures is at most 1000, and no more are kept.
+                if failures.len() > 1000 {
+                    return Err(format!("it keeps {} failures", failures.len()));
+                }
+                times.extend(failures);
+            }
+            Breaker::Open { until, open_for }
+            | Breaker::HalfOpen {
+                lease_until: until,
+                open_for,
+            } => {
+                if *open_for == 0 {
+                    return Err("its breaker is open for no time".into());
+                }
+                times.extend([*until, *open_for]);
+            }
+        }
+        if state.history.outcomes().count() > KEPT {
+            return Err(format!(
+                "it keeps {} outcomes",
+                state.history.outcomes().count()
+            ));
+        }
+        times.extend(state.history.outcomes().map(|o| o.at));
+        if let Some(t) = times.iter().find(|&&t| t > MAX_NUMBER) {
+            return Err(format!("it holds {t}, out of range"));
+        }
+        // The most tokens any --budget-burst allows; fewer than that is clamped to the run's.
+        if state.budget.milli > u64::from(u32::MAX) * crate::policy::budget::MILLI {
+            return Err(format!("it holds {} tokens", state.budget.milli));
+        }
+        Ok(())
+    }
+}
+
+/// The key's state file, as read.
+enum Loaded {
+    /// The key was never written.
+    New,
+    State(KeyState),
+    /// A file that cannot be read or believed, and why.
+    Bad(String),
 }
 
 /// The files of one key.
@@ -53,49 +149,122 @@ impl FileStore {
         self.dir.as_deref().ok_or(Error::NoDirectory)
     }
 
+    fn file(&self, ending: &str) -> String {
+        format!("{}.{ending}", self.name)
+    }
+
     fn path(&self, dir: &Path, ending: &str) -> PathBuf {
-        dir.join(format!("{}.{ending}", self.name))
+        dir.join(self.file(ending))
     }
 
-    /// Reads the state, placed on the clock's timeline: `Ok(None)` for a key never written,
-    /// `Err(())` for a file that cannot be understood.
-    fn load(&self, dir: &Path, clock: &Clock) -> Result<Result<Option<KeyState>, ()>, Error> {
-        let path = self.path(dir, "json");
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Ok(None)),
-            Err(source) => return Err(io_error("read", &path, source)),
-        };
-        match serde_json::from_slice::<Saved>(&bytes) {
-            Ok(saved) if saved.version == VERSION => {
-                let then = Clock {
-                    boot_id: saved.boot_id,
-                    boot_ms: saved.boot_ms,
-                    wall_ms: saved.wall_ms,
-                };
-                let mut state = saved.state;
-                let (from, to) = clock.moved(&then);
-                state.shift(from, to);
-                Ok(Ok(Some(state)))
-            }
-            _ => Ok(Err(())),
+    /// Opens the state directory, creating it (0700) first if `create`; `None` when it does
+    /// not exist and is not to be created. One that other users can write is refused.
+    fn open_dir(&self, path: &Path, create: bool) -> Result<Option<Dir>, Error> {
+        if create {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(path)
+                .map_err(|source| io_error("create", path, source))?;
         }
+        let dir = match Dir::open(path) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(source) => return Err(io_error("open", path, source)),
+        };
+        let stat = dir
+            .stat()
+            .map_err(|source| io_error("open", path, source))?;
+        unsafe_dir(path, stat.st_uid, stat.st_mode)
+            .map_or(Ok(Some(dir)), |why| Err(Error::Unusable(why)))
     }
 
-    /// Moves a file that cannot be understood aside (under the lock), and says so.
-    fn move_aside(&self, dir: &Path) -> Result<String, Error> {
-        let path = self.path(dir, "json");
-        let aside = self.path(dir, "json.corrupt");
-        fs::rename(&path, &aside).map_err(|source| io_error("move aside", &path, source))?;
-        Ok(format!(
-            "state file '{}' could not be read; moved it to '{}' and started the key afresh",
+    /// Reads the state file, placed on the clock's timeline.
+    fn load(&self, dir: &Dir, clock: &Clock) -> Loaded {
+        let name = self.file("json");
+        let bytes = match dir.read(&name, MAX_BYTES) {
+            Ok(Entry::Missing) => return Loaded::New,
+            Ok(Entry::Special(kind)) => return Loaded::Bad(format!("it is {kind}")),
+            Ok(Entry::Bytes { bytes, owner }) => {
+                let me = nix::unistd::geteuid().as_raw();
+                if owner != me && owner != 0 {
+                    return Loaded::Bad(format!("it belongs to another user (uid {owner})"));
+                }
+                bytes
+            }
+            Err(e) => return Loaded::Bad(e.to_string()),
+        };
+        if bytes.len() as u64 > MAX_BYTES {
+            return Loaded::Bad(format!("it is longer than {MAX_BYTES} bytes"));
+        }
+        let saved = match serde_json::from_slice::<Saved>(&bytes) {
+            Ok(saved) => saved,
+            Err(e) => return Loaded::Bad(format!("it is not a state file: {e}")),
+        };
+        if let Err(why) = saved.validate() {
+            return Loaded::Bad(why);
+        }
+        let then = Clock {
+            boot_id: saved.boot_id,
+            boot_ms: saved.boot_ms,
+            wall_ms: saved.wall_ms,
+        };
+        let mut state = saved.state;
+        let (from, to) = clock.moved(&then);
+        state.shift(from, to);
+        Loaded::State(state)
+    }
+
+    /// Moves a file that cannot be read or believed aside (under the lock), and says so: to
+    /// `KEY.json.corrupt`, or a numbered name when that exists. When it cannot be moved, the
+    /// error says what to do.
+    fn move_aside(&self, dir: &Dir, why: &str) -> Result<String, Error> {
+        let name = self.file("json");
+        let path = dir.join(&name);
+        let mut failed = None;
+        for n in 0..10 {
+            let aside = match n {
+                0 => self.file("json.corrupt"),
+                n => self.file(&format!("json.corrupt.{n}")),
+            };
+            match dir.rename_new(&name, &aside) {
+                Ok(()) => {
+                    return Ok(format!(
+                        "state file '{}' could not be read ({why}); moved it to '{}' and started the key afresh",
+                        path.display(),
+                        dir.join(&aside).display()
+                    ));
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let (how, sudo) = match &failed {
+            Some(e) => (
+                e.to_string(),
+                matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) && !nix::unistd::geteuid().is_root(),
+            ),
+            None => (
+                format!("'{}' to '.9' exist", self.file("json.corrupt")),
+                false,
+            ),
+        };
+        Err(Error::Unusable(format!(
+            "state file '{}' could not be read ({why}) nor moved aside ({how}); to use the key again, remove it: {}rm -r '{}'",
             path.display(),
-            aside.display()
-        ))
+            if sudo { "sudo " } else { "" },
+            path.display()
+        )))
     }
 
     /// Writes the state: to a temporary file beside it, then renamed over it.
-    fn save(&self, dir: &Path, clock: &Clock, state: &KeyState) -> Result<(), Error> {
+    fn save(&self, dir: &Dir, clock: &Clock, state: &KeyState) -> Result<(), Error> {
         let saved = Saved {
             version: VERSION,
             boot_id: clock.boot_id.clone(),
@@ -105,26 +274,93 @@ impl FileStore {
         };
         // A struct of plain fields always serializes.
         let bytes = serde_json::to_vec(&saved).unwrap_or_default();
-        let path = self.path(dir, "json");
-        files::replace(&path, &bytes, 0o600, false)
-            .map_err(|source| io_error("write", &path, source))
+        let name = self.file("json");
+        dir.replace(&name, &bytes, 0o600)
+            .map_err(|source| io_error("write", &dir.join(&name), source))
     }
 
-    /// Takes the key's lock, waiting for it up to [`LOCK_WAIT`]; it is let go when the file is
-    /// dropped.
-    fn lock(&self, dir: &Path) -> Result<File, Error> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|source| io_error("create", dir, source))?;
-        let path = self.path(dir, "lock");
-        // The lock is retry's own file: a link planted in its place is refused.
-        match files::lock(&path, 0o600, Links::Refuse, LOCK_WAIT) {
-            Ok(file) => Ok(file),
-            Err(LockError::Busy) => Err(Error::Busy(path)),
-            Err(LockError::Io(source)) => Err(io_error("lock", &path, source)),
+    /// Takes the key's lock; it is let go when the file is dropped. The run waits while the
+    /// lock changes hands, up to [`LOCK_WAIT_MAX`]; a holder that makes no progress for
+    /// [`LOCK_STALL`] ends the wait, and so does a signal that stops the run. Each holder
+    /// counts its turn in the lock file, which is how the others see the lock change hands.
+    fn lock(&self, dir: &Dir) -> Result<File, Error> {
+        let name = self.file("lock");
+        let path = dir.join(&name);
+        let file = dir.lock_file(&name, 0o600).map_err(|e| {
+            match dir.entry(&name) {
+                Ok(Some(stat)) if crate::files::kind(&stat) != "a regular file" => {
+                    Error::Unusable(format!(
+                        "the lock file '{}' is {}, not a regular file; to use the key again, remove it: rm -r '{}'",
+                        path.display(),
+                        crate::files::kind(&stat),
+                        path.display()
+                    ))
+                }
+                _ => io_error("lock", &path, e),
+            }
+        })?;
+        let start = Instant::now();
+        let mut seen = turns(&file);
+        let mut progress = start;
+        let mut pause = Duration::from_micros(50);
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    // What this holder does next is progress for the others.
+                    let turn = turns(&file).wrapping_add(1);
+                    let _ = file.write_at(&turn.to_le_bytes(), 0);
+                    return Ok(file);
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_error("lock", &path, e)),
+            }
+            if stop_waiting() {
+                return Err(io_error("lock", &path, io::ErrorKind::Interrupted.into()));
+            }
+            let now = Instant::now();
+            let turn = turns(&file);
+            if turn != seen {
+                seen = turn;
+                progress = now;
+            }
+            if now.duration_since(progress) >= LOCK_STALL
+                || now.duration_since(start) >= LOCK_WAIT_MAX
+            {
+                return Err(Error::Busy(path));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(LOCK_PAUSE);
         }
+    }
+}
+
+/// How many times the lock file's lock was taken, as its holders count.
+fn turns(file: &File) -> u64 {
+    let mut bytes = [0u8; 8];
+    match file.read_at(&mut bytes, 0) {
+        Ok(8) => u64::from_le_bytes(bytes),
+        _ => 0,
+    }
+}
+
+/// Why a state directory with this owner and mode cannot be trusted, if it cannot: other
+/// users can write it (unless it is sticky and this user's), or it is another user's.
+fn unsafe_dir(path: &Path, owner: u32, mode: u32) -> Option<String> {
+    let me = nix::unistd::geteuid().as_raw();
+    let sticky = mode & 0o1000 != 0;
+    let others_write = mode & 0o022 != 0;
+    let quoted = format!("'{}'", path.display());
+    if owner != me && owner != 0 {
+        Some(format!(
+            "the state directory {quoted} belongs to another user (uid {owner}), who could change the key's state: give it to this user (chown {me} {quoted}) or choose another --state-dir"
+        ))
+    } else if others_write && !(sticky && owner == me) {
+        Some(format!(
+            "the state directory {quoted} can be written by other users (mode {:04o}), who could change the key's state: make it private (chmod go-w {quoted}) or choose another --state-dir",
+            mode & 0o7777
+        ))
+    } else {
+        None
     }
 }
 
@@ -134,13 +370,22 @@ impl Local for FileStore {
         s: &SharedSettings,
         op: impl Fn(&mut KeyState, u64) -> T,
     ) -> Result<Reply<T>, Error> {
-        let dir = self.dir()?.to_path_buf();
+        let path = self.dir()?.to_path_buf();
         // First without the lock: most operations (a closed breaker, a full budget) change
-        // nothing, and a state replaced by rename is always whole.
+        // nothing, and a state replaced by rename is always whole. A key never written, in a
+        // directory not made yet, is a new key.
         let clock = Clock::now();
-        if let Ok(loaded) = self.load(&dir, &clock)? {
+        let loaded = match self.open_dir(&path, false)? {
+            Some(dir) => self.load(&dir, &clock),
+            None => Loaded::New,
+        };
+        let read = match loaded {
+            Loaded::New => Some(KeyState::new(s, clock.boot_ms)),
+            Loaded::State(state) => Some(state),
+            Loaded::Bad(_) => None,
+        };
+        if let Some(read) = read {
             let now = clock.boot_ms;
-            let read = loaded.unwrap_or_else(|| KeyState::new(s, now));
             let mut state = read.clone();
             state.clamp(s, now);
             let value = op(&mut state, now);
@@ -155,11 +400,15 @@ impl Local for FileStore {
                 });
             }
         }
+        let dir = self
+            .open_dir(&path, true)?
+            .ok_or_else(|| io_error("open", &path, io::ErrorKind::NotFound.into()))?;
         let _lock = self.lock(&dir)?;
         let clock = Clock::now();
-        let (loaded, warning) = match self.load(&dir, &clock)? {
-            Ok(loaded) => (loaded, None),
-            Err(()) => (None, Some(self.move_aside(&dir)?)),
+        let (loaded, warning) = match self.load(&dir, &clock) {
+            Loaded::New => (None, None),
+            Loaded::State(state) => (Some(state), None),
+            Loaded::Bad(why) => (None, Some(self.move_aside(&dir, &why)?)),
         };
         let now = clock.boot_ms;
         let read = loaded.unwrap_or_else(|| KeyState::new(s, now));
@@ -177,21 +426,104 @@ impl Local for FileStore {
         })
     }
 
-    fn reset(&mut self) -> Result<(), Error> {
-        let dir = self.dir()?.to_path_buf();
-        let _lock = self.lock(&dir)?;
-        let path = self.path(&dir, "json");
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(io_error("remove", &path, source)),
+    /// The key's state, changing nothing: no directory is made, no lock taken, nothing moved
+    /// aside. What a run would find wrong is the reply's warning.
+    fn peek(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+        let path = self.dir()?.to_path_buf();
+        let clock = Clock::now();
+        let now = clock.boot_ms;
+        let loaded = match self.open_dir(&path, false) {
+            Ok(Some(dir)) => self.load(&dir, &clock),
+            Ok(None) => Loaded::New,
+            // A file on the way: the key has no state, and the note below says why.
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotADirectory => {
+                Loaded::New
+            }
+            Err(e) => return Err(e),
+        };
+        let mut warnings = Vec::new();
+        let state = match loaded {
+            Loaded::New => KeyState::new(s, now),
+            Loaded::State(mut state) => {
+                state.clamp(s, now);
+                state
+            }
+            Loaded::Bad(why) => {
+                warnings.push(format!(
+                    "the state file '{}' cannot be read ({why}): the next run moves it aside and starts the key afresh",
+                    self.path(&path, "json").display()
+                ));
+                KeyState::new(s, now)
+            }
+        };
+        if let Some(why) = unwritable(&path) {
+            warnings.push(format!(
+                "the state directory '{}' cannot be written ({why}): runs will go on without the key's state",
+                path.display()
+            ));
         }
+        Ok(Reply {
+            view: state.view(s, now),
+            value: (),
+            now,
+            warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+        })
+    }
+
+    fn forget(&mut self) -> Result<Forgot, Error> {
+        let path = self.dir()?.to_path_buf();
+        let Some(dir) = self.open_dir(&path, false)? else {
+            return Ok(Forgot::Nothing);
+        };
+        let name = self.file("json");
+        // Nothing to forget: nothing is made, not even the lock.
+        if dir
+            .entry(&name)
+            .map_err(|source| io_error("read", &dir.join(&name), source))?
+            .is_none()
+        {
+            return Ok(Forgot::Nothing);
+        }
+        let _lock = self.lock(&dir)?;
+        match dir.remove(&name) {
+            Ok(true) => Ok(Forgot::State),
+            Ok(false) => Ok(Forgot::Nothing),
+            Err(source) => Err(io_error("remove", &dir.join(&name), source)),
+        }
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        self.forget().map(|_| ())
     }
 
     fn describe(&self) -> String {
         match &self.dir {
             Some(dir) => format!("file {}", self.path(dir, "json").display()),
             None => "no state directory".into(),
+        }
+    }
+}
+
+/// Why the state directory at `path` (or, while it does not exist, the directory it would be
+/// made in) cannot be written, if it cannot.
+fn unwritable(path: &Path) -> Option<String> {
+    use nix::unistd::{AccessFlags, access};
+    let mut at = path;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if !m.is_dir() => {
+                return Some(format!("'{}' is not a directory", at.display()));
+            }
+            Ok(_) => {
+                return access(at, AccessFlags::W_OK | AccessFlags::X_OK)
+                    .err()
+                    .map(|e| io::Error::from(e).to_string());
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match at.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => at = parent,
+                _ => return None,
+            },
+            Err(e) => return Some(e.to_string()),
         }
     }
 }
@@ -232,6 +564,11 @@ fn file_name(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    use serde_json::{Value, json};
+
     use super::*;
 
     #[test]
@@ -248,7 +585,7 @@ mod tests {
         assert_ne!(name, file_name(&"x".repeat(401)));
     }
 
-    use crate::policy::breaker::Breaker;
+    use crate::policy::breaker::Attempt;
     use crate::policy::shared::tests::settings;
     use crate::policy::shared::{Admit, Refusal};
 
@@ -325,6 +662,269 @@ mod tests {
             matches!(reply.value, Admit::Run(t) if t.probe),
             "{:?}",
             reply.value
+        );
+    }
+
+    /// Records a failure, which is written.
+    fn fail(store: &mut FileStore) {
+        let s = settings();
+        let ticket = crate::policy::shared::Ticket {
+            generation: 0,
+            probe: false,
+        };
+        store
+            .update(&s, |state, now| {
+                state.after_attempt(&s, now, ticket, Attempt::Failure, true, 0.0)
+            })
+            .expect("written");
+    }
+
+    /// A key's state file as a valid one, changed by `edit`.
+    fn planted(dir: &Path, edit: impl FnOnce(&mut Value)) -> (FileStore, Vec<u8>) {
+        let store = saved(dir, &Clock::now(), 0, 1);
+        let path = store.path(dir, "json");
+        let mut value: Value =
+            serde_json::from_slice(&fs::read(&path).expect("read")).expect("JSON");
+        value["state"]["breaker"] = json!({"state": "closed", "failures": []});
+        edit(&mut value);
+        let bytes = serde_json::to_vec(&value).expect("serialized");
+        fs::write(&path, &bytes).expect("written");
+        (store, bytes)
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .expect("listed")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn values_out_of_range_are_corrupt_state_moved_aside() {
+        type Edit = (&'static str, fn(&mut Value));
+        let edits: [Edit; 7] = [
+            ("a generation past 2^53", |v| {
+                v["state"]["generation"] = json!(u64::MAX)
+            }),
+            ("tokens no burst allows", |v| {
+                v["state"]["budget"]["milli"] = json!(u64::MAX)
+            }),
+            ("a time past 2^53", |v| {
+                v["state"]["budget"]["at"] = json!(1u64 << 60)
+            }),
+            ("a saved moment past 2^53", |v| {
+                v["wall_ms"] = json!(u64::MAX)
+            }),
+            ("5000 failures", |v| {
+                v["state"]["breaker"]["failures"] = json!(vec![1u64; 5000]);
+            }),
+            ("an open time of 0", |v| {
+                v["state"]["breaker"] = json!({"state": "open", "until": 5, "open_for": 0});
+            }),
+            ("100 outcomes kept", |v| {
+                v["state"]["history"] = json!(vec![json!({"at": 1, "success": true}); 100]);
+            }),
+        ];
+        for (what, edit) in edits {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let (mut store, bytes) = planted(dir.path(), edit);
+            let reply = admit(&mut store, &settings());
+            let warning = reply.warning.unwrap_or_default();
+            assert!(warning.contains("moved it to"), "{what}: {warning:?}");
+            let aside = fs::read(store.path(dir.path(), "json.corrupt")).expect("moved aside");
+            assert_eq!(aside, bytes, "{what}");
+            assert!(matches!(reply.value, Admit::Run(_)), "{what}");
+        }
+        // The largest values retry writes are not.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (mut store, _) = planted(dir.path(), |v| {
+            v["state"]["generation"] = json!(1u64 << 53);
+            v["state"]["breaker"]["failures"] = json!(vec![1u64; 1000]);
+        });
+        assert_eq!(admit(&mut store, &settings()).warning, None);
+    }
+
+    #[test]
+    fn a_directory_or_a_fifo_as_the_state_file_is_moved_aside_under_a_free_name() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
+        fs::create_dir(dir.path().join("k.json")).expect("a directory");
+        fs::write(dir.path().join("k.json.corrupt"), b"kept").expect("an older one");
+        let reply = admit(&mut store, &settings());
+        let warning = reply.warning.unwrap_or_default();
+        assert!(
+            warning.contains("it is a directory") && warning.contains("k.json.corrupt.1"),
+            "{warning}"
+        );
+        assert!(dir.path().join("k.json.corrupt.1").is_dir());
+        assert_eq!(
+            fs::read(dir.path().join("k.json.corrupt")).expect("kept"),
+            b"kept"
+        );
+        assert!(dir.path().join("k.json").is_file(), "the key starts afresh");
+        // A FIFO: never opened, so never waited on.
+        fs::remove_file(dir.path().join("k.json")).expect("removed");
+        nix::unistd::mkfifo(
+            &dir.path().join("k.json"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .expect("a FIFO");
+        let warning = admit(&mut store, &settings()).warning.unwrap_or_default();
+        assert!(warning.contains("it is a FIFO"), "{warning}");
+        assert!(dir.path().join("k.json").is_file());
+    }
+
+    #[test]
+    fn an_unreadable_state_file_that_cannot_be_moved_aside_says_what_to_do() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
+        fs::create_dir(dir.path().join("k.json")).expect("a directory");
+        // Every name it could be moved to is taken.
+        fs::write(dir.path().join("k.json.corrupt"), b"").expect("taken");
+        for n in 1..10 {
+            fs::write(dir.path().join(format!("k.json.corrupt.{n}")), b"").expect("taken");
+        }
+        let Err(e) = store.update(&settings(), |state, now| state.admit(&settings(), now)) else {
+            panic!("it cannot be used")
+        };
+        let path = dir.path().join("k.json");
+        let said = e.to_string();
+        assert!(
+            said.contains("nor moved aside")
+                && said.contains(&format!("rm -r '{}'", path.display())),
+            "{said}"
+        );
+        assert!(path.is_dir(), "left as it was");
+    }
+
+    #[test]
+    fn a_state_file_this_user_cannot_read_is_moved_aside() {
+        if nix::unistd::geteuid().is_root() {
+            eprintln!(
+                "SKIPPED a_state_file_this_user_cannot_read_is_moved_aside: root reads a file of mode 000"
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (mut store, _) = planted(dir.path(), |_| {});
+        let path = store.path(dir.path(), "json");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).expect("chmod");
+        let warning = admit(&mut store, &settings()).warning.unwrap_or_default();
+        assert!(warning.contains("moved it to"), "{warning}");
+        assert!(store.path(dir.path(), "json.corrupt").exists());
+    }
+
+    #[test]
+    fn a_state_directory_others_can_write_is_refused_unless_sticky_and_ours() {
+        let me = nix::unistd::geteuid().as_raw();
+        let path = Path::new("/some/state");
+        for mode in [0o700, 0o755, 0o1777] {
+            assert_eq!(unsafe_dir(path, me, mode), None, "{mode:o}");
+        }
+        for mode in [0o777, 0o770, 0o702, 0o2775] {
+            let why = unsafe_dir(path, me, mode).expect("refused");
+            assert!(
+                why.contains("can be written by other users")
+                    && why.contains("chmod go-w '/some/state'"),
+                "{mode:o}: {why}"
+            );
+        }
+        let other = if me == 4242 { 4243 } else { 4242 };
+        let why = unsafe_dir(path, other, 0o700).expect("refused");
+        assert!(why.contains("belongs to another user (uid"), "{why}");
+        assert!(unsafe_dir(path, other, 0o1777).is_some());
+        // A real one: refused before anything in it is read or made.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
+        let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
+        let result = store.update(&settings(), |state, now| state.admit(&settings(), now));
+        assert!(
+            matches!(result, Err(Error::Unusable(_))),
+            "{:?}",
+            result.err()
+        );
+        assert!(names(dir.path()).is_empty());
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).expect("chmod");
+        fail(&mut store);
+        assert_eq!(names(dir.path()), ["k.json", "k.lock"]);
+    }
+
+    #[test]
+    fn peeking_changes_nothing_and_tells_what_a_run_would_find() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut store = FileStore::new(Some(dir.path().join("state")), "k");
+        let reply = store.peek(&settings()).expect("a view");
+        assert_eq!(reply.warning, None);
+        assert!(!dir.path().join("state").exists(), "no directory is made");
+        fs::create_dir(dir.path().join("state")).expect("state dir");
+        let path = dir.path().join("state/k.json");
+        fs::write(&path, b"{").expect("corrupt");
+        let reply = store.peek(&settings()).expect("a view");
+        let warning = reply.warning.unwrap_or_default();
+        assert!(
+            warning.contains("cannot be read") && warning.contains("moves it aside"),
+            "{warning}"
+        );
+        assert_eq!(names(&dir.path().join("state")), ["k.json"]);
+        assert_eq!(fs::read(&path).expect("kept"), b"{");
+        // A directory that cannot be written: a file in its place.
+        let mut store = FileStore::new(Some(path.join("state")), "k");
+        let warning = store
+            .peek(&settings())
+            .expect("a view")
+            .warning
+            .unwrap_or_default();
+        assert!(
+            warning.contains("cannot be written")
+                && warning.contains("runs will go on without the key's state"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn forgetting_a_key_with_no_state_makes_nothing() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut store = FileStore::new(Some(dir.path().join("state")), "k");
+        assert_eq!(store.forget().expect("forgot"), Forgot::Nothing);
+        assert!(!dir.path().join("state").exists());
+        fs::create_dir(dir.path().join("state")).expect("state dir");
+        assert_eq!(store.forget().expect("forgot"), Forgot::Nothing);
+        assert!(names(&dir.path().join("state")).is_empty());
+        fail(&mut store);
+        assert_eq!(store.forget().expect("forgot"), Forgot::State);
+        assert_eq!(names(&dir.path().join("state")), ["k.lock"]);
+    }
+
+    #[test]
+    fn a_planted_link_is_neither_read_through_nor_written_through() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // The victim holds a valid state whose breaker is open: followed, it would refuse.
+        let victim = dir.path().join("victim");
+        let now = Clock::now();
+        let _ = saved(dir.path(), &now, now.boot_ms + HOUR, HOUR);
+        fs::rename(dir.path().join("k.json"), &victim).expect("moved");
+        let before = fs::read(&victim).expect("victim");
+        std::os::unix::fs::symlink(&victim, dir.path().join("k.json")).expect("linked");
+        std::os::unix::fs::symlink(&victim, dir.path().join("k.json.corrupt")).expect("linked");
+        let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
+        let reply = admit(&mut store, &settings());
+        assert!(matches!(reply.value, Admit::Run(_)), "{:?}", reply.value);
+        let warning = reply.warning.unwrap_or_default();
+        assert!(warning.contains("it is a symbolic link"), "{warning}");
+        assert_eq!(fs::read(&victim).expect("victim"), before, "untouched");
+        for aside in ["k.json.corrupt", "k.json.corrupt.1"] {
+            let link = fs::symlink_metadata(dir.path().join(aside)).expect("aside");
+            assert!(
+                link.file_type().is_symlink(),
+                "{aside} is the link, moved as it is"
+            );
+        }
+        assert!(
+            fs::symlink_metadata(dir.path().join("k.json"))
+                .expect("state")
+                .is_file()
         );
     }
 }

@@ -75,6 +75,10 @@ pub trait Store {
     fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error>;
     /// Forgets the key.
     fn reset(&mut self) -> Result<(), Error>;
+    /// Forgets the key, and says whether there was anything to forget.
+    fn forget(&mut self) -> Result<Forgot, Error> {
+        self.reset().map(|()| Forgot::State)
+    }
     /// Where the state is, for `--explain`.
     fn describe(&self) -> String;
     /// The run may not call again for a while: let go of what is held open (a connection).
@@ -95,6 +99,24 @@ pub trait Local {
     ) -> Result<Reply<T>, Error>;
     fn reset(&mut self) -> Result<(), Error>;
     fn describe(&self) -> String;
+    /// The key's state now, changing nothing: not even what `update` would write back (a
+    /// clamped time, a corrupt file moved aside), which the reply's warning may tell instead.
+    fn peek(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+        self.update(s, |_, _| ())
+    }
+    /// Forgets the key, and says whether there was anything to forget.
+    fn forget(&mut self) -> Result<Forgot, Error> {
+        self.reset().map(|()| Forgot::State)
+    }
+}
+
+/// What `--reset-state` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forgot {
+    /// The key's state is gone.
+    State,
+    /// The key had none.
+    Nothing,
 }
 
 impl<L: Local> Store for L {
@@ -127,11 +149,15 @@ impl<L: Local> Store for L {
     }
 
     fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
-        self.update(s, |_, _| ())
+        self.peek(s)
     }
 
     fn reset(&mut self) -> Result<(), Error> {
         Local::reset(self)
+    }
+
+    fn forget(&mut self) -> Result<Forgot, Error> {
+        Local::forget(self)
     }
 
     fn describe(&self) -> String {
@@ -152,6 +178,8 @@ pub enum Error {
         place: String,
         why: String,
     },
+    /// The state cannot be used, for the reason given, which says what to do about it.
+    Unusable(String),
     /// Reading or writing the state failed.
     Io {
         doing: &'static str,
@@ -168,6 +196,7 @@ impl fmt::Display for Error {
             ),
             Error::Store { place, why } => write!(f, "the store {place}: {why}"),
             Error::Busy(path) => write!(f, "'{}' stayed locked too long", path.display()),
+            Error::Unusable(why) => f.write_str(why),
             Error::Io {
                 doing,
                 path,
@@ -377,6 +406,11 @@ impl Shared {
     /// Forgets the key's state.
     pub fn reset(&mut self) -> Result<(), Error> {
         self.store.reset()
+    }
+
+    /// Forgets the key's state, and says whether it had any.
+    pub fn forget(&mut self) -> Result<Forgot, Error> {
+        self.store.forget()
     }
 
     /// Where the key's state is kept.
