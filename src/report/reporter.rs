@@ -83,15 +83,19 @@ impl<'a> Reporter<'a> {
         self.log.write(&e);
     }
 
-    /// Before the first attempt: the policy (-v), and the warnings about the settings (a retry
-    /// inside another, a breaker's open time past its longest).
-    pub fn begin(&mut self, now: Duration) {
+    /// Before the first attempt: the policy (-v).
+    pub fn policy_line(&mut self, now: Duration) {
         if self.log.shows(Event::Policy) {
             let mut e = self.entry(Event::Policy, now);
             e.reason = Some(self.policy.to_string());
             e.policy = Some(PolicyFields::of(self.policy));
             self.log.write(&e);
         }
+    }
+
+    /// The warnings about the settings: a retry inside another, a breaker's open time past
+    /// its longest.
+    pub fn warnings(&mut self, now: Duration) {
         for warning in self.policy.warnings() {
             self.say(Event::Warning, now, warning);
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::gate::Gate;
+use super::gate::{Admission, Gate};
 use super::supervise::supervise;
 use super::world::{AttemptEnv, Event, World};
 use crate::env;
@@ -78,8 +78,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// Runs attempts until one ends the run, and returns how retry should exit.
     pub fn run(mut self) -> Exit {
-        self.rep.begin(self.world.elapsed());
-        if let Some(refused) = self.gate.begin(self.world.elapsed(), &mut self.rep) {
+        if let Some(refused) = self.begin() {
             return refused;
         }
         loop {
@@ -94,6 +93,26 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                     }
                 }
             }
+        }
+    }
+
+    /// Before the first attempt: the policy (-v), the key's admission, the warnings about the
+    /// settings (with the key's state, as every line after the admission); then the key may
+    /// refuse the run, which exits 75.
+    fn begin(&mut self) -> Option<Exit> {
+        self.rep.policy_line(self.world.elapsed());
+        let admission = self.gate.begin(self.world.elapsed(), &mut self.rep);
+        let now = self.world.elapsed();
+        self.rep.warnings(now);
+        match admission {
+            Admission::Run => {
+                if self.gate.probing() {
+                    self.rep.probing(now);
+                }
+                None
+            }
+            Admission::Refused(refused) => Some(self.rep.refused(now, refused)),
+            Admission::StoreClosed(why) => Some(self.rep.closed_store(now, &why)),
         }
     }
 

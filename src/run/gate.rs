@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use rand::{Rng, RngExt};
 
-use crate::exit::Exit;
 use crate::policy::adaptive::Estimates;
 use crate::policy::breaker::{Attempt, Change};
 use crate::policy::shared::Refused;
@@ -15,6 +14,14 @@ use crate::report::log::KeyFields;
 use crate::report::reporter::Reporter;
 use crate::report::words::OpenedBy;
 use crate::state::{self, Shared};
+
+/// What the key says of a run that wants to start.
+pub enum Admission {
+    Run,
+    Refused(Refused),
+    /// The `--state` store failed, and `--state-fail` is closed: why.
+    StoreClosed(String),
+}
 
 /// A run's handle on its key's breaker and budget; empty without a key, or once the state
 /// failed.
@@ -36,27 +43,30 @@ impl Gate {
         }
     }
 
-    /// Before the first attempt: `Some` with how to exit when the key refuses the run (or its
-    /// store failed and `--state-fail` is closed).
-    pub fn begin(&mut self, now: Duration, rep: &mut Reporter) -> Option<Exit> {
-        let admitted = self.shared.as_mut()?.admit();
+    /// Before the first attempt: whether the key lets the run start. The reporter learns the
+    /// key's state, so that every line after this one carries it.
+    pub fn begin(&mut self, now: Duration, rep: &mut Reporter) -> Admission {
+        let Some(shared) = self.shared.as_mut() else {
+            return Admission::Run;
+        };
+        let admitted = shared.admit();
         self.heard(now, rep);
         match admitted {
-            Ok(None) => {
-                if self.shared.as_ref().is_some_and(Shared::probing) {
-                    rep.probing(now);
-                }
-                None
-            }
-            Ok(Some(refused)) => Some(rep.refused(now, refused)),
+            Ok(None) => Admission::Run,
+            Ok(Some(refused)) => Admission::Refused(refused),
             Err(e) if self.shared.as_ref().is_some_and(Shared::fails_closed) => {
-                Some(rep.closed_store(now, &e.to_string()))
+                Admission::StoreClosed(e.to_string())
             }
             Err(e) => {
                 self.lost(now, e, rep);
-                None
+                Admission::Run
             }
         }
+    }
+
+    /// This run probes the key's half-open breaker.
+    pub fn probing(&self) -> bool {
+        self.shared.as_ref().is_some_and(Shared::probing)
     }
 
     /// The attempt's command has started: a store may let go of its connection meanwhile.

@@ -490,7 +490,10 @@ pub fn the_json_log_summary_and_metrics_carry_the_key(s: &Setup) {
     assert_eq!(sum["key"]["key"], "api");
     assert_eq!(sum["key"]["breaker"], "open");
     assert_eq!(sum["key"]["refused"], "breaker");
-    assert_eq!(sum["key"]["tokens"], 8.0);
+    // Two tokens taken from ten; a thousandth comes back every 60 ms, which a loaded machine
+    // may let pass before the summary is written.
+    let tokens = sum["key"]["tokens"].as_f64().expect("tokens");
+    assert!((8.0..8.1).contains(&tokens), "{tokens}");
     let text = fs::read_to_string(&metrics).expect("metrics");
     assert!(
         text.contains("retry_breaker_open{name=\"sh\",key=\"api\"} 1"),
