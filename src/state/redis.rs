@@ -127,14 +127,22 @@ impl RedisStore {
     }
 
     /// Runs `f` on the connection (made first, if need be) with what is left of the run's
-    /// `--state-timeout`; the time it takes is spent.
+    /// `--state-timeout`; the time it takes is spent. A connection kept from an earlier call
+    /// that turns out to be closed (the server's `timeout`, a proxy, or CLIENT KILL closed it
+    /// while the run held it idle, during an attempt or a wait) is made again, once, within the
+    /// same time: a closed idle connection never received the call.
     fn call<T>(
         &mut self,
-        f: impl FnOnce(&mut Connection, Instant) -> Result<T, Failure>,
+        f: impl Fn(&mut Connection, Instant) -> Result<T, Failure>,
     ) -> Result<T, Error> {
         let started = Instant::now();
         let deadline = started + self.settings.timeout.saturating_sub(self.spent);
-        let result = self.connected(deadline).and_then(|con| f(con, deadline));
+        let kept = self.con.is_some();
+        let mut result = self.connected(deadline).and_then(|con| f(con, deadline));
+        if kept && matches!(&result, Err(Failure::Redis(e)) if e.is_connection_dropped()) {
+            self.con = None;
+            result = self.connected(deadline).and_then(|con| f(con, deadline));
+        }
         self.spent += started.elapsed();
         result.map_err(|failure| {
             // A call cut short may leave its answer on the way: never read it as the next's.

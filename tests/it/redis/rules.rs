@@ -302,7 +302,11 @@ fn spoilt(now: u64, field: &str, value: &str) -> Vec<String> {
         "l" => ("half-open", 0, now + 60_000, 1000),
         _ => ("closed", 0, 0, 0),
     };
-    let f = if state == "closed" { past.clone() } else { String::new() };
+    let f = if state == "closed" {
+        past.clone()
+    } else {
+        String::new()
+    };
     let mut pairs = vec![
         ("g", "4".to_string()),
         ("s", state.to_string()),
@@ -385,7 +389,10 @@ fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
             }
             let out = output(c);
             let log = stderr(&out);
-            assert!(answers_promptly(&server), "{what}: the server is held: {log}");
+            assert!(
+                answers_promptly(&server),
+                "{what}: the server is held: {log}"
+            );
             assert_eq!(out.status.code(), Some(3), "{what}: {log}");
             assert_eq!(s.ran(), ran + 2, "{what}: {log}");
             assert!(
@@ -418,7 +425,11 @@ fn a_key_of_another_type_is_started_afresh_with_a_warning_even_with_state_fail_c
     for fail in ["open", "closed"] {
         for spoil in [
             ::redis::cmd("SET").arg("retry:api").arg("x").clone(),
-            ::redis::cmd("RPUSH").arg("retry:api").arg("a").arg("b").clone(),
+            ::redis::cmd("RPUSH")
+                .arg("retry:api")
+                .arg("a")
+                .arg("b")
+                .clone(),
         ] {
             server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
             server.query::<()>(&mut spoil.clone());
@@ -448,10 +459,28 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
         return;
     };
     let s = Setup::redis(&server);
-    let opens = ["--key", "api", "--breaker-failures", "1", "--breaker-open", "1h"];
+    let opens = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "1",
+        "--breaker-open",
+        "1h",
+    ];
     assert_eq!(s.run(&with(&opens, &["-n", "1"]), 1).status.code(), Some(1));
-    assert_eq!(s.open_for("api"), 15 * 60 * 1000, "cut to the default open max");
-    let cut = ["--key", "api", "--breaker-failures", "1", "--breaker-open-max", "1s"];
+    assert_eq!(
+        s.open_for("api"),
+        15 * 60 * 1000,
+        "cut to the default open max"
+    );
+    let cut = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "1",
+        "--breaker-open-max",
+        "1s",
+    ];
     let refused = s.run(&cut, 0);
     assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
     assert_eq!(s.open_for("api"), 1000, "the cut is written");
