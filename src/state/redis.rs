@@ -167,6 +167,9 @@ impl RedisStore {
                 "no answer within --state-timeout {}",
                 human(self.settings.timeout)
             ),
+            Failure::Redis(e) if self.settings.url.password.is_none() && unauthenticated(&e) => {
+                "the store requires a password: put it in the URL or in REDISCLI_AUTH".into()
+            }
             Failure::Redis(e) => e.to_string(),
             Failure::Reply(why) => why,
         };
@@ -291,6 +294,12 @@ fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection,
         Ok(connected) => Ok(connected?),
         Err(_) => Err(Failure::Timeout),
     }
+}
+
+/// The server wants a client to authenticate first: NOAUTH, or, for a command as long as a
+/// script's, the protocol error it answers an unauthenticated client with before closing.
+fn unauthenticated(e: &RedisError) -> bool {
+    e.code() == Some("NOAUTH") || e.detail().is_some_and(|d| d.contains("unauthenticated"))
 }
 
 /// The time left before the deadline; none left is a timeout.

@@ -267,3 +267,48 @@ fn a_connection_killed_while_idle_is_opened_again() {
     );
     reconnects(&server, &["-d", "0"], &kill);
 }
+
+#[test]
+fn a_store_that_asks_for_a_password_none_was_given_for_says_where_to_put_it() {
+    let Some(server) = Server::start_requiring(PASSWORD) else {
+        return;
+    };
+    let s = Setup::file();
+    let told = "the store requires a password: put it in the URL or in REDISCLI_AUTH";
+    for url in [
+        format!("redis://127.0.0.1:{}", server.port),
+        format!("redis://retry@127.0.0.1:{}", server.port),
+    ] {
+        for (args, code) in [
+            (vec!["-n", "1"], 0),
+            (vec!["--state-fail", "closed"], 75),
+            (vec!["--explain"], 0),
+            (vec!["--reset-state"], 125),
+        ] {
+            let out = s.run(&with(&["--key", "api", "--state", &url], &args), 0);
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{url} {args:?}: {}",
+                said(&out)
+            );
+            assert!(said(&out).contains(told), "{url} {args:?}: {}", said(&out));
+        }
+    }
+    // Given in REDISCLI_AUTH, it is used.
+    let mut c = s.retry(&["--key", "api", "-n", "1"]);
+    c.env(
+        "RETRY_STATE_URL",
+        format!("redis://127.0.0.1:{}", server.port),
+    )
+    .env("REDISCLI_AUTH", PASSWORD)
+    .arg("--")
+    .args(s.command(1));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!said(&out).contains("warning"), "{}", said(&out));
+    assert!(
+        !s.file_of("api").exists(),
+        "the failure was counted in Redis"
+    );
+}
