@@ -83,7 +83,8 @@ impl<'a> Reporter<'a> {
         self.log.write(&e);
     }
 
-    /// Before the first attempt: the policy (-v), and the warning of a retry inside another.
+    /// Before the first attempt: the policy (-v), the warning of a retry inside another, and
+    /// that of a store without a key.
     pub fn begin(&mut self, now: Duration) {
         if self.log.shows(Event::Policy) {
             let mut e = self.entry(Event::Policy, now);
@@ -93,6 +94,9 @@ impl<'a> Reporter<'a> {
         }
         if let Some(warning) = self.policy.nesting_warning() {
             self.say(Event::Warning, now, warning);
+        }
+        if let Some(warning) = self.policy.store_warning() {
+            self.say(Event::Warning, now, format!("warning: {warning}"));
         }
     }
 

@@ -147,6 +147,34 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
     assert_eq!(s.ran(), 0);
 }
 
+#[test]
+fn a_store_without_a_key_is_one_warning_and_the_run_goes_on() {
+    let s = Setup::file();
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let out = s.run(&["--state", &url, "-n", "2", "-d", "1ms"], 3);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(s.ran(), 2);
+    let log = stderr(&out);
+    assert_eq!(log.matches("warning").count(), 1, "{log}");
+    assert!(
+        log.contains("retry: warning: --state is not used without --key: the state is per key; give --key NAME"),
+        "{log}"
+    );
+    // --explain says so too.
+    let out = s.run(&["--state", &url, "--explain"], 0);
+    assert!(
+        said(&out).contains("the state is per key"),
+        "{}",
+        said(&out)
+    );
+    // $RETRY_STATE_URL, set for a whole host, is read only with a key: nothing to say.
+    let mut c = s.retry(&["-n", "1"]);
+    c.env("RETRY_STATE_URL", &url).arg("--").args(s.command(0));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
 /// Every piece of three characters or more of `secret`.
 fn pieces(secret: &str) -> Vec<String> {
     let chars: Vec<char> = secret.chars().collect();
