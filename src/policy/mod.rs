@@ -77,6 +77,8 @@ pub struct Policy {
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
+    /// A `--state` store was given without `--key`, without which it is not used.
+    pub unkeyed_store: bool,
     /// The adaptive delay (`--backoff adaptive`), which needs the key's history.
     pub adaptive: Option<adaptive::Params>,
     /// Whether this retry runs inside another's attempt.
@@ -289,6 +291,13 @@ impl Policy {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The warning of a `--state` store given without a key.
+    pub fn store_warning(&self) -> Option<String> {
+        self.unkeyed_store.then(|| {
+            "--state is not used without --key: the state is per key; give --key NAME".into()
+        })
     }
 
     /// The warning of a retry inside another's attempt: their attempts multiply.

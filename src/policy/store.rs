@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use url::{Host, ParseError, Url};
 
 /// The shared store of `--state`, how long a run may wait for it, and what to do without it.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,9 +72,14 @@ pub const DEFAULT_PORT: u16 = 6379;
 const FORMS: &str =
     "use redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH";
 
+const UNESCAPED: &str = "a '/', '?' or '#' in the user or password ends the host's part of a \
+     URL early: write them %2F, %3F and %23";
+
 impl StoreUrl {
-    /// Parses a URL; the error says what is wrong and never repeats the password (the caller
-    /// names the value with [`redact`]).
+    /// Parses a URL with the `url` crate (as redis-rs does); the error says what is wrong and
+    /// never repeats any of the user's password, or of what may be one (the caller names the
+    /// value with [`redact`]). Only the scheme and what follows the authority's last `@` are
+    /// ever quoted, and only once the URL's `@` is known to end the authority.
     pub fn parse(text: &str) -> Result<StoreUrl, String> {
         let Some((scheme, rest)) = text.split_once("://") else {
             return Err(format!("it is not a Redis URL: {FORMS}"));
@@ -84,75 +90,79 @@ impl StoreUrl {
             "redis+unix" => (false, true),
             _ => return Err(format!("'{scheme}://' is not a Redis URL scheme: {FORMS}")),
         };
-        // The authority ends at the first '/', as in any URL; a '/' in a password must be
-        // written %2F.
-        let (authority, path) = match rest.find('/') {
-            Some(i) => rest.split_at(i),
-            None => (rest, ""),
-        };
-        let (userinfo, host) = match authority.rfind('@') {
-            Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
-            None => (None, authority),
-        };
-        let (user, password) = match userinfo {
-            None => (None, None),
-            Some(info) => {
-                let (user, password) = match info.split_once(':') {
-                    Some((u, p)) => (u, Some(p)),
-                    None => (info, None),
-                };
-                let user = Some(decode(user)?).filter(|u| !u.is_empty());
-                let password = match password {
-                    Some(p) => Some(Secret(decode(p)?)).filter(|p| !p.0.is_empty()),
-                    None => None,
-                };
-                (user, password)
-            }
-        };
+        // The authority ends at the first '/', '?' or '#', as in any URL. A user or password
+        // holding one of them unescaped (a base64 password holds '/') ends it early, and then
+        // the '@' after them is beyond it: a URL cannot say that, so it is an error, and what
+        // stands before that '@' may be a password that no message may quote.
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        let userinfo_done = authority.is_empty() || authority.ends_with('@');
+        if tail.contains('@') && !(unix && userinfo_done) {
+            return Err(UNESCAPED.into());
+        }
+        // Nothing of the userinfo is past its last '@'.
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         if unix {
-            if !host.is_empty() {
+            if !userinfo_done {
                 return Err(format!(
-                    "redis+unix:// takes a path, not a host ('{host}'): write redis+unix:///PATH"
+                    "redis+unix:// takes a path, not a host ('{hostport}'): write redis+unix:///PATH"
                 ));
             }
-            let (path, query) = match path.split_once('?') {
-                Some((p, q)) => (p, Some(q)),
-                None => (path, None),
-            };
-            if path.len() < 2 {
+            // The url crate wants a host after a user or password: a placeholder stands in.
+            let url = Url::parse(&format!("redis+unix://{authority}localhost{tail}"))
+                .map_err(|_| format!("it is not a Redis URL: {FORMS}"))?;
+            if url.path().len() < 2 {
                 return Err("redis+unix:// needs the socket's path: redis+unix:///PATH".into());
             }
-            let db = match query {
+            if url.fragment().is_some() {
+                return Err("a fragment ('#') is not understood: only ?db=N is".into());
+            }
+            let db = match url.query() {
                 None => 0,
                 Some(q) => match q.strip_prefix("db=") {
                     Some(n) => db(n)?,
                     None => return Err(format!("'?{q}' is not understood: only ?db=N is")),
                 },
             };
+            let (user, password) = userinfo(&url)?;
             return Ok(StoreUrl {
-                place: Place::Unix(PathBuf::from(decode(path)?)),
+                place: Place::Unix(PathBuf::from(decode(url.path())?)),
                 user,
                 password,
                 db,
             });
         }
-        if path.contains(['?', '#']) || host.contains(['?', '#']) {
+        let url = Url::parse(text).map_err(|e| match e {
+            ParseError::InvalidPort => not_a_port(port_text(hostport)),
+            ParseError::InvalidIpv6Address if !hostport.contains(']') => {
+                format!("'{hostport}' opens a '[' it does not close")
+            }
+            _ => format!("'{hostport}' is not a host name: {FORMS}"),
+        })?;
+        if url.query().is_some() || url.fragment().is_some() {
             return Err(format!("a query or fragment is not understood: {FORMS}"));
         }
-        let (host, port) = split_port(host)?;
-        if host.is_empty() {
-            return Err(format!("it names no host: {FORMS}"));
-        }
-        let db = match path.trim_start_matches('/') {
+        let host = match url.host() {
+            Some(Host::Ipv6(ip)) => ip.to_string(),
+            Some(Host::Ipv4(ip)) => ip.to_string(),
+            Some(Host::Domain(name)) if !name.is_empty() => name.to_string(),
+            _ => return Err(format!("it names no host: {FORMS}")),
+        };
+        let port = match url.port() {
+            Some(0) => return Err(not_a_port("0")),
+            Some(port) => port,
+            // The url crate reads "host:" as the default port; a port left out is written
+            // without its ':'.
+            None if hostport.ends_with(':') => return Err(not_a_port("")),
+            None => DEFAULT_PORT,
+        };
+        let db = match url.path().trim_start_matches('/') {
             "" => 0,
             n => db(n)?,
         };
+        let (user, password) = userinfo(&url)?;
         Ok(StoreUrl {
-            place: Place::Tcp {
-                host: host.to_string(),
-                port,
-                tls,
-            },
+            place: Place::Tcp { host, port, tls },
             user,
             password,
             db,
@@ -198,45 +208,47 @@ impl StoreUrl {
 }
 
 /// A URL as the user wrote it, for an error message: whatever stands between `://` and the
-/// last `@` after the user name is replaced by `***`, whether or not the rest parses.
+/// last `@` after the user name is replaced by `***`, whether or not the rest parses. A user
+/// name that could not be one (it holds a '/', '?' or '#', so the URL is wrong) goes too, and
+/// without `://` everything before the last `@`.
 pub fn redact(text: &str) -> String {
-    let Some(start) = text.find("://").map(|i| i + 3) else {
+    let Some(at) = text.rfind('@') else {
         return text.to_string();
     };
-    let Some(at) = text[start..].rfind('@').map(|i| start + i) else {
-        return text.to_string();
+    let Some(start) = text[..at].find("://").map(|i| i + 3) else {
+        return format!("***{}", &text[at..]);
     };
-    match text[start..at].find(':') {
-        Some(colon) => format!("{}:***{}", &text[..start + colon], &text[at..]),
+    let userinfo = &text[start..at];
+    match userinfo.find(':') {
+        Some(colon) if !userinfo[..colon].contains(['/', '?', '#']) => {
+            format!("{}:***{}", &text[..start + colon], &text[at..])
+        }
+        Some(_) => format!("{}***{}", &text[..start], &text[at..]),
         None => text.to_string(),
     }
 }
 
-/// `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn split_port(authority: &str) -> Result<(&str, u16), String> {
-    let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
-        match inner.split_once(']') {
-            Some((host, "")) => (host, None),
-            Some((host, rest)) => match rest.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None => return Err(format!("'{authority}' is not a host and port")),
-            },
-            None => return Err(format!("'{authority}' opens a '[' it does not close")),
-        }
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
+/// The URL's user and password, decoded.
+fn userinfo(url: &Url) -> Result<(Option<String>, Option<Secret>), String> {
+    let user = Some(decode(url.username())?).filter(|u| !u.is_empty());
+    let password = match url.password() {
+        Some(p) => Some(Secret(decode(p)?)).filter(|p| !p.0.is_empty()),
+        None => None,
     };
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 => n,
-            _ => return Err(format!("'{p}' is not a port number (1 to 65535)")),
-        },
+    Ok((user, password))
+}
+
+/// The port as written after `host:` or `[v6]:`.
+fn port_text(hostport: &str) -> &str {
+    let after_host = match hostport.strip_prefix('[') {
+        Some(inner) => inner.split_once(']').map_or("", |(_, rest)| rest),
+        None => hostport,
     };
-    Ok((host, port))
+    after_host.rsplit_once(':').map_or("", |(_, port)| port)
+}
+
+fn not_a_port(p: &str) -> String {
+    format!("'{p}' is not a port number (1 to 65535)")
 }
 
 fn db(n: &str) -> Result<u32, String> {
@@ -330,5 +342,27 @@ mod tests {
         assert_eq!(redact("redis://u:a@b@h"), "redis://u:***@h");
         assert_eq!(redact("redis://h:1"), "redis://h:1");
         assert_eq!(redact("nonsense"), "nonsense");
+        assert_eq!(redact("redis:/u:hunter2@h"), "***@h");
+        assert_eq!(redact("redis://hun/ter2:x@h"), "redis://***@h");
+    }
+
+    #[test]
+    fn a_password_with_a_slash_is_written_escaped_and_never_quoted() {
+        let u = StoreUrl::parse("redis://cron:Pw0rd%2FKx+7=@h/1").expect("ok");
+        assert_eq!(u.password.as_ref().map(Secret::expose), Some("Pw0rd/Kx+7="));
+        assert_eq!((u.user.as_deref(), u.db), (Some("cron"), 1));
+        let u = StoreUrl::parse("redis+unix://cron:a%2Fb@/run/redis@main.sock?db=2").expect("ok");
+        assert_eq!(u.place, Place::Unix("/run/redis@main.sock".into()));
+        assert_eq!(u.password.as_ref().map(Secret::expose), Some("a/b"));
+        assert_eq!((u.user.as_deref(), u.db), (Some("cron"), 2));
+        for text in [
+            "redis://cron:Pw0rd/Kx+7=@h/0",
+            "redis://cron:Pw0rd?Kx@h:99999",
+            "redis://cron:Pw0rd#Kx@h/x",
+            "redis+unix://:Pw0rd/Kx@/run/redis.sock",
+        ] {
+            let e = StoreUrl::parse(text).expect_err(text);
+            assert!(e.contains("%2F") && !e.contains("Pw0"), "{text}: {e}");
+        }
     }
 }

@@ -414,6 +414,7 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
         );
     }
     w.extend(p.warnings());
+    w.extend(p.store_warning());
     if !p.rules.success.contains(0) {
         w.push(format!(
             "--success-on {} leaves out 0: an attempt that exits 0 is a failure, and a run that \

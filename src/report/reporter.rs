@@ -94,10 +94,13 @@ impl<'a> Reporter<'a> {
     }
 
     /// The warnings about the settings: a retry inside another, a breaker's open time past
-    /// its longest.
+    /// its longest, a store without a key.
     pub fn warnings(&mut self, now: Duration) {
         for warning in self.policy.warnings() {
             self.say(Event::Warning, now, warning);
+        }
+        if let Some(warning) = self.policy.store_warning() {
+            self.say(Event::Warning, now, format!("warning: {warning}"));
         }
     }
 

@@ -84,6 +84,7 @@ impl TryFrom<Cli> for Policy {
             (false, None, None) => Some(defaults::ATTEMPTS),
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
+        let unkeyed_store = cli.state_url.is_some() && cli.key.is_none();
         let store = match store_url(cli.state_url.as_deref(), cli.key.is_some())? {
             Some(url) => Some(StoreSettings {
                 url,
@@ -189,6 +190,7 @@ impl TryFrom<Cli> for Policy {
                 file: cli.log_file,
             },
             state,
+            unkeyed_store,
             adaptive,
             nesting,
         })

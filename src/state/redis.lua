@@ -15,6 +15,10 @@
 --            (thousandths), refill period, expiry.
 -- ARGV[12-]  the operation's own.
 --
+-- A key of another type, or a hash with a field that is not as this script writes it (a whole
+-- number below 2^53, lists of them), could not be read: it is started afresh, and replaced by
+-- the operations that write. No stored value can make the script loop.
+--
 -- Returns the time, 1 if the hash could not be read (else 0), the state's nine fields, then
 -- the operation's answer. Numbers go back as integers, which Redis converts exactly; text
 -- (the failures' and outcomes' times, and what is stored) is written with fmt, since Lua's
@@ -49,23 +53,60 @@ local function fresh()
   return { g = 0, s = 'closed', f = {}, u = 0, l = 0, o = 0, m = BURST, a = now, h = {} }
 end
 
--- The hash, or a fresh state and true when it cannot be understood; and whether the hash
--- exists.
+-- Every number the script keeps is a whole number below 2^53, where doubles are exact.
+local EXACT = 9007199254740992
+-- The most times a list of the hash may hold: the most failures --breaker-failures counts.
+local MOST = 1000
+
+-- A stored number as fmt writes it: digits only, below EXACT; else nil. tonumber alone would
+-- take inf, nan, -1e309, 0x10 or 1.5, and one of them would make idiv loop for ever.
+local function whole(text)
+  if type(text) ~= 'string' or #text > 16 or not string.find(text, '^%d+$') then return nil end
+  local n = tonumber(text)
+  if n >= EXACT then return nil end
+  return n
+end
+
+-- A stored list, split at its commas, each item read by `item`; nil when one cannot be, or
+-- there are more than MOST.
+local function list(text, item)
+  if text == '' then return {} end
+  if #text > MOST * 20 then return nil end
+  local out = {}
+  for part in string.gmatch(text .. ',', '([^,]*),') do
+    local x = item(part)
+    if x == nil or #out >= MOST then return nil end
+    out[#out + 1] = x
+  end
+  return out
+end
+
+-- An outcome as the hash keeps it: time:1 or time:0.
+local function outcome(text)
+  local at, ok = string.match(text, '^(%d+):([01])$')
+  at = whole(at)
+  if not at then return nil end
+  return { at = at, ok = ok == '1' }
+end
+
+-- The hash, or a fresh state and true when it cannot be understood (a key of another type, a
+-- field missing, or a value that is not what the script writes); and whether the key exists.
 local function load()
-  local h = redis.call('HGETALL', KEYS[1])
+  local h = redis.pcall('HGETALL', KEYS[1])
+  if h.err then
+    if string.find(h.err, 'WRONGTYPE', 1, true) then return fresh(), true, true end
+    error(h)
+  end
   if #h == 0 then return fresh(), false, false end
   local r = {}
   for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
-  local st = { g = tonumber(r.g), s = r.s, f = {}, u = tonumber(r.u), l = tonumber(r.l),
-               o = tonumber(r.o), m = tonumber(r.m), a = tonumber(r.a), h = {} }
-  if not (st.g and st.u and st.l and st.o and st.m and st.a and r.f)
+  local st = { g = whole(r.g), s = r.s, f = r.f and list(r.f, whole), u = whole(r.u),
+               l = whole(r.l), o = whole(r.o), m = whole(r.m), a = whole(r.a),
+               -- A hash from before the history was kept has none.
+               h = list(r.h or '', outcome) }
+  if not (st.g and st.f and st.u and st.l and st.o and st.m and st.a and st.h)
       or not (st.s == 'closed' or st.s == 'open' or st.s == 'half-open') then
     return fresh(), true, true
-  end
-  for at in string.gmatch(r.f, '%d+') do st.f[#st.f + 1] = tonumber(at) end
-  -- A hash from before the history was kept has none.
-  for at, ok in string.gmatch(r.h or '', '(%d+):([01])') do
-    st.h[#st.h + 1] = { at = tonumber(at), ok = ok == '1' }
   end
   return st, false, true
 end
@@ -131,11 +172,13 @@ local function enter(st)
   return 'probe', 0
 end
 
--- Keeps the state when the operation changed it (or the hash could not be read), as the local
--- store writes its file, and pushes the expiry back when `touch` (a run started on the key);
--- returns the time, the state and the operation's answer (the arguments after `touch`).
+-- Keeps the state when the operation changed it (or the hash could not be read: it is then
+-- replaced whole, whatever its type), as the local store writes its file, and pushes the
+-- expiry back when `touch` (a run started on the key); returns the time, the state and the
+-- operation's answer (the arguments after `touch`).
 local function finish(st, corrupt, write, touch, ...)
   if write then
+    if corrupt then redis.call('DEL', KEYS[1]) end
     redis.call('HSET', KEYS[1], unpack(encode(st)))
     redis.call('PEXPIRE', KEYS[1], EXPIRY)
   elseif touch then
@@ -146,23 +189,30 @@ local function finish(st, corrupt, write, touch, ...)
 end
 
 local st, corrupt, exists = load()
+local read = table.concat(encode(st), ' ')
 clamp(st)
+-- What the clamps change is written too (by every operation but the view): an open time cut to
+-- today's --breaker-open-max is the one the next run honours, not only this one. A key that
+-- does not exist is not written for it: its fresh state is already clamped.
+local clamped = exists and table.concat(encode(st), ' ') ~= read
 local op = ARGV[1]
 
 -- KeyState::admit. Only a probe changes the state: the lease taken, the generation moved.
 if op == 'admit' then
   local kind, t = enter(st)
   if kind == 'probe' then st.g = st.g + 1 end
-  return finish(st, corrupt, corrupt or kind == 'probe', exists, kind, st.g, t)
+  return finish(st, corrupt, corrupt or clamped or kind == 'probe', exists, kind, st.g, t)
 end
 
 -- What only the other operations need: defined after the admission, which every run makes,
 -- so that it does not build them.
 
 -- floor(a / b) for integers a >= 0 and b > 0: the division of doubles, corrected to the exact
--- quotient that Rust's integer division gives.
+-- quotient that Rust's integer division gives. At EXACT and above a double is not exact, and
+-- adding 1 may not change it: no correction then, or it might never end.
 local function idiv(a, b)
   local q = math.floor(a / b)
+  if not (a < EXACT and q < EXACT) then return q end
   while q * b > a do q = q - 1 end
   while (q + 1) * b <= a do q = q + 1 end
   return q
@@ -285,15 +335,15 @@ if op == 'after' then
     why, t = refusal(st, ticket)
     if why == 'none' and not take(st) then why = 'budget' end
   end
-  local changed = corrupt or table.concat(encode(st), ' ') ~= before
+  local changed = corrupt or clamped or table.concat(encode(st), ' ') ~= before
   return finish(st, corrupt, changed, false, ticket.g, ticket.p, change, why, t)
 end
 
--- KeyState::before_retry: reads only.
+-- KeyState::before_retry: reads only (and writes what the clamps changed).
 if op == 'before' then
   local ticket = { g = tonumber(ARGV[12]), p = tonumber(ARGV[13]) }
   local why, t = refusal(st, ticket)
-  return finish(st, corrupt, corrupt, false, why, t, ticket.g, ticket.p)
+  return finish(st, corrupt, corrupt or clamped, false, why, t, ticket.g, ticket.p)
 end
 
 -- KeyState::view, for --explain: changes nothing, not even a hash that cannot be read.

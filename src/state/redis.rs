@@ -127,14 +127,22 @@ impl RedisStore {
     }
 
     /// Runs `f` on the connection (made first, if need be) with what is left of the run's
-    /// `--state-timeout`; the time it takes is spent.
+    /// `--state-timeout`; the time it takes is spent. A connection kept from an earlier call
+    /// that turns out to be closed (the server's `timeout`, a proxy, or CLIENT KILL closed it
+    /// while the run held it idle, during an attempt or a wait) is made again, once, within the
+    /// same time: a closed idle connection never received the call.
     fn call<T>(
         &mut self,
-        f: impl FnOnce(&mut Connection, Instant) -> Result<T, Failure>,
+        f: impl Fn(&mut Connection, Instant) -> Result<T, Failure>,
     ) -> Result<T, Error> {
         let started = Instant::now();
         let deadline = started + self.settings.timeout.saturating_sub(self.spent);
-        let result = self.connected(deadline).and_then(|con| f(con, deadline));
+        let kept = self.con.is_some();
+        let mut result = self.connected(deadline).and_then(|con| f(con, deadline));
+        if kept && matches!(&result, Err(Failure::Redis(e)) if e.is_connection_dropped()) {
+            self.con = None;
+            result = self.connected(deadline).and_then(|con| f(con, deadline));
+        }
         self.spent += started.elapsed();
         result.map_err(|failure| {
             // A call cut short may leave its answer on the way: never read it as the next's.
@@ -159,6 +167,9 @@ impl RedisStore {
                 "no answer within --state-timeout {}",
                 human(self.settings.timeout)
             ),
+            Failure::Redis(e) if self.settings.url.password.is_none() && unauthenticated(&e) => {
+                "the store requires a password: put it in the URL or in REDISCLI_AUTH".into()
+            }
             Failure::Redis(e) => e.to_string(),
             Failure::Reply(why) => why,
         };
@@ -283,6 +294,12 @@ fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection,
         Ok(connected) => Ok(connected?),
         Err(_) => Err(Failure::Timeout),
     }
+}
+
+/// The server wants a client to authenticate first: NOAUTH, or, for a command as long as a
+/// script's, the protocol error it answers an unauthenticated client with before closing.
+fn unauthenticated(e: &RedisError) -> bool {
+    e.code() == Some("NOAUTH") || e.detail().is_some_and(|d| d.contains("unauthenticated"))
 }
 
 /// The time left before the deadline; none left is a timeout.

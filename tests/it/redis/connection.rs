@@ -147,6 +147,94 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
     assert_eq!(s.ran(), 0);
 }
 
+#[test]
+fn a_store_without_a_key_is_one_warning_and_the_run_goes_on() {
+    let s = Setup::file();
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let out = s.run(&["--state", &url, "-n", "2", "-d", "1ms"], 3);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(s.ran(), 2);
+    let log = stderr(&out);
+    assert_eq!(log.matches("warning").count(), 1, "{log}");
+    assert!(
+        log.contains("retry: warning: --state is not used without --key: the state is per key; give --key NAME"),
+        "{log}"
+    );
+    // --explain says so too.
+    let out = s.run(&["--state", &url, "--explain"], 0);
+    assert!(
+        said(&out).contains("the state is per key"),
+        "{}",
+        said(&out)
+    );
+    // $RETRY_STATE_URL, set for a whole host, is read only with a key: nothing to say.
+    let mut c = s.retry(&["-n", "1"]);
+    c.env("RETRY_STATE_URL", &url).arg("--").args(s.command(0));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
+/// Every piece of three characters or more of `secret`.
+fn pieces(secret: &str) -> Vec<String> {
+    let chars: Vec<char> = secret.chars().collect();
+    let mut out = Vec::new();
+    for len in 3..=chars.len() {
+        for w in chars.windows(len) {
+            out.push(w.iter().collect());
+        }
+    }
+    out
+}
+
+#[test]
+fn no_piece_of_a_password_shows_in_the_usage_error_of_a_bad_url() {
+    let s = Setup::file();
+    // Passwords as generated secrets hold them: base64 with '/', '+' and '=', and '@', ':',
+    // '?', '#' and a %-escape written as they are.
+    for password in [
+        "Pw0rd/Kx+7=",
+        "Zq9+Vb/Lm==",
+        "Hj4@Tn8:Wc",
+        "Rf5%2FYu6",
+        "Xk3?Bd7#Ne",
+        "Qs2:Gw/8@Lp",
+    ] {
+        let mut urls = vec![
+            format!("redis://cron:{password}@cache:99999"),
+            format!("redis://cron:{password}@cache/x"),
+            format!("redis://cron:{password}@cache:6379/0?db=1"),
+            format!("redis://:{password}@[::1/0"),
+            format!("redis://:{password}@ca che/0"),
+            format!("rediss:/cron:{password}@cache"),
+            format!("http://cron:{password}@cache"),
+            format!("cron:{password}@cache"),
+            format!("redis+unix://cron:{password}@cache/sock"),
+            format!("redis+unix://cron:{password}@/sock?x=1"),
+        ];
+        // Written without %-escapes, a '/', '?' or '#' ends the authority early.
+        if password.contains(['/', '?', '#']) {
+            urls.push(format!("redis://cron:{password}@cache/0"));
+            // Pasted where the user goes: what stands before its first ':' would be one.
+            if !password.contains(':') {
+                urls.push(format!("redis://{password}:cron@cache"));
+            }
+            urls.push(format!("redis+unix://:{password}@/run/redis.sock"));
+        }
+        let decoded = password.replace("%2F", "/");
+        for url in urls {
+            let out = s.run(&["--key", "api", "--state", &url], 0);
+            assert_eq!(out.status.code(), Some(125), "{url}: {}", said(&out));
+            let said = said(&out);
+            assert!(said.contains("not a store URL"), "{url}: {said}");
+            for piece in pieces(password).iter().chain(&pieces(&decoded)) {
+                assert!(!said.contains(piece.as_str()), "{url}: {piece:?} in {said}");
+            }
+        }
+    }
+    assert_eq!(s.ran(), 0);
+}
+
 /// A CA and a certificate for localhost and 127.0.0.1 signed by it, made with openssl(1).
 #[cfg(feature = "tls")]
 fn certificates(dir: &std::path::Path) {

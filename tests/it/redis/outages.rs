@@ -212,3 +212,103 @@ fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
         "{log}"
     );
 }
+
+/// A run whose connection to the store is closed while it holds it idle: the call that finds it
+/// closed connects again, once, and the run goes on with the key as if nothing happened.
+fn reconnects(server: &Server, flags: &[&str], command: &str) {
+    let s = Setup::redis(server);
+    let mut c = s.retry(&with(&["--key", "api", "-n", "2"], flags));
+    c.args([
+        "--",
+        "sh",
+        "-c",
+        &format!("echo ran >> '{}'; {command}; exit 1", s.marks().display()),
+    ]);
+    let out = output(c);
+    let log = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{flags:?}: {log}");
+    assert_eq!(s.ran(), 2, "{flags:?}: {log}");
+    assert!(!log.contains("retry: warning"), "{flags:?}: {log}");
+    assert!(!s.file_of("api").exists(), "{flags:?}: no local state");
+    let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+    assert_eq!(
+        f.split(',').count(),
+        2,
+        "{flags:?}: both failures counted: {f:?}"
+    );
+    server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_opened_again() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    // The server closes a connection idle for a second: during the second attempt, which it
+    // holds, and during the wait before the retry.
+    server.query::<()>(::redis::cmd("CONFIG").arg("SET").arg("timeout").arg(1));
+    reconnects(&server, &["-d", "0"], "sleep 2.5");
+    reconnects(&server, &["-d", "2500ms", "--jitter", "none"], "true");
+}
+
+#[test]
+fn a_connection_killed_while_idle_is_opened_again() {
+    if !support::have("redis-cli", "apt-get install redis-tools") {
+        return;
+    }
+    let Some(server) = Server::start() else {
+        return;
+    };
+    // Each attempt kills the run's connection, as a proxy or an operator may.
+    let kill = format!(
+        "redis-cli --no-auth-warning -u redis://admin:admin@127.0.0.1:{} CLIENT KILL USER retry \
+         >/dev/null",
+        server.port
+    );
+    reconnects(&server, &["-d", "0"], &kill);
+}
+
+#[test]
+fn a_store_that_asks_for_a_password_none_was_given_for_says_where_to_put_it() {
+    let Some(server) = Server::start_requiring(PASSWORD) else {
+        return;
+    };
+    let s = Setup::file();
+    let told = "the store requires a password: put it in the URL or in REDISCLI_AUTH";
+    for url in [
+        format!("redis://127.0.0.1:{}", server.port),
+        format!("redis://retry@127.0.0.1:{}", server.port),
+    ] {
+        for (args, code) in [
+            (vec!["-n", "1"], 0),
+            (vec!["--state-fail", "closed"], 75),
+            (vec!["--explain"], 0),
+            (vec!["--reset-state"], 125),
+        ] {
+            let out = s.run(&with(&["--key", "api", "--state", &url], &args), 0);
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{url} {args:?}: {}",
+                said(&out)
+            );
+            assert!(said(&out).contains(told), "{url} {args:?}: {}", said(&out));
+        }
+    }
+    // Given in REDISCLI_AUTH, it is used.
+    let mut c = s.retry(&["--key", "api", "-n", "1"]);
+    c.env(
+        "RETRY_STATE_URL",
+        format!("redis://127.0.0.1:{}", server.port),
+    )
+    .env("REDISCLI_AUTH", PASSWORD)
+    .arg("--")
+    .args(s.command(1));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!said(&out).contains("warning"), "{}", said(&out));
+    assert!(
+        !s.file_of("api").exists(),
+        "the failure was counted in Redis"
+    );
+}

@@ -276,6 +276,226 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
     assert_eq!(state, "closed");
 }
 
+/// Whether the server answers PING within two seconds: a script that loops holds it (it answers
+/// BUSY, or nothing, until the script is killed).
+fn answers_promptly(server: &Server) -> bool {
+    let mut con = server.admin();
+    let limit = Some(Duration::from_secs(2));
+    con.set_read_timeout(limit).expect("read timeout");
+    con.set_write_timeout(limit).expect("write timeout");
+    ::redis::cmd("PING")
+        .query::<String>(&mut con)
+        .is_ok_and(|pong| pong == "PONG")
+}
+
+/// The key's hash, field by field.
+fn fields(server: &Server, hash: &str) -> std::collections::HashMap<String, String> {
+    server.query(::redis::cmd("HGETALL").arg(hash))
+}
+
+/// A key's hash as the script writes it, in the state in which the script reads `field`, with
+/// `field` then set to `value`.
+fn spoilt(now: u64, field: &str, value: &str) -> Vec<String> {
+    let past = (now - 5000).to_string();
+    let (state, u, l, o) = match field {
+        "u" | "o" => ("open", now + 3_600_000, 0, 3_600_000),
+        "l" => ("half-open", 0, now + 60_000, 1000),
+        _ => ("closed", 0, 0, 0),
+    };
+    let f = if state == "closed" {
+        past.clone()
+    } else {
+        String::new()
+    };
+    let mut pairs = vec![
+        ("g", "4".to_string()),
+        ("s", state.to_string()),
+        ("f", f),
+        ("u", u.to_string()),
+        ("l", l.to_string()),
+        ("o", o.to_string()),
+        ("m", "7000".to_string()),
+        ("a", past.clone()),
+        ("h", format!("{past}:0")),
+    ];
+    for pair in &mut pairs {
+        if pair.0 == field {
+            pair.1 = value.to_string();
+        }
+    }
+    pairs
+        .into_iter()
+        .flat_map(|(f, v)| [f.to_string(), v])
+        .collect()
+}
+
+#[test]
+fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
+    if !support::have("redis-cli", "apt-get install redis-tools") {
+        return;
+    }
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    let flags = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "5",
+        "--state-timeout",
+        "1s",
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+    ];
+    let huge = "9".repeat(400);
+    let numbers = [
+        "-1e309", "inf", "-inf", "nan", "-1", "1e300", "-1e300", "1.5", "0x10", " 7", &huge,
+    ];
+    let huge_time = format!("{huge}:1");
+    let mut cases: Vec<(&str, &str)> = Vec::new();
+    // `a` first: -1e309 there made the script loop for ever.
+    for field in ["a", "m", "g", "u", "o", "l"] {
+        cases.extend(numbers.iter().map(|v| (field, *v)));
+    }
+    cases.extend(["-1", "1e300", "inf", "nan", &huge, "5,,6", "x", "7,"].map(|v| ("f", v)));
+    cases.extend(["-1:0", "inf:1", "5:2", "5", &huge_time].map(|v| ("h", v)));
+    cases.extend(["ajar", ""].map(|v| ("s", v)));
+    // The command spoils the hash in its first attempt, when its arguments say so: the
+    // operations after the admission read it then.
+    let admin = format!("redis://admin:admin@127.0.0.1:{}", server.port);
+    let command = format!(
+        "echo ran >> '{}'; if [ $# -gt 0 ] && [ \"$RETRY_ATTEMPT\" = 1 ]; then \
+         redis-cli --no-auth-warning -u {admin} DEL retry:api >/dev/null && \
+         redis-cli --no-auth-warning -u {admin} HSET retry:api \"$@\" >/dev/null || exit 99; fi; \
+         exit 3",
+        s.marks().display()
+    );
+    for (field, value) in cases {
+        for during in [false, true] {
+            let what = format!("{field} = {value:?}, spoilt during the run: {during}");
+            let pairs = spoilt(server_ms(&server), field, value);
+            server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+            if !during {
+                server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
+            }
+            let ran = s.ran();
+            let mut c = s.retry(&flags);
+            c.args(["--", "sh", "-c", &command, "sh"]);
+            if during {
+                c.args(&pairs);
+            }
+            let out = output(c);
+            let log = stderr(&out);
+            assert!(
+                answers_promptly(&server),
+                "{what}: the server is held: {log}"
+            );
+            assert_eq!(out.status.code(), Some(3), "{what}: {log}");
+            assert_eq!(s.ran(), ran + 2, "{what}: {log}");
+            assert!(
+                log.contains("could not be read; started the key afresh"),
+                "{what}: {log}"
+            );
+            assert!(!log.contains("going on"), "{what}: {log}");
+            // Afresh: the run's two failures, on a new state (when spoilt during the first
+            // attempt, started afresh before that attempt is counted).
+            let hash = fields(&server, "retry:api");
+            let get = |f: &str| hash.get(f).map_or("", String::as_str);
+            assert_eq!((get("g"), get("s")), ("0", "closed"), "{what}: {hash:?}");
+            assert_eq!(get("f").split(',').count(), 2, "{what}: {hash:?}");
+            for f in ["g", "u", "l", "o", "m", "a"] {
+                assert!(
+                    get(f).parse::<u64>().is_ok_and(|n| n < 1 << 53),
+                    "{what}: {f} in {hash:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_key_of_another_type_is_started_afresh_with_a_warning_even_with_state_fail_closed() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    for fail in ["open", "closed"] {
+        for spoil in [
+            ::redis::cmd("SET").arg("retry:api").arg("x").clone(),
+            ::redis::cmd("RPUSH")
+                .arg("retry:api")
+                .arg("a")
+                .arg("b")
+                .clone(),
+        ] {
+            server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+            server.query::<()>(&mut spoil.clone());
+            let ran = s.ran();
+            let flags = ["--key", "api", "--state-fail", fail, "-n", "2", "-d", "1ms"];
+            let out = s.run(&flags, 3);
+            let log = stderr(&out);
+            assert_eq!(out.status.code(), Some(3), "{fail}: {log}");
+            assert_eq!(s.ran(), ran + 2, "{fail}: {log}");
+            assert!(
+                log.contains("could not be read; started the key afresh"),
+                "{fail}: {log}"
+            );
+            assert!(!log.contains("going on"), "{fail}: {log}");
+            let kind: String = server.query(::redis::cmd("TYPE").arg("retry:api"));
+            assert_eq!(kind, "hash", "{fail}");
+            let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+            assert_eq!(f.split(',').count(), 2, "{fail}: both failures counted");
+            assert!(!s.file_of("api").exists(), "{fail}: no local state");
+        }
+    }
+}
+
+#[test]
+fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    let opens = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "1",
+        "--breaker-open",
+        "1h",
+    ];
+    assert_eq!(s.run(&with(&opens, &["-n", "1"]), 1).status.code(), Some(1));
+    assert_eq!(
+        s.open_for("api"),
+        15 * 60 * 1000,
+        "cut to the default open max"
+    );
+    let cut = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "1",
+        "--breaker-open-max",
+        "1s",
+    ];
+    let refused = s.run(&cut, 0);
+    assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
+    assert_eq!(s.open_for("api"), 1000, "the cut is written");
+    // The open time it announced is over: the next run probes.
+    thread::sleep(Duration::from_millis(2000));
+    let probe = s.run(&cut, 0);
+    assert_eq!(probe.status.code(), Some(0), "{}", stderr(&probe));
+    assert!(
+        stderr(&probe).contains("this run probes"),
+        "{}",
+        stderr(&probe)
+    );
+    assert_eq!(s.ran(), 2);
+}
+
 /// The scripts the server has run (EVALSHA and EVAL; an EVALSHA of a script it did not have
 /// yet is not one), and the connections it has accepted (this question's own included), from
 /// its own counts.

@@ -36,24 +36,30 @@ impl Server {
     /// Starts a server, or returns `None` (having said so loudly) when there is no
     /// `redis-server` and `CI` is not set.
     pub fn start() -> Option<Server> {
-        Server::start_with(None)
+        Server::start_with(None, None)
+    }
+
+    /// Starts a server with `--requirepass password` and no ACL file: the default user, with
+    /// that password, is the only one (`admin` and `retry` do not exist).
+    pub fn start_requiring(password: &str) -> Option<Server> {
+        Server::start_with(None, Some(password))
     }
 
     /// Starts a server that speaks only TLS, with the certificate and key in `certs`
     /// (`server.crt`, `server.key`, signed by `ca.crt`). Only the `tls` feature's test uses it.
     #[cfg(feature = "tls")]
     pub fn start_tls(certs: &Path) -> Option<Server> {
-        Server::start_with(Some(certs))
+        Server::start_with(Some(certs), None)
     }
 
-    fn start_with(tls: Option<&Path>) -> Option<Server> {
+    fn start_with(tls: Option<&Path>, requirepass: Option<&str>) -> Option<Server> {
         if !super::have("redis-server", "apt-get install redis-server") {
             return None;
         }
         // Another process may take the free port before the server binds it: then try again.
         let mut last = String::new();
         for _ in 0..5 {
-            match Server::try_start(tls) {
+            match Server::try_start(tls, requirepass) {
                 Ok(server) => return Some(server),
                 Err(log) => last = log,
             }
@@ -61,7 +67,7 @@ impl Server {
         panic!("redis-server did not start: {last}");
     }
 
-    fn try_start(tls: Option<&Path>) -> Result<Server, String> {
+    fn try_start(tls: Option<&Path>, requirepass: Option<&str>) -> Result<Server, String> {
         let dir = tempfile::tempdir().expect("temporary directory");
         let acl = dir.path().join("users.acl");
         fs::write(
@@ -84,13 +90,15 @@ impl Server {
                 .arg("--tls-ca-cert-file")
                 .arg(certs.join("ca.crt")),
         };
+        match requirepass {
+            None => command.arg("--aclfile").arg(&acl),
+            Some(password) => command.args(["--requirepass", password]),
+        };
         let mut child = command
             .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"])
             .arg("--dir")
             .arg(dir.path())
-            .arg("--aclfile")
-            .arg(&acl)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
