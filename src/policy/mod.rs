@@ -85,6 +85,14 @@ pub struct Policy {
     pub nesting: Nesting,
 }
 
+/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fleet {
+    pub hosts: u32,
+    pub outage: Duration,
+    pub every: Duration,
+}
+
 /// Where a retry runs: at the top, or inside an attempt of another retry (`RETRY_DEPTH`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nesting {

@@ -15,8 +15,7 @@ use clap::{FromArgMatches, Parser};
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
-use crate::policy::{Origin, Origins, Policy};
-use crate::sim::explain::Fleet;
+use crate::policy::{Fleet, Origin, Origins, Policy};
 
 /// What the command line asks for.
 pub struct Setup {

@@ -7,18 +7,10 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use super::fleet::{CALL, Report, Sharing, World, simulate};
-use crate::policy::Policy;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::shared::SharedSettings;
-
-/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fleet {
-    pub hosts: u32,
-    pub outage: Duration,
-    pub every: Duration,
-}
+use crate::policy::{Fleet, Policy};
 
 /// Columns of the chart.
 const WIDTH: usize = 60;
