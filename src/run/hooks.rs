@@ -10,6 +10,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
+use super::ended::status_of;
 use super::escalation::{Escalation, STRAGGLER_POLL};
 use super::group::group_alive;
 use super::signals::Signals;
@@ -54,7 +55,7 @@ pub fn run(
     loop {
         if ended.is_none() {
             ended = match child.try_wait() {
-                Ok(status) => status.map(super::process::status_of),
+                Ok(status) => status.map(status_of),
                 Err(e) => return Err(format!("cannot wait for it: {e}")),
             };
         }

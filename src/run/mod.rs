@@ -5,6 +5,7 @@ pub mod attempt;
 #[cfg(test)]
 mod attempt_tests;
 mod child_fd;
+mod ended;
 mod escalation;
 #[cfg(test)]
 mod fake;

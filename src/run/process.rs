@@ -21,6 +21,7 @@ use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::child_fd::ChildFd;
+use super::ended::status_of;
 use super::group::group_alive;
 use super::hint_dir::HintDir;
 use super::output::Stream;
@@ -507,15 +508,5 @@ impl World for Process {
         let stdout = self.stdout.release(last, &mut self.signals);
         let stderr = self.stderr.release(last, &mut self.signals);
         stdout.and(stderr)
-    }
-}
-
-/// How a child ended, from what wait reported (stopped or continued statuses are never
-/// reported by a plain wait).
-pub fn status_of(status: ExitStatus) -> Status {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Status::Code(code),
-        (None, Some(sig)) => Status::Signal(sig),
-        (None, None) => Status::Code(status.into_raw()),
     }
 }
