@@ -1,4 +1,4 @@
-//! State shared between runs (`--key`, SPEC §9) through the built binary, with real processes
+//! State shared between runs (`--key`) through the built binary, with real processes
 //! and real files: the breaker opening across runs and refusing with 75 without running the
 //! command, one probe among many runs started at once, a probe that dies, the budget across
 //! runs, corrupt and unwritable state, `--reset-state` and `--explain`.

@@ -1,4 +1,4 @@
-//! A fleet's shared state in Redis (`--state URL`, SPEC §10), against a real `redis-server`
+//! A fleet's shared state in Redis (`--state URL`), against a real `redis-server`
 //! that each test starts on its own free loopback port, with the ACL user the README documents
 //! and a password that no output may show. Without `redis-server` the tests skip loudly, unless
 //! `CI` is set.

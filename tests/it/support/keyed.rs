@@ -1,4 +1,4 @@
-//! The behaviour of `--key` that every store must show (SPEC §9, §10), as scenarios that take
+//! The behaviour of `--key` that every store must show, as scenarios that take
 //! a [`Setup`]: the `state` module runs them with the local state directory, `redis` with a
 //! Redis server. Each runs the built binary with real processes.
 
