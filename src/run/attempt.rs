@@ -210,12 +210,16 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Ends the run on the attempt's decision.
     fn give_up_after(&mut self, end: &Ended, d: &Decision) -> Exit {
         self.rep.failed(self.world.elapsed(), end, d, None);
-        let exit = match (&d.overruled, d.verdict.said_failed) {
+        let exit = match (end.cancelled, &d.overruled, d.verdict.said_failed) {
+            // A cancelled run ends by the signal it got, whatever the command made of it (a
+            // trap that exits 1): a shell stops its loop or script only for a child that died
+            // by the signal, as `sleep` in the same place would.
+            (Some(sig), _, _) => Exit::Signal(sig),
             // Output retry carries that could not be delivered: retry itself failed.
-            (Some(Overrule::Undeliverable(_)), _) => Exit::FAILURE,
-            (_, Some(SaidFailed::Http)) => Exit::HTTP_FAILED,
-            (_, Some(SaidFailed::Output)) => Exit::OUTPUT_FAILED,
-            _ => exit_of(end),
+            (None, Some(Overrule::Undeliverable(_)), _) => Exit::FAILURE,
+            (None, _, Some(SaidFailed::Http)) => Exit::HTTP_FAILED,
+            (None, _, Some(SaidFailed::Output)) => Exit::OUTPUT_FAILED,
+            (None, _, None) => exit_of(end),
         };
         let outcome = match end.cancelled {
             Some(_) => Outcome::Cancelled,
@@ -240,8 +244,8 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .slept(self.world.elapsed().saturating_sub(slept_from));
         if let Some(sig) = woke {
             let why = Reporter::cancelled_waiting(sig);
-            let exit = Exit::Code(u8::try_from(Exit::Signal(sig).status()).unwrap_or(u8::MAX));
-            return Some(self.give_up(end, why, false, Outcome::Cancelled, exit));
+            // Ends by the signal, as a shell's loop or script needs to see to stop too.
+            return Some(self.give_up(end, why, false, Outcome::Cancelled, Exit::Signal(sig)));
         }
         if let Some(refused) = self.gate.before_retry(self.world.elapsed(), &mut self.rep) {
             let why = self.rep.refusal(refused);

@@ -162,7 +162,8 @@ fn a_cancelled_attempt_that_ignores_the_signal_gets_sigkill_after_kill_after() {
     let world = Fake::new([stubborn]).signal_at(ms(100), TERM);
     let r = run_with(&["--kill-after", "1s"], world);
     assert_eq!(r.world.killed, [(ms(100), TERM), (ms(1100), KILL)]);
-    assert_eq!(r.exit, Exit::Signal(KILL));
+    // Cancelled: retry ends by the signal it got, not by the SIGKILL it had to send.
+    assert_eq!(r.exit, Exit::Signal(TERM));
 }
 
 #[test]
@@ -194,9 +195,21 @@ fn a_child_that_traps_int_and_exits_130_is_not_retried() {
         ..exits(130, 5000)
     };
     let r = run_with(&[], Fake::new([trapping]).signal_at(ms(50), INT));
-    assert_eq!(r.exit, Exit::Code(130));
+    assert_eq!(r.exit, Exit::Signal(INT));
     assert_eq!(r.world.envs.len(), 1);
     assert!(r.log.contains("cancelled by SIGINT"), "{}", r.log);
+}
+
+#[test]
+fn a_child_that_traps_int_and_exits_1_ends_the_run_by_sigint() {
+    let trapping = Script {
+        ignores_term: true,
+        ..exits(1, 5000)
+    };
+    let r = run_with(&["-n", "5"], Fake::new([trapping]).signal_at(ms(50), INT));
+    assert_eq!(r.world.envs.len(), 1, "not retried");
+    assert_eq!(r.exit, Exit::Signal(INT));
+    assert_eq!(r.summary.outcome, Outcome::Cancelled);
 }
 
 #[test]
@@ -210,14 +223,14 @@ fn a_second_int_kills_the_group_at_once() {
         .signal_at(ms(80), INT);
     let r = run_with(&[], world);
     assert_eq!(r.world.killed, [(ms(50), INT), (ms(80), KILL)]);
-    assert_eq!(r.exit, Exit::Signal(KILL));
+    assert_eq!(r.exit, Exit::Signal(INT));
 }
 
 #[test]
-fn a_signal_during_a_sleep_ends_the_run_at_once_with_128_plus_n() {
+fn a_signal_during_a_sleep_ends_the_run_at_once_by_that_signal() {
     let world = Fake::new([exits(1, 10), exits(0, 10)]).signal_at(ms(300), Signal::SIGHUP as i32);
     let r = run_with(&["--jitter", "none"], world);
-    assert_eq!(r.exit, Exit::Code(129));
+    assert_eq!(r.exit, Exit::Signal(Signal::SIGHUP as i32));
     assert_eq!(r.world.now, ms(300));
     assert_eq!(r.world.envs.len(), 1);
     assert!(r.world.killed.is_empty());

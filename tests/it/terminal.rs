@@ -184,3 +184,36 @@ fn an_exit_130_at_the_terminal_is_said_to_be_taken_as_ctrl_c_not_a_signal_receiv
     assert!(rest.contains("taken as a Ctrl-C"), "{rest}");
     assert!(!rest.contains("attempt 2"), "not retried: {rest}");
 }
+
+/// A shell's loop stops at a Ctrl-C typed while retry waits, as it does for `sleep` in the
+/// same place: bash goes on with its loop unless its child died by SIGINT.
+#[test]
+fn ctrl_c_during_a_wait_stops_the_shell_loop_around_retry() {
+    use std::io::Write;
+    if !support::have("bash", "apt-get install bash") {
+        return;
+    }
+    let retry = support::bin();
+    let line = format!(
+        "bash -c 'for i in 1 2 3; do {} -n 5 -d 5s --jitter none -- false; echo \"loop $i\"; done; \
+         echo finished'",
+        retry.display()
+    );
+    let Some(mut script) = script() else { return };
+    let mut child = script
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run script(1)");
+    let mut keyboard = child.stdin.take().expect("script's stdin");
+    let screen = support::Lines::of(child.stdout.take().expect("script's stdout"));
+    screen.until("retrying in 5s");
+    keyboard.write_all(b"\x03").expect("type Ctrl-C");
+    let status = support::wait(&mut child);
+    let rest = screen.rest().join("\n");
+    assert!(!rest.contains("loop 1"), "the loop went on: {rest}");
+    assert!(!rest.contains("finished"), "the script went on: {rest}");
+    assert!(rest.contains("cancelled by SIGINT"), "{rest}");
+    assert_eq!(status.code(), Some(130), "{rest}");
+}
