@@ -26,6 +26,8 @@ pub enum Stopping {
     /// The attempt that held the terminal ended as a Ctrl-C (or Ctrl-\) typed there ends a
     /// command.
     TerminalCancel(i32),
+    /// A Ctrl-C (or Ctrl-\) was typed at the terminal the attempt holds.
+    Typed(i32),
 }
 
 /// The reporter of one run: its log, its summary, and the key's state as the run last saw it.
@@ -236,12 +238,15 @@ impl<'a> Reporter<'a> {
                 Event::Signal,
                 format!("{} again; killed the command", signal_name(sig)),
             ),
+            Stopping::Typed(sig) => (
+                Event::TerminalCancel,
+                format!(
+                    "{} typed at the terminal; the command has it; no more attempts",
+                    keys(sig)
+                ),
+            ),
             Stopping::TerminalCancel(sig) => {
-                let key = if sig == nix::sys::signal::Signal::SIGQUIT as i32 {
-                    "Ctrl-\\"
-                } else {
-                    "Ctrl-C"
-                };
+                let key = keys(sig);
                 (
                     Event::TerminalCancel,
                     format!(
@@ -375,3 +380,12 @@ impl<'a> Reporter<'a> {
 
 /// `--max-time reached while waiting`: a hook outlasted the wait and the deadline.
 pub const DEADLINE_WHILE_WAITING: &str = "--max-time reached while waiting";
+
+/// The keys that send `sig` from a terminal.
+fn keys(sig: i32) -> &'static str {
+    if sig == nix::sys::signal::Signal::SIGQUIT as i32 {
+        "Ctrl-\\"
+    } else {
+        "Ctrl-C"
+    }
+}

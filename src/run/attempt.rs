@@ -322,9 +322,9 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             match world.wait(Some(wake.min(until))) {
                 Event::Timer if world.elapsed() >= until => break None,
                 Event::Timer => {}
-                Event::Signal(sig) if cancels(sig) => break Some(sig),
+                Event::Signal(sig) | Event::Typed(sig) if cancels(sig) => break Some(sig),
                 // With no attempt running, there is nobody to pass other signals on to.
-                Event::Signal(_) | Event::Exited(_) | Event::Interrupted(_) => {}
+                Event::Signal(_) | Event::Typed(_) | Event::Exited(_) | Event::Interrupted(_) => {}
             }
         };
         rep.clear_countdown();

@@ -22,6 +22,7 @@ mod spool;
 mod stdin;
 mod supervise;
 mod terminal;
+mod watcher;
 pub mod world;
 
 use std::time::Instant;

@@ -28,6 +28,7 @@ use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
+use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
 use crate::exit::Exit;
@@ -62,6 +63,11 @@ pub struct Process {
     terminal: Option<Terminal>,
     /// The running attempt was given the terminal.
     holds_terminal: bool,
+    /// The watcher in the group of the attempt that holds the terminal: it tells a Ctrl-C
+    /// typed there, which reaches the attempt and not retry.
+    watcher: Option<Watcher>,
+    /// A Ctrl-C (or Ctrl-\) the watcher saw and the loop was not told of yet.
+    typed: Option<i32>,
     /// An exit held back while the Ctrl-C that caused it is reported first.
     exited: Option<Status>,
 }
@@ -116,6 +122,8 @@ impl Process {
             group: None,
             terminal: Terminal::detect(),
             holds_terminal: false,
+            watcher: None,
+            typed: None,
             exited: None,
         })
     }
@@ -190,6 +198,7 @@ impl Process {
             return None;
         }
         self.child = None;
+        self.stop_watching();
         if let Some(replay) = self.input.replay() {
             replay.stop();
         }
@@ -234,6 +243,13 @@ impl Process {
             let _ = killpg(group, Signal::SIGCONT);
             false
         };
+    }
+
+    /// Ends the attempt's watcher, keeping what it saw.
+    fn stop_watching(&mut self) {
+        if let Some(watcher) = self.watcher.take() {
+            self.typed = self.typed.or(watcher.stop());
+        }
     }
 
     /// A Ctrl-C or Ctrl-\ typed at the terminal reaches only the attempt that holds it, not
@@ -343,6 +359,9 @@ impl World for Process {
                     .terminal
                     .as_ref()
                     .is_some_and(|t| t.alone() && t.give(pid));
+                if self.holds_terminal {
+                    self.watcher = Watcher::start(pid);
+                }
                 Ok(())
             }
             Err(errno) => {
@@ -374,10 +393,20 @@ impl World for Process {
             if let Some(signal) = self.signals.take() {
                 return Event::Signal(signal);
             }
+            let typed = self.watcher.as_mut().and_then(Watcher::typed);
+            if let Some(signal) = self.typed.take().or(typed) {
+                self.signals.cancelled_at_the_terminal();
+                return Event::Typed(signal);
+            }
             if let Some(status) = self.exited.take() {
                 return Event::Exited(status);
             }
             if let Some(status) = self.reap() {
+                if self.typed.is_some() {
+                    // What the watcher saw comes first: the attempt ended after it.
+                    self.exited = Some(status);
+                    continue;
+                }
                 if let Some(signal) = self.terminal_cancel(status) {
                     self.signals.cancelled_at_the_terminal();
                     self.exited = Some(status);
@@ -420,11 +449,15 @@ impl World for Process {
                     fds.push(PollFd::new(fd, PollFlags::POLLOUT));
                 }
             }
+            let watcher_at = fds.len();
+            if let Some(watcher) = &self.watcher {
+                fds.push(PollFd::new(watcher.fd(), PollFlags::POLLIN));
+            }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
             let polled = ppoll(&mut fds, timeout, None);
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
-            let output_ready = fds[output_at..].iter().any(ready);
+            let output_ready = fds[output_at..watcher_at].iter().any(ready);
             drop(fds);
             self.signals.drain();
             if polled.is_err() {
@@ -452,6 +485,20 @@ impl World for Process {
     }
 
     fn kill(&mut self, signal: i32) {
+        // Once retry stops or cancels the attempt itself, a signal the watcher saw would be
+        // retry's own: it ends first, keeping what the terminal sent before.
+        if [
+            Signal::SIGINT,
+            Signal::SIGQUIT,
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGKILL,
+        ]
+        .iter()
+        .any(|s| *s as i32 == signal)
+        {
+            self.stop_watching();
+        }
         // Only while the group is known to exist: the leader's pid, and so the group's id,
         // cannot be taken by another process until the group is empty.
         if let (Some(group), Ok(signal)) = (self.group, Signal::try_from(signal)) {

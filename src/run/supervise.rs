@@ -77,6 +77,21 @@ pub fn supervise<W: World>(
                 }
                 cancelled.get_or_insert(sig);
             }
+            // The terminal sent the attempt's group a Ctrl-C: the command has it already, and
+            // decides what to make of it; the run is over after this attempt. A second one is
+            // the user insisting: the group gets SIGKILL.
+            Event::Typed(sig) => match cancelled {
+                Some(first) if first == sig => {
+                    world.kill(Signal::SIGKILL as i32);
+                    escalation.killed();
+                    rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
+                }
+                Some(_) => {}
+                None => {
+                    rep.stopping(world.elapsed(), Stopping::Typed(sig));
+                    cancelled = Some(sig);
+                }
+            },
             // A Ctrl-C that reached retry too (typed before the attempt had the terminal) was
             // said already.
             Event::Interrupted(_) if cancelled.is_some() => {}

@@ -21,6 +21,10 @@ pub enum Event {
     /// command: by SIGINT or SIGQUIT, or with status 130 or 131 from a trap. retry received no
     /// signal itself; it takes the end as this signal's cancel.
     Interrupted(i32),
+    /// A Ctrl-C (or Ctrl-\) was typed at the terminal the attempt holds: the attempt got the
+    /// signal from the terminal, retry did not; whatever the attempt makes of it, the run is
+    /// cancelled.
+    Typed(i32),
 }
 
 /// What the loop may ask of the world: processes, time and signals.

@@ -217,3 +217,33 @@ fn ctrl_c_during_a_wait_stops_the_shell_loop_around_retry() {
     assert!(rest.contains("cancelled by SIGINT"), "{rest}");
     assert_eq!(status.code(), Some(130), "{rest}");
 }
+
+/// A command that catches the Ctrl-C and exits with another status (Python's `except
+/// KeyboardInterrupt: sys.exit(1)`, a shell's `trap 'exit 1' INT`) is not retried: the Ctrl-C
+/// reached the attempt's group, not retry, and retry still learns of it.
+#[test]
+fn ctrl_c_caught_by_the_command_that_exits_1_is_not_retried() {
+    use std::io::Write;
+    let Some((mut child, mut keyboard, screen)) = on_terminal(
+        "-n 3 -d 0 -- sh -c 'trap \"echo got-int; exit 1\" INT; echo ready; \
+         while :; do sleep 0.1; done'",
+    ) else {
+        return;
+    };
+    screen.until("ready");
+    keyboard.write_all(b"\x03").expect("type Ctrl-C");
+    let status = support::wait(&mut child);
+    let rest = screen.rest().join("\n");
+    assert!(
+        rest.contains("got-int"),
+        "the command had the Ctrl-C: {rest}"
+    );
+    assert!(
+        !rest.lines().any(|l| l.trim() == "ready"),
+        "no second attempt: {rest}"
+    );
+    assert!(rest.contains("Ctrl-C typed at the terminal"), "{rest}");
+    assert!(rest.contains("cancelled by SIGINT"), "{rest}");
+    // retry ends by SIGINT, which script(1) reports as a shell does.
+    assert_eq!(status.code(), Some(130), "{rest}");
+}
