@@ -41,14 +41,26 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
     let mut log = match Log::open(&policy.log) {
         Ok(log) => log,
         Err(e) => {
+            // A log that cannot be opened must not stop the job (a cron job most of all), as
+            // a --summary or --metrics file that cannot be written does not: the log goes to
+            // stderr, which cron mails, and says why once.
             let path = policy
                 .log
                 .file
                 .as_deref()
                 .unwrap_or(std::path::Path::new(""))
                 .display();
-            eprintln!("retry: error: cannot open --log-file '{path}': {e}");
-            return Exit::FAILURE;
+            eprintln!(
+                "retry: warning: cannot open --log-file '{path}': {e}; logging to stderr instead"
+            );
+            let to_stderr = crate::policy::LogSettings {
+                file: None,
+                ..policy.log.clone()
+            };
+            match Log::open(&to_stderr) {
+                Ok(log) => log,
+                Err(_) => return Exit::FAILURE,
+            }
         }
     };
     let signals = match signals::Signals::install() {

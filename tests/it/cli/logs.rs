@@ -308,7 +308,7 @@ fn log_file_can_hold_json_lines() {
 }
 
 #[test]
-fn an_unwritable_log_file_is_retrys_own_failure_and_nothing_runs() {
+fn a_log_file_that_cannot_be_opened_is_one_warning_and_the_job_runs_logging_to_stderr() {
     let dir = TempDir::new().expect("temp dir");
     let (mark, cmd) = marker(&dir);
     let log = dir.path().join("no-such-dir").join("retry.log");
@@ -319,8 +319,36 @@ fn an_unwritable_log_file_is_retrys_own_failure_and_nothing_runs() {
     ];
     args.extend(cmd);
     let r = run(&args);
-    assert_eq!(r.code(), Some(125), "{}", r.show());
-    assert!(!mark.exists(), "{}", r.show());
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert!(mark.exists(), "the command ran: {}", r.show());
+    let warned: Vec<String> = r
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("retry: warning: cannot open --log-file"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", r.show());
+    assert!(
+        warned[0].contains(&log.display().to_string()) && warned[0].contains("No such file"),
+        "names the path and the reason: {}",
+        r.show()
+    );
+    // The log itself goes to stderr instead.
+    let failing = run(&[
+        "--log-file",
+        &log.display().to_string(),
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "false",
+    ]);
+    assert_eq!(failing.code(), Some(1), "{}", failing.show());
+    assert!(
+        failing.stderr().contains("giving up after 2 attempts"),
+        "{}",
+        failing.show()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
