@@ -81,6 +81,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'
             cand --quiet 'Fewer log lines: -q only the give-up line, -qq nothing'
             cand --reset-state 'Forget the key''s breaker and budget, run nothing, and exit'
+            cand --no-config 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user''s settings gives, and the way past a config file that is broken'
             cand --explain 'Print the resolved policy and the schedule it implies, run nothing, and exit'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -65,6 +65,7 @@ complete -c retry -l hints -d 'Give each attempt a private hint file, its path i
 complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
+complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user\'s settings gives, and the way past a config file that is broken'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

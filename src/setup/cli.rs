@@ -321,6 +321,11 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", help_heading = "Configuration")]
     pub config: Option<PathBuf>,
 
+    /// Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend
+    /// on a user's settings gives, and the way past a config file that is broken.
+    #[arg(long, conflicts_with = "config", help_heading = "Configuration")]
+    pub no_config: bool,
+
     /// Use this profile of the config file, or a built-in preset of that name.
     #[arg(short = 'p', long, value_name = "NAME", help_heading = "Configuration")]
     pub profile: Option<String>,

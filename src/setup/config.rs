@@ -16,8 +16,9 @@ use crate::env;
 use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
-const NOT_SETTINGS: [&str; 9] = [
+const NOT_SETTINGS: [&str; 10] = [
     "config",
+    "no-config",
     "profile",
     "explain",
     "reset-state",
@@ -49,19 +50,36 @@ pub struct Resolved {
 /// is no config file and no profile: the command line is all there is.
 pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resolved>, UsageError> {
     let profile = matches.get_one::<String>("profile").cloned();
-    let file = locate(matches.get_one::<PathBuf>("config").cloned())?;
+    let file = if matches.get_flag("no_config") {
+        None
+    } else {
+        locate(matches.get_one::<PathBuf>("config").cloned())?
+    };
     if file.is_none() && profile.is_none() {
         return Ok(None);
     }
     let mut origins = given(matches);
-    let (defaults, profiles) = match &file {
+    let (defaults, mut profiles) = match &file {
         Some(path) => read(path)?,
         None => (Vec::new(), BTreeMap::new()),
     };
+    // A profile this run does not use does not stop it: one broken profile must not stop
+    // every run on the host. It is said once, so that it gets mended.
+    for (name, broken) in profiles
+        .iter()
+        .filter(|(n, _)| Some(*n) != profile.as_ref())
+    {
+        if let Err(e) = broken {
+            eprintln!(
+                "retry: warning: profile {name} of the config file is not used by this run, \
+                 and cannot be: {e}"
+            );
+        }
+    }
     let chosen = match &profile {
         None => Vec::new(),
-        Some(name) => match profiles.into_iter().find(|(n, _)| n == name) {
-            Some((_, settings)) => settings,
+        Some(name) => match profiles.remove(name) {
+            Some(settings) => settings?,
             // A built-in preset serves as a profile of its name.
             None if presets::find(name).is_some() => vec![Setting {
                 key: "preset".into(),
@@ -157,8 +175,12 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
         .filter(|p| p.is_file()))
 }
 
-/// Defaults and profiles of a config file, each setting checked.
-type Contents = (Vec<Setting>, BTreeMap<String, Vec<Setting>>);
+/// Defaults and profiles of a config file, each setting checked: an error in the defaults
+/// stops every run, an error in a profile only the runs that use it.
+type Contents = (
+    Vec<Setting>,
+    BTreeMap<String, Result<Vec<Setting>, UsageError>>,
+);
 
 fn read(path: &Path) -> Result<Contents, UsageError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -223,8 +245,8 @@ fn read(path: &Path) -> Result<Contents, UsageError> {
                 let checked = settings
                     .iter()
                     .map(|(k, v)| setting(k.get_ref(), v.get_ref(), line_of(k.span()), path))
-                    .collect::<Result<Vec<_>, _>>()?;
-                exclusive(&checked, path)?;
+                    .collect::<Result<Vec<_>, _>>()
+                    .and_then(|checked| exclusive(&checked, path).map(|()| checked));
                 profiles.insert(profile.get_ref().to_string(), checked);
             }
         } else {

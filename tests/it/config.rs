@@ -214,8 +214,9 @@ fn every_config_error_names_the_file_the_line_and_the_key_and_runs_nothing() {
             &["bad.toml:1", "for attempts", ": 0;"],
         ),
         (
+            // A broken profile stops the runs that use it (only those: see below).
             "[profiles.ci]\nmax-time = []\nfatal-on = \"x\"\n",
-            &[],
+            &["-p", "ci"],
             &["bad.toml:3", "for fatal-on"],
         ),
         ("profiles = 3\n", &[], &["bad.toml:1", "table of profiles"]),
@@ -363,5 +364,85 @@ fn a_status_list_from_the_file_is_named_in_the_give_up_line() {
     assert!(
         err.contains("in --fatal-on"),
         "a flag is named as a flag: {err}"
+    );
+}
+
+#[test]
+fn a_broken_profile_stops_only_the_runs_that_use_it() {
+    let home = TempDir::new().expect("temp dir");
+    write(
+        &home,
+        "retry/config.toml",
+        "attempts = 2\n\n[profiles.ci]\ndelay = \"5x\"\n\n[profiles.fast]\ndelay = \"0\"\n",
+    );
+    // A run without the profile runs, and says once that the profile is broken.
+    let out = retry_in(home.path())
+        .args(["--", "echo", "hi"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"hi\n");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.matches("warning: profile ci").count(), 1, "{said}");
+    assert!(said.contains("5x"), "names the bad value: {said}");
+    // Another profile is used as it is.
+    let out = retry_in(home.path())
+        .args(["-p", "fast", "--", "echo", "hi"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    // The run that uses it stops, naming the file, the line and the value, and runs nothing.
+    let out = retry_in(home.path())
+        .args(["-p", "ci", "--", "echo", "hi"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(out.stdout.is_empty());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("config.toml:4") && said.contains("5x"),
+        "{said}"
+    );
+}
+
+#[test]
+fn no_config_ignores_a_broken_config_file_and_retry_config() {
+    let home = TempDir::new().expect("temp dir");
+    let path = write(&home, "retry/config.toml", "delay = \"5x\"\n");
+    let out = retry_in(home.path())
+        .args(["--", "echo", "hi"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "a broken top level stops the run"
+    );
+    for env in [false, true] {
+        let mut c = retry_in(home.path());
+        if env {
+            c.env("RETRY_CONFIG", &path);
+        }
+        let out = c
+            .args(["--no-config", "-n", "2", "-d", "0", "--", "echo", "hi"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "RETRY_CONFIG set: {env}");
+        assert_eq!(out.stdout, b"hi\n");
+    }
+    let out = retry_in(home.path())
+        .args([
+            "--no-config",
+            "--config",
+            path.to_str().expect("UTF-8"),
+            "--",
+            "true",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "--no-config with --config is a usage error"
     );
 }
