@@ -586,7 +586,16 @@ pub enum BackoffKind {
 
 /// The clap definition, for completions and the man page.
 pub fn command() -> clap::Command {
-    Cli::command()
+    // A flag's value may begin with a dash: `-n -1` is a bad number of attempts, said as
+    // such, not an unknown flag `-1`; and `--retry-if-output '-ERR'` works.
+    Cli::command().mut_args(|arg| {
+        let takes_value = arg.get_action().takes_values();
+        if takes_value && !arg.is_positional() {
+            arg.allow_hyphen_values(true)
+        } else {
+            arg
+        }
+    })
 }
 
 /// A state key: a name of printable characters.

@@ -48,7 +48,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
             (cli, origins)
         }
         Ok(Some(resolved)) => {
-            let cli = Cli::try_parse_from(&resolved.args).map_err(clap_error)?;
+            let matches = cli::command()
+                .try_get_matches_from(&resolved.args)
+                .map_err(clap_error)?;
+            let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
             (cli, resolved.origins)
         }
         Err(e) => {

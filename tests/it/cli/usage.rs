@@ -157,3 +157,21 @@ fn flags_spelled_as_other_tools_spell_them_suggest_retrys_own() {
     let line = assert_one_line_error(&["--retry", "2"], "--retry", &["--on-retry"]);
     assert!(line.contains("--retries"), "{line}");
 }
+
+#[test]
+fn a_negative_value_is_named_with_its_flag_not_taken_for_an_unknown_flag() {
+    for (args, needle) in [
+        (
+            &["-n", "-1"][..],
+            "not a number of attempts for --attempts: -1",
+        ),
+        (&["-d", "-1s"], "not a duration for --delay: -1s"),
+        (&["--factor", "-2"], "not a backoff factor for --factor: -2"),
+        (&["--seed", "-5"], "not a seed for --seed: -5"),
+    ] {
+        assert_usage_error(args, needle);
+    }
+    // A value that begins with a dash is a value: a pattern, say.
+    let r = run(&["--retry-if-output", "-ERR", "-n", "1", "--", "true"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+}
