@@ -65,6 +65,8 @@ pub struct Policy {
     pub retry_after_max: Duration,
     /// Give each attempt a hint file, and replace `{hints}` in the arguments with it.
     pub hints: bool,
+    /// The preset the lists came from (`--preset`, or a profile that names one).
+    pub preset: Option<&'static str>,
     /// Hooks run before each wait and when retry gives up.
     pub hooks: Hooks,
     /// Where to write the JSON summary.
@@ -348,11 +350,28 @@ impl Policy {
         })
     }
 
+    /// The warning of `--preset curl` without a header dump: curl's exit 22 says only "HTTP
+    /// error", so without the status a 404 is retried as a 503 is.
+    pub fn header_dump_warning(&self) -> Option<String> {
+        let dumped = self
+            .command
+            .iter()
+            .skip(1)
+            .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
+        (self.preset == Some("curl") && !dumped).then(|| {
+            "--preset curl without a header dump: retry cannot see the HTTP status, and curl's \
+             exit 22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl \
+             -D {hints} (retry then reads the status from it)"
+                .to_string()
+        })
+    }
+
     /// Every warning about the settings themselves, said before the first attempt.
     pub fn warnings(&self) -> impl Iterator<Item = String> {
         self.nesting_warning()
             .into_iter()
             .chain(self.breaker_cap_warning())
+            .chain(self.header_dump_warning())
     }
 
     /// Every status that is fatal before `--retry-on` is consulted.

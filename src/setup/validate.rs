@@ -164,6 +164,7 @@ impl TryFrom<Cli> for Policy {
                         .windows(env::HINTS.len())
                         .any(|w| w == env::HINTS.as_bytes())
                 }),
+            preset: cli.preset.map(|p| p.name),
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_giveup: cli.on_giveup,

@@ -131,3 +131,31 @@ fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
+    let warned = |args: &[&str]| {
+        let out = support::cmd().args(args).output().expect("runs");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            said.matches("--preset curl without a header dump").count(),
+            said,
+            out,
+        )
+    };
+    let (n, said, out) = warned(&["--preset", "curl", "-n", "1", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(n, 1, "{said}");
+    assert!(said.contains("-D {hints}"), "gives the fix: {said}");
+    let (n, said, _) = warned(&["--preset", "curl", "-n", "1", "--", "true", "-D", "{hints}"]);
+    assert_eq!(n, 0, "{said}");
+    let (n, said, _) = warned(&["-n", "1", "--", "true"]);
+    assert_eq!(n, 0, "{said}");
+    // --explain says it too, and runs nothing.
+    let (_, _, out) = warned(&["--explain", "--preset", "curl", "--", "curl", "-fsS", "URL"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("--preset curl without a header dump"),
+        "{text}"
+    );
+}
