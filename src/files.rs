@@ -17,15 +17,6 @@ use nix::fcntl::{AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{FileStat, Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
-/// Whether the last component of a path may be a symbolic link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Links {
-    /// Follow it, as for a file the user named.
-    Follow,
-    /// Refuse it: a file retry keeps for itself, in a directory others may write.
-    Refuse,
-}
-
 /// Why a lock could not be taken.
 #[derive(Debug)]
 pub enum LockError {
@@ -36,14 +27,16 @@ pub enum LockError {
 
 /// Opens (creating it with `mode`) the lock file at `path` and takes its exclusive lock,
 /// waiting up to `wait` for another process to let it go; the lock is let go when the file is
-/// dropped. Only a regular file is a lock.
-pub fn lock(path: &Path, mode: u32, links: Links, wait: Duration) -> Result<File, LockError> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(false).mode(mode);
-    if links == Links::Refuse {
-        options.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(LockError::Io)?;
+/// dropped. Only a regular file is a lock. `path` is followed as the user named it; the
+/// files retry keeps for itself are locked through [`Dir::lock_file`], which refuses links.
+pub fn lock(path: &Path, mode: u32, wait: Duration) -> Result<File, LockError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(mode)
+        .open(path)
+        .map_err(LockError::Io)?;
     if !file.metadata().map_err(LockError::Io)?.is_file() {
         return Err(LockError::Io(io::Error::other("it is not a regular file")));
     }
@@ -308,20 +301,18 @@ mod tests {
     fn a_lock_is_exclusive_and_a_planted_link_is_refused() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("k.lock");
-        let held = lock(&path, 0o600, Links::Refuse, Duration::ZERO).expect("locked");
+        let held = lock(&path, 0o600, Duration::ZERO).expect("locked");
         assert!(matches!(
-            lock(&path, 0o600, Links::Refuse, Duration::from_millis(5)),
+            lock(&path, 0o600, Duration::from_millis(5)),
             Err(LockError::Busy)
         ));
         drop(held);
+        // retry's own lock files, in a directory it opened: a link planted there is refused.
         let target = dir.path().join("target");
-        let link = dir.path().join("planted.lock");
-        std::os::unix::fs::symlink(&target, &link).expect("linked");
-        assert!(matches!(
-            lock(&link, 0o600, Links::Refuse, Duration::ZERO),
-            Err(LockError::Io(_))
-        ));
+        std::os::unix::fs::symlink(&target, dir.path().join("planted.lock")).expect("linked");
+        let opened = Dir::open(dir.path()).expect("opened");
+        assert!(opened.lock_file("planted.lock", 0o600).is_err());
         assert!(!target.exists(), "nothing is created through the link");
-        assert!(lock(&link, 0o600, Links::Follow, Duration::ZERO).is_ok());
+        assert!(lock(&dir.path().join("planted.lock"), 0o600, Duration::ZERO).is_ok());
     }
 }

@@ -3,9 +3,10 @@
 use std::fmt;
 
 use super::codes::CodeSet;
+use crate::exit::Exit;
 
 /// Statuses that will not get better by trying again: 126 (cannot execute) and 127 (not found).
-pub const NEVER_BETTER: [i32; 2] = [126, 127];
+pub const NEVER_BETTER: [i32; 2] = [Exit::CANNOT_EXECUTE.status(), Exit::NOT_FOUND.status()];
 
 /// Which statuses count as success, which are retried and which are fatal.
 #[derive(Clone, Debug, PartialEq, Eq)]

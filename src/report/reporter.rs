@@ -344,11 +344,6 @@ impl<'a> Reporter<'a> {
         self.summary.end(outcome, why, exit.status(), now);
     }
 
-    /// A cancelling signal ended the wait before a retry.
-    pub fn cancelled_waiting(sig: i32) -> String {
-        format!("{} while waiting", words::cancelled(sig))
-    }
-
     /// A hook failed.
     pub fn hook_failed(&mut self, now: Duration, flag: &str, status: Option<Status>, why: String) {
         let mut e = self.entry(Event::Hook, now);
@@ -377,9 +372,6 @@ impl<'a> Reporter<'a> {
         self.log.clear_countdown();
     }
 }
-
-/// `--max-time reached while waiting`: a hook outlasted the wait and the deadline.
-pub const DEADLINE_WHILE_WAITING: &str = "--max-time reached while waiting";
 
 /// The keys that send `sig` from a terminal.
 fn keys(sig: i32) -> &'static str {

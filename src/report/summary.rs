@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::log::KeyFields;
-use crate::files::{self, Links, LockError};
+use crate::files::{self, LockError};
 use crate::policy::breaker::State;
 
 /// How a run ended.
@@ -475,7 +475,7 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
 fn lock(path: &Path) -> io::Result<fs::File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
-    files::lock(Path::new(&name), 0o644, Links::Follow, LOCK_WAIT).map_err(|e| match e {
+    files::lock(Path::new(&name), 0o644, LOCK_WAIT).map_err(|e| match e {
         LockError::Busy => io::Error::other(format!(
             "another run held its lock ({}) for {}s",
             Path::new(&name).display(),

@@ -87,6 +87,14 @@ fn ends(j: &Judgement, rules: &Rules) -> String {
 
 const OUTPUT_GONE: &str = "nothing reads its output any more";
 
+/// Why a run ends whose wait before a retry a cancelling signal cut short.
+pub fn cancelled_waiting(sig: i32) -> String {
+    format!("{} while waiting", cancelled(sig))
+}
+
+/// Why a run ends whose hook outlasted the wait and the deadline.
+pub const DEADLINE_WHILE_WAITING: &str = "--max-time reached while waiting";
+
 /// `cancelled by SIGINT`.
 pub fn cancelled(sig: i32) -> String {
     format!("cancelled by {}", signal_name(sig))

@@ -18,7 +18,7 @@ use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
 use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed, Unstarted};
 use crate::report::log::Log;
-use crate::report::reporter::{DEADLINE_WHILE_WAITING, Reporter};
+use crate::report::reporter::Reporter;
 use crate::report::summary::{Outcome, Summary};
 use crate::report::words;
 use crate::state::Shared;
@@ -243,7 +243,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         self.rep
             .slept(self.world.elapsed().saturating_sub(slept_from));
         if let Some(sig) = woke {
-            let why = Reporter::cancelled_waiting(sig);
+            let why = words::cancelled_waiting(sig);
             // Ends by the signal, as a shell's loop or script needs to see to stop too.
             return Some(self.give_up(end, why, false, Outcome::Cancelled, Exit::Signal(sig)));
         }
@@ -253,7 +253,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         }
         if self.pacing.past_deadline(self.world.elapsed()) {
             // A hook outlasted the wait and the deadline: no attempt starts after it.
-            let why = DEADLINE_WHILE_WAITING.to_string();
+            let why = words::DEADLINE_WHILE_WAITING.to_string();
             return Some(self.give_up(end, why, false, Outcome::Failure, exit_of(end)));
         }
         None

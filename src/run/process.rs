@@ -369,8 +369,8 @@ impl World for Process {
                     replay.stop();
                 }
                 let status = match errno {
-                    Errno::ENOENT | Errno::ENOTDIR => 127,
-                    _ => 126,
+                    Errno::ENOENT | Errno::ENOTDIR => Exit::NOT_FOUND.status(),
+                    _ => Exit::CANNOT_EXECUTE.status(),
                 };
                 Err(SpawnError {
                     status,
