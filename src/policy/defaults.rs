@@ -52,6 +52,10 @@ pub const BREAKER_OPEN: Duration = Duration::from_secs(60);
 pub const BREAKER_OPEN_MAX: Duration = Duration::from_secs(15 * 60);
 /// `--budget-burst`: tokens in a full retry budget.
 pub const BUDGET_BURST: u32 = 10;
+/// The most tokens `--budget-burst` takes: more is no budget at all.
+pub const MOST_TOKENS: u32 = 100_000;
+/// The most processes `--fleet` simulates.
+pub const MOST_PROCESSES: u32 = 100_000;
 /// `--budget-ratio`: tokens a successful attempt adds.
 pub const BUDGET_RATIO: f64 = 0.1;
 /// `--budget-refill`: one token comes back every this long.

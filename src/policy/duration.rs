@@ -7,25 +7,41 @@ use super::BadValue;
 /// How durations are written, for the help and for errors.
 pub const SYNTAX: &str = "write 250ms, 1.5s, 2m or 1h 30m; a bare number means seconds";
 
-/// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`).
+/// The longest duration any flag takes: a year (humantime's `1y`, 365.25 days). Longer waits,
+/// limits and outages are typing mistakes, and refusing them keeps every sum of durations far
+/// from overflowing.
+pub const LONGEST: Duration = Duration::from_secs(31_557_600);
+
+/// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`), at
+/// most [`LONGEST`].
 pub fn parse(s: &str) -> Result<Duration, BadValue> {
     let given = s;
     let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|_| {
+    let too_long = || {
+        BadValue::new(
+            "too long a duration",
+            given,
+            "the longest is 1y (365.25 days)",
+        )
+    };
+    let d = match s.parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|_| {
             if secs.is_finite() && secs > 0.0 {
-                BadValue::new(
-                    "too long a duration",
-                    given,
-                    format!("the longest is {} seconds", u64::MAX),
-                )
+                too_long()
             } else {
                 BadValue::new("not a duration of zero or more", given, SYNTAX)
             }
-        });
+        })?,
+        // humantime's own message lists every unit it knows: the syntax says more in less.
+        Err(_) => humantime::parse_duration(s).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => too_long(),
+            _ => BadValue::new("not a duration", given, SYNTAX),
+        })?,
+    };
+    if d > LONGEST {
+        return Err(too_long());
     }
-    // humantime's own message lists every unit it knows: the syntax says more in less.
-    humantime::parse_duration(s).map_err(|_| BadValue::new("not a duration", given, SYNTAX))
+    Ok(d)
 }
 
 /// A duration as a person reads it: `12ms`, `1.23s`, `2m 5s`.
@@ -35,8 +51,17 @@ pub fn human(d: Duration) -> String {
     } else if d < Duration::from_secs(60) {
         let s = format!("{:.2}", d.as_secs_f64());
         format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
-    } else {
+    } else if d < Duration::from_secs(86_400) {
         humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    } else {
+        // Days and more: the two largest units, as a person rounds them ("3days 4h",
+        // "1year 11months"); seconds are noise there.
+        let text = humantime::format_duration(Duration::from_secs(d.as_secs() / 3600 * 3600));
+        text.to_string()
+            .split(' ')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -59,10 +84,36 @@ mod tests {
     }
 
     #[test]
+    fn a_year_is_the_longest_duration() {
+        assert_eq!(parse("1y"), Ok(LONGEST));
+        assert_eq!(parse("31557600"), Ok(LONGEST));
+        for bad in [
+            "1y 1s",
+            "2y",
+            "31557601",
+            "10000000000000000000s",
+            "1e30",
+            "99999999999999999999999y",
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert_eq!(err.what, "too long a duration", "{bad}: {err}");
+            assert_eq!(err.value, bad, "{err}");
+        }
+    }
+
+    #[test]
     fn human_durations_read_naturally() {
         assert_eq!(human(Duration::from_millis(12)), "12ms");
         assert_eq!(human(Duration::from_millis(1230)), "1.23s");
         assert_eq!(human(Duration::from_secs(2)), "2s");
         assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+        assert_eq!(
+            human(Duration::from_secs(86_400 * 3 + 3600 * 4 + 59)),
+            "3days 4h"
+        );
+        assert_eq!(
+            human(LONGEST * 2 - Duration::from_secs(1)),
+            "1year 11months"
+        );
     }
 }

@@ -377,7 +377,7 @@ impl World for Process {
                     message: format!(
                         "cannot run '{}': {}",
                         self.program.to_string_lossy(),
-                        errno.desc()
+                        spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
                     ),
                 })
             }
@@ -555,5 +555,17 @@ impl World for Process {
         let stdout = self.stdout.release(last, &mut self.signals);
         let stderr = self.stderr.release(last, &mut self.signals);
         stdout.and(stderr)
+    }
+}
+
+/// Why `program` could not be started, in a shell's words: `command not found` for a name
+/// not on PATH, `Is a directory` for a directory, else the system's words for `errno`.
+fn spawn_failure(program: &std::ffi::OsStr, errno: Errno) -> String {
+    let path = std::path::Path::new(program);
+    let named_by_path = program.as_encoded_bytes().contains(&b'/');
+    match errno {
+        Errno::ENOENT if !named_by_path => "command not found (no such file on PATH)".into(),
+        Errno::EACCES if named_by_path && path.is_dir() => "Is a directory".into(),
+        _ => errno.desc().into(),
     }
 }

@@ -236,8 +236,8 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", help_heading = "Shared state (--key)")]
     pub state_dir: Option<PathBuf>,
 
-    /// Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it
-    /// off.
+    /// Consecutive failed attempts (0 to 1000), of any runs on the key, that open the breaker;
+    /// 0 turns it off.
     #[arg(long, value_name = "N", default_value_t = defaults::BREAKER_FAILURES,
           value_parser = breaker_failures,
           help_heading = "Shared state (--key)")]
@@ -262,8 +262,8 @@ pub struct Cli {
           help_heading = "Shared state (--key)")]
     pub breaker_open_max: Duration,
 
-    /// Tokens in a full retry budget; a retry costs one, a first attempt none; 0 turns the
-    /// budget off.
+    /// Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0
+    /// turns the budget off.
     #[arg(
         long,
         value_name = "N",
@@ -334,11 +334,10 @@ pub struct Cli {
     #[arg(long)]
     pub explain: bool,
 
-    /// With --explain: simulate N processes running this policy against one service that is
-    /// down for --outage, and print what they do to it, beside the same policy without jitter
-    /// and without shared state.
-    #[arg(long, value_name = "N", requires = "explain",
-          value_parser = clap::value_parser!(u32).range(1..=100_000),
+    /// With --explain: simulate N processes (1 to 100000) running this policy against one
+    /// service that is down for --outage, and print what they do to it, beside the same policy
+    /// without jitter and without shared state.
+    #[arg(long, value_name = "N", requires = "explain", value_parser = processes,
           help_heading = "Explain a fleet")]
     pub fleet: Option<u32>,
 
@@ -702,13 +701,28 @@ fn breaker_failures(s: &str) -> Result<u32, BadValue> {
 }
 
 fn tokens(s: &str) -> Result<u32, BadValue> {
-    s.trim().parse().map_err(|_| {
-        BadValue::new(
+    match s.trim().parse::<u32>() {
+        Ok(n) if n <= defaults::MOST_TOKENS => Ok(n),
+        _ => Err(BadValue::new(
             "not a number of tokens",
             s,
-            "give a whole number (0 turns the budget off)",
-        )
-    })
+            format!(
+                "give a whole number from 0 (no budget) to {}",
+                defaults::MOST_TOKENS
+            ),
+        )),
+    }
+}
+
+fn processes(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=defaults::MOST_PROCESSES).contains(&n) => Ok(n),
+        _ => Err(BadValue::new(
+            "not a number of processes",
+            s,
+            format!("give a whole number from 1 to {}", defaults::MOST_PROCESSES),
+        )),
+    }
 }
 
 fn ratio(s: &str) -> Result<f64, BadValue> {

@@ -88,6 +88,18 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
             }],
             None => {
                 let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
+                let known = profiles
+                    .keys()
+                    .map(String::as_str)
+                    .chain(names.iter().copied());
+                if let Some(near) = nearest(name, known) {
+                    return Err(BadValue::new(
+                        "no such profile or preset",
+                        name,
+                        format!("did you mean {near}?"),
+                    )
+                    .into());
+                }
                 let place = file.as_ref().map_or("there is no config file".into(), |f| {
                     format!("add [profiles.{name}] to {}", f.display())
                 });
@@ -147,6 +159,16 @@ fn hidden(key: &str, above: &Origins) -> bool {
             .any(|group| group.contains(&key) && group.iter().any(|k| above.contains_key(*k)))
 }
 
+/// The name among `known` that `name` is most likely a typing mistake for, as clap suggests
+/// a flag: close enough by Jaro-Winkler similarity.
+fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .map(|k| (strsim::jaro_winkler(name, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
 /// The config file to read: `--config`, else `$RETRY_CONFIG` (both must exist), else the
 /// default one, if it exists.
 fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
@@ -157,6 +179,13 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
     if let Some((by, path)) = named {
         return if path.is_file() {
             Ok(Some(path))
+        } else if path.is_dir() {
+            Err(BadValue::new(
+                format!("a directory, not a config file (from {by})"),
+                path.display().to_string(),
+                format!("name the file, as {}", path.join("config.toml").display()),
+            )
+            .into())
         } else {
             Err(BadValue::new(
                 format!("no config file there (from {by})"),

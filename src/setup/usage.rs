@@ -41,6 +41,22 @@ pub fn instead(e: &clap::Error, setting: impl Fn(&str) -> String) -> Option<Stri
     let unknown = text(ContextKind::InvalidArg).unwrap_or_default();
     let name = unknown.trim_start_matches('-');
     let name = name.split('=').next().unwrap_or(name);
+    // `--n 3`: a short flag written long.
+    let mut letters = name.chars();
+    if let (Some(letter), None) = (letters.next(), letters.next())
+        && unknown.starts_with("--")
+        && let Some(arg) = super::cli::command()
+            .get_arguments()
+            .find(|a| a.get_short() == Some(letter))
+    {
+        let short = format!("-{letter}");
+        return Some(match arg.get_long().map(|l| setting(&format!("--{l}"))) {
+            // A config file names its keys without dashes, and has no short ones.
+            Some(long) if !long.starts_with("--") => long,
+            Some(long) => format!("{short} (or {long})"),
+            None => short,
+        });
+    }
     OTHER_TOOLS
         .iter()
         .find(|(other, _)| *other == name)
@@ -167,6 +183,11 @@ mod tests {
             "{conflict}"
         );
         assert!(error(&["--atempts", "2", "--", "x"]).ends_with("did you mean --attempts?"));
+        assert!(
+            error(&["--n", "3", "--", "x"]).ends_with("did you mean -n (or --attempts)?"),
+            "{}",
+            error(&["--n", "3", "--", "x"])
+        );
         assert!(error(&[]).contains("no COMMAND given"));
     }
 }

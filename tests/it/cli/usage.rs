@@ -175,3 +175,105 @@ fn a_negative_value_is_named_with_its_flag_not_taken_for_an_unknown_flag() {
     let r = run(&["--retry-if-output", "-ERR", "-n", "1", "--", "true"]);
     assert_eq!(r.code(), Some(0), "{}", r.show());
 }
+
+#[test]
+fn numeric_limits_are_stated_in_the_error_and_in_the_help() {
+    let line = assert_one_line_error(&["--explain", "--fleet", "0"], "0", &["1..="]);
+    assert!(line.contains("from 1 to 100000"), "{line}");
+    let line = assert_one_line_error(&["--explain", "--fleet", "100001"], "100001", &[]);
+    assert!(
+        line.contains("--fleet") && line.contains("100000"),
+        "{line}"
+    );
+    let line = assert_one_line_error(&["--key", "k", "--budget-burst", "100001"], "100001", &[]);
+    assert!(
+        line.contains("--budget-burst") && line.contains("to 100000"),
+        "{line}"
+    );
+    let help = run(&["--help"]).stdout();
+    let said = |flag: &str| {
+        help.split(&format!("--{flag} <"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n  -").next())
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(said("fleet").contains("(1 to 100000)"), "{}", said("fleet"));
+    assert!(
+        said("budget-burst").contains("(0 to 100000)"),
+        "{}",
+        said("budget-burst")
+    );
+    assert!(
+        said("breaker-failures").contains("(0 to 1000)"),
+        "{}",
+        said("breaker-failures")
+    );
+}
+
+#[test]
+fn a_duration_over_a_year_is_refused_and_long_waits_read_plainly() {
+    for (flag, value) in [
+        ("-d", "10000000000000000000s"),
+        ("--max-time", "2y"),
+        ("--breaker-open-max", "400days"),
+        ("--delays", "1s,366days"),
+    ] {
+        let line = assert_one_line_error(
+            &["--key", "k", flag, value],
+            value.rsplit(',').next().unwrap_or(value),
+            &[],
+        );
+        assert!(
+            line.contains("too long a duration") && line.contains("1y"),
+            "{line}"
+        );
+    }
+    // The longest allowed: every figure of the schedule is a sum that stays finite, and the
+    // expected wait is below the worst case.
+    let text = explain(&["-d", "1y", "--factor", "1e300", "-n", "1000", "--", "x"]);
+    let (worst, expected) = totals(&text);
+    assert!(expected < worst, "{text}");
+    assert!(worst <= dur("1y") * 999, "{text}");
+}
+
+#[test]
+fn a_short_flag_written_long_and_a_misspelled_profile_get_did_you_mean() {
+    let line = assert_one_line_error(&["--n", "3"], "--n", &["--name"]);
+    assert!(line.ends_with("did you mean -n (or --attempts)?"), "{line}");
+    let dir = TempDir::new().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    write_file(&config, "[profiles.ci]\nattempts = 2\n", 0o644);
+    let config = config.display().to_string();
+    let line = assert_one_line_error(&["--config", &config, "-p", "cii"], "cii", &[]);
+    assert!(line.ends_with("did you mean ci?"), "{line}");
+    let line = assert_one_line_error(&["-p", "curll"], "curll", &[]);
+    assert!(line.ends_with("did you mean curl?"), "{line}");
+}
+
+#[test]
+fn a_directory_named_as_the_config_file_is_said_to_be_one() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().display().to_string();
+    let line = assert_one_line_error(&["--config", &path], &path, &[]);
+    assert!(line.contains("a directory, not a config file"), "{line}");
+}
+
+#[test]
+fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().display().to_string();
+    let r = run(&["-n", "3", "--", &path]);
+    assert_eq!(r.code(), Some(126), "{}", r.show());
+    assert!(
+        r.stderr()
+            .contains(&format!("cannot run '{path}': Is a directory")),
+        "{}",
+        r.show()
+    );
+    let r = run(&["-n", "3", "--", "retry-test-no-such-command"]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert!(r.stderr().contains("command not found"), "{}", r.show());
+}
