@@ -75,6 +75,12 @@ fn reset_state(policy: &policy::Policy) -> Exit {
     let Some(settings) = &policy.state else {
         return Exit::FAILURE;
     };
+    if !policy.command.is_empty() {
+        eprintln!(
+            "retry: warning: --reset-state runs nothing; the command was not run: {}",
+            policy.command_line()
+        );
+    }
     match state::open(settings).forget() {
         Ok(state::Forgot::State) => {
             eprintln!("retry: forgot the state of key '{}'", settings.key);

@@ -183,7 +183,8 @@ pub struct Cli {
     pub verbose: u8,
 
     /// Fewer log lines: -q only the give-up line, -qq nothing.
-    #[arg(short = 'q', long, action = ArgAction::Count, help_heading = "Logging")]
+    #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose",
+          help_heading = "Logging")]
     pub quiet: u8,
 
     /// Log as text lines or as JSON lines.
@@ -358,7 +359,7 @@ pub struct Cli {
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., help_heading = "Command",
-          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state"])]
+          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet"])]
     pub command: Vec<OsString>,
 }
 

@@ -30,7 +30,11 @@ const NOT_SETTINGS: [&str; 10] = [
 ];
 
 /// Flags of which only one may be given; a setting of one hides the file's others below it.
-const EXCLUSIVE: [&[&str]; 2] = [&["attempts", "retries", "forever"], &["backoff", "delays"]];
+const EXCLUSIVE: [&[&str]; 3] = [
+    &["attempts", "retries", "forever"],
+    &["backoff", "delays"],
+    &["verbose", "quiet"],
+];
 
 /// One setting of the file: the flag it names, the arguments that stand for it, and its line.
 struct Setting {
@@ -359,6 +363,10 @@ fn setting(
                 .map_err(|_| bad("not a small count", "write 0, 1 or 2"))?;
             vec![flag; usize::from(n)]
         }
+        // `verbose = true`: once. Any other value of a flag that takes none would become the
+        // command's name on the command line.
+        (ArgAction::Count, DeValue::Boolean(b)) => vec![flag; usize::from(*b)],
+        (ArgAction::Count, _) => return Err(bad("not a count", "write 1 or 2, or true")),
         (ArgAction::Append, DeValue::Array(items)) => {
             let mut args = Vec::new();
             for item in items {

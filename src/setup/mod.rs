@@ -10,12 +10,16 @@ mod validate;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use clap::parser::ValueSource;
 use clap::{FromArgMatches, Parser};
 
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
 use crate::policy::{Fleet, Origin, Origins, Policy};
+
+/// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
+const FLEET_SHAPE: [&str; 2] = ["outage", "every"];
 
 /// What the command line asks for.
 pub struct Setup {
@@ -36,6 +40,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
     let matches = cli::command()
         .try_get_matches_from(&args)
         .map_err(clap_error)?;
+    // A flag that would be ignored is refused: a fleet's shape without a fleet.
+    if matches.get_one::<u32>("fleet").is_none()
+        && let Some(flag) = FLEET_SHAPE
+            .iter()
+            .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        eprintln!(
+            "retry: error: a flag that only shapes a simulated fleet: --{flag} without --fleet; \
+             add --explain --fleet N to simulate one, or leave --{flag} out"
+        );
+        return Err(Exit::FAILURE);
+    }
     let (cli, origins) = match config::resolve(args, &matches) {
         Ok(None) => {
             let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;

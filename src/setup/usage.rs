@@ -78,12 +78,13 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
         Some(ContextValue::Strings(list)) => Some(list.join(", ")),
         _ => None,
     };
-    // "--delay <DUR>" → the flag's name alone.
+    // "--delay <DUR>" → the flag's name alone; "--quiet..." (a count) too.
     let flag = |arg: String| {
         let name = arg
             .split_whitespace()
             .next()
             .unwrap_or_default()
+            .trim_end_matches("...")
             .to_string();
         setting(&name)
     };
@@ -136,11 +137,30 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
                 "keep one of them",
             )
         }
-        ErrorKind::MissingRequiredArgument => BadValue::new(
-            "nothing to run",
-            "no COMMAND given",
-            "name it after the options, as retry -n 3 -- COMMAND [ARG]...",
-        ),
+        ErrorKind::MissingRequiredArgument => {
+            let missing = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::Strings(list)) => list.clone(),
+                _ => Vec::new(),
+            };
+            let names = |flag: &str| {
+                missing
+                    .iter()
+                    .any(|m| m.split_whitespace().next() == Some(flag))
+            };
+            if names("--explain") {
+                BadValue::new(
+                    "--fleet simulates a fleet for --explain, and runs nothing",
+                    "--fleet without --explain",
+                    "add --explain to see the simulation; leave --fleet out to run the command",
+                )
+            } else {
+                BadValue::new(
+                    "nothing to run",
+                    "no COMMAND given",
+                    "name it after the options, as retry -n 3 -- COMMAND [ARG]...",
+                )
+            }
+        }
         ErrorKind::InvalidUtf8 => BadValue::new(
             format!("{arg} needs UTF-8"),
             value,

@@ -446,3 +446,43 @@ fn no_config_ignores_a_broken_config_file_and_retry_config() {
         "--no-config with --config is a usage error"
     );
 }
+
+/// `verbose = true` is one -v, never the name of a command: a value the flag does not take
+/// would otherwise stand first on the command line and be run in place of the command.
+#[test]
+fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
+    let home = TempDir::new().expect("temp dir");
+    write(
+        &home,
+        "retry/config.toml",
+        "quiet = true\n\n[profiles.loud]\nverbose = true\n",
+    );
+    let run = |args: &[&str]| {
+        retry_in(home.path())
+            .args(args)
+            .args(["-n", "2", "-d", "0", "--", "sh", "-c", "echo ran; exit 3"])
+            .output()
+            .expect("runs")
+    };
+    for args in [&["-p", "loud"][..], &["-v"][..]] {
+        let out = run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{args:?}: the command ran, twice"
+        );
+        assert_eq!(out.stdout, b"ran\nran\n", "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("attempt 2/2: starting"),
+            "{args:?}: -v: {said}"
+        );
+    }
+    // The file alone: quiet, only the give-up line.
+    let said = String::from_utf8_lossy(&run(&[]).stderr).into_owned();
+    assert_eq!(said.lines().count(), 1, "{said}");
+    write(&home, "retry/config.toml", "verbose = \"yes\"\n");
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(out.stdout.is_empty(), "nothing ran");
+}

@@ -277,3 +277,47 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
     assert_eq!(r.code(), Some(127), "{}", r.show());
     assert!(r.stderr().contains("command not found"), "{}", r.show());
 }
+
+#[test]
+fn flags_that_would_be_ignored_are_refused_naming_the_flag() {
+    let line = assert_one_line_error(&["--outage", "1h"], "--outage without --fleet", &[]);
+    assert!(line.contains("--explain --fleet N"), "{line}");
+    assert_one_line_error(&["--every=10m"], "--every without --fleet", &[]);
+    let line = assert_one_line_error(
+        &["--fleet", "10"],
+        "--fleet without --explain",
+        &["COMMAND"],
+    );
+    assert!(line.contains("add --explain"), "{line}");
+    let line = assert_one_line_error(&["-q", "-v"], "--quiet and --verbose", &["..."]);
+    assert!(line.ends_with("keep one of them"), "{line}");
+    // The same flags where they mean something.
+    let r = run(&[
+        "--explain",
+        "--fleet",
+        "3",
+        "--outage",
+        "1m",
+        "--every",
+        "1m",
+    ]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+}
+
+#[test]
+fn reset_state_with_a_command_says_the_command_is_not_run() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let state = dir.path().join("state").display().to_string();
+    let mut args = vec!["--state-dir", &state, "--key", "k", "--reset-state", "--"];
+    args.extend(cmd.iter().map(String::as_str));
+    let r = run(&args);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert!(!mark.exists(), "the command ran");
+    assert!(
+        r.stderr()
+            .contains("--reset-state runs nothing; the command was not run: touch"),
+        "{}",
+        r.show()
+    );
+}
