@@ -70,6 +70,11 @@ pub struct Entry {
     pub names_status: bool,
     /// The resolved policy, for the policy line.
     pub policy: Option<PolicyFields>,
+    /// On the give-up line of a cancelled run, in text: how it was cancelled, said there
+    /// instead of on lines of its own.
+    pub cancelled: Option<String>,
+    /// On the give-up line: retry ends by the signal that killed the command.
+    pub reraises: Option<i32>,
 }
 
 /// What every log entry of a run with `--key` tells of the key's state.
@@ -99,6 +104,8 @@ impl Entry {
             command: None,
             names_status: false,
             policy: None,
+            cancelled: None,
+            reraises: None,
         }
     }
 
@@ -241,6 +248,11 @@ impl Log {
         }
     }
 
+    /// Whether the log is text lines, for a person, rather than JSON lines.
+    pub fn is_text(&self) -> bool {
+        self.format == LogFormat::Text
+    }
+
     /// Whether entries of this event would be written at all.
     pub fn shows(&self, event: Event) -> bool {
         event.level() <= self.level
@@ -328,15 +340,28 @@ fn text(e: &Entry, colour: bool) -> String {
         Event::Refused => format!("retry: {}: {reason}", paint("not running", BOLD_RED)),
         Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
-            let last = match e.what() {
-                Some(what) if !e.names_status => format!("; last {what}"),
-                _ => String::new(),
-            };
             let command = e
                 .command
                 .as_ref()
                 .map(|c| format!("; command: {c}"))
                 .unwrap_or_default();
+            if let Some(how) = &e.cancelled {
+                // A cancelled attempt is one line: how, which attempt, how it ended.
+                return format!(
+                    "retry: {}: {how}; no more attempts{command}",
+                    paint(reason, BOLD_RED)
+                );
+            }
+            let last = match e.what() {
+                Some(what) if !e.names_status => format!("; last {what}"),
+                _ => String::new(),
+            };
+            // The shell prints "Segmentation fault" after retry ends by the command's signal:
+            // this says whose it is.
+            let last = match e.reraises.and_then(|sig| Status::Signal(sig).signal_name()) {
+                Some(name) => format!("{last}; retry ends by {name} too, as the command did"),
+                None => last,
+            };
             format!(
                 "retry: {} after {} in {}: {reason}{last}{command}",
                 paint("giving up", BOLD_RED),

@@ -8,6 +8,7 @@ use super::summary::{AttemptSummary, KeySummary, Outcome, RefusedBy, StoreSummar
 use super::words::{self, OpenedBy};
 use crate::exit::Exit;
 use crate::policy::Policy;
+use crate::policy::duration::human;
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::{Status, signal_name};
 use crate::policy::verdict::{Decision, Ended, Stop};
@@ -43,6 +44,9 @@ pub struct Reporter<'a> {
     key_name: String,
     /// What the key's breaker did after an attempt, logged after that attempt's own line.
     moves: Vec<String>,
+    /// How the running attempt was cancelled, held for the give-up line in a text log, where
+    /// a cancel is one line.
+    held: Option<Stopping>,
 }
 
 impl<'a> Reporter<'a> {
@@ -69,6 +73,7 @@ impl<'a> Reporter<'a> {
             key: None,
             key_name,
             moves: Vec::new(),
+            held: None,
         }
     }
 
@@ -209,8 +214,25 @@ impl<'a> Reporter<'a> {
         self.say(Event::NotStarted, now, message);
     }
 
-    /// retry stopped or cancelled the running attempt.
+    /// retry stopped or cancelled the running attempt. In a text log, a cancel is said on
+    /// the give-up line.
     pub fn stopping(&mut self, now: Duration, how: Stopping) {
+        let cancel = matches!(
+            how,
+            Stopping::Cancel(_) | Stopping::Typed(_) | Stopping::TerminalCancel(_)
+        );
+        if cancel && self.hold(how) {
+            return;
+        }
+        if let Some(held) = self.held.take() {
+            // More happens to the cancelled attempt (a second Ctrl-C, --kill-after): the
+            // cancel, held for the give-up line, is said first, on its own line.
+            self.stopping_now(now, held);
+        }
+        self.stopping_now(now, how);
+    }
+
+    fn stopping_now(&mut self, now: Duration, how: Stopping) {
         let (event, msg) = match how {
             Stopping::TimeUp(why) => {
                 let what = match why {
@@ -234,10 +256,13 @@ impl<'a> Reporter<'a> {
                     signal_name(sig)
                 ),
             ),
-            Stopping::CancelAgain(sig) => (
-                Event::Signal,
-                format!("{} again; killed the command", signal_name(sig)),
-            ),
+            Stopping::CancelAgain(sig) => {
+                // The first one, held for the give-up line, is said now: this line follows it.
+                (
+                    Event::Signal,
+                    format!("{} again; killed the command", signal_name(sig)),
+                )
+            }
             Stopping::Typed(sig) => (
                 Event::TerminalCancel,
                 format!(
@@ -260,6 +285,46 @@ impl<'a> Reporter<'a> {
         self.say(event, now, msg);
     }
 
+    /// Holds how the attempt was cancelled for the give-up line, in a text log; a JSON log
+    /// keeps an event for it. Returns whether it was held.
+    fn hold(&mut self, how: Stopping) -> bool {
+        if self.log.is_text() && self.log.shows(Event::GiveUp) {
+            self.held = Some(how);
+        }
+        self.held.is_some()
+    }
+
+    /// How the attempt was cancelled and how it ended, for the one line of a cancelled run.
+    fn cancel_line(&self, how: Stopping, end: &Ended) -> String {
+        let attempt = match self.policy.attempts {
+            Some(max) => format!("attempt {}/{max}", self.attempt),
+            None => format!("attempt {}", self.attempt),
+        };
+        let ended = format!("the command ended after {}: {}", human(end.ran), end.status);
+        match how {
+            Stopping::Cancel(sig) => format!(
+                "{} received during {attempt}, and passed on; {ended}",
+                signal_name(sig)
+            ),
+            Stopping::TerminalCancel(sig) => {
+                let key = keys(sig);
+                format!(
+                    "{attempt} ended with status {} while it held the terminal, as {key} ends a \
+                     command: taken as a {key} typed there",
+                    Exit::Signal(sig).status()
+                )
+            }
+            Stopping::Typed(sig) => {
+                format!(
+                    "{} typed at the terminal during {attempt}; {ended}",
+                    keys(sig)
+                )
+            }
+            // Not held: they are said as they happen.
+            Stopping::TimeUp(_) | Stopping::Killed | Stopping::CancelAgain(_) => ended,
+        }
+    }
+
     /// The attempt ended: counted in the summary.
     pub fn ended(&mut self, end: &Ended) {
         self.summary.attempted(
@@ -276,6 +341,11 @@ impl<'a> Reporter<'a> {
     /// The attempt's log line with its verdict, and the wait before the next one when there
     /// is one; then the breaker's moves.
     pub fn failed(&mut self, now: Duration, end: &Ended, d: &Decision, delay: Option<Duration>) {
+        // A cancelled attempt is said on the give-up line, with how it was cancelled.
+        if self.held.is_some() && end.cancelled.is_some() {
+            self.log_moves(now);
+            return;
+        }
         let mut e = self.entry(Event::Failure, now);
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
@@ -288,6 +358,9 @@ impl<'a> Reporter<'a> {
 
     /// The attempt succeeded: said when it was not the first; the run ends.
     pub fn succeeded(&mut self, now: Duration, end: &Ended, exit: Exit) {
+        if let Some(held) = self.held.take() {
+            self.stopping_now(now, held);
+        }
         if self.attempt > 1 {
             let mut e = self.entry(Event::Success, now);
             e.status = Some(end.status);
@@ -326,6 +399,16 @@ impl<'a> Reporter<'a> {
         e.timed_out = end.stopped.is_some();
         e.names_status = names_status;
         e.command = Some(self.policy.command_line());
+        if let Some(held) = self.held.take() {
+            e.cancelled = Some(self.cancel_line(held, end));
+        }
+        if let (Exit::Signal(sig), None) = (exit, end.cancelled) {
+            use nix::sys::signal::Signal;
+            // After SIGINT and SIGPIPE a shell says nothing.
+            if sig != Signal::SIGINT as i32 && sig != Signal::SIGPIPE as i32 {
+                e.reraises = Some(sig);
+            }
+        }
         let exit = if outcome == Outcome::Failure && exit == Exit::Code(0) {
             e.reason = Some(format!(
                 "{why} (exit status 0 is not a success here; retry exits 1)"

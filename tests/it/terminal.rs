@@ -117,6 +117,15 @@ fn ctrl_c_typed_at_the_terminal_cancels_the_run_and_is_not_retried() {
         !rest.lines().any(|l| l.trim() == "ready"),
         "no second attempt: {rest}"
     );
+    // One line says it all: how, which attempt, how the command ended.
+    let said: Vec<&str> = rest.lines().filter(|l| l.contains("retry:")).collect();
+    assert_eq!(said.len(), 1, "one line after a Ctrl-C: {rest}");
+    assert!(
+        said[0].contains("Ctrl-C typed at the terminal during attempt 1/5")
+            && said[0].contains("killed by SIGINT")
+            && said[0].contains("no more attempts"),
+        "{rest}"
+    );
 }
 
 #[test]
@@ -244,6 +253,9 @@ fn ctrl_c_caught_by_the_command_that_exits_1_is_not_retried() {
     );
     assert!(rest.contains("Ctrl-C typed at the terminal"), "{rest}");
     assert!(rest.contains("cancelled by SIGINT"), "{rest}");
+    let said: Vec<&str> = rest.lines().filter(|l| l.contains("retry:")).collect();
+    assert_eq!(said.len(), 1, "one line after a Ctrl-C: {rest}");
+    assert!(said[0].contains("exit status 1"), "how it ended: {rest}");
     // retry ends by SIGINT, which script(1) reports as a shell does.
     assert_eq!(status.code(), Some(130), "{rest}");
 }

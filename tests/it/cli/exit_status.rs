@@ -102,3 +102,22 @@ fn attempts_used_up_by_signals_end_by_the_last_signal() {
     let r = run_sh(&["-n", "2", "-d", "0"], "kill -TERM $$");
     assert_eq!(r.out.status.signal(), Some(15), "{}", r.show());
 }
+
+/// The shell prints "Segmentation fault  retry …" after retry ends by the command's signal:
+/// retry's last line says first that the command died by it, so nobody reads it as retry's
+/// crash.
+#[test]
+fn the_give_up_line_says_retry_ends_by_the_commands_signal() {
+    let r = run_sh(&["-n", "2", "-d", "0"], "kill -SEGV $$");
+    assert_eq!(r.out.status.signal(), Some(11), "{}", r.show());
+    let last = r.log().last().cloned().unwrap_or_default();
+    assert!(
+        last.contains("last killed by SIGSEGV")
+            && last.contains("retry ends by SIGSEGV too, as the command did"),
+        "{}",
+        r.show()
+    );
+    // Not after a cancel, nor for SIGINT, of which a shell says nothing.
+    let r = run_sh(&["-n", "1"], "kill -INT $$");
+    assert!(!r.stderr().contains("retry ends by"), "{}", r.show());
+}
