@@ -44,11 +44,11 @@ complete -c retry -l metrics -d 'Write Prometheus metrics to FILE at the end, at
 complete -c retry -l name -d 'The job\'s name in the summary and the metrics\' `name` label [default: the command\'s file name]' -r
 complete -c retry -l key -d 'Share a circuit breaker and a retry budget with every run that uses this key: name the target (a host or an API), not "everything"' -r
 complete -c retry -l state-dir -d 'Where the keys\' state lives [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
-complete -c retry -l breaker-failures -d 'Consecutive failed attempts, of any runs on the key, that open the breaker; 0 turns it off' -r
+complete -c retry -l breaker-failures -d 'Consecutive failed attempts (0 to 1000), of any runs on the key, that open the breaker; 0 turns it off' -r
 complete -c retry -l breaker-window -d 'Failures older than this do not count towards opening the breaker' -r
 complete -c retry -l breaker-open -d 'How long the breaker stays open the first time: runs exit 75 without running the command; then one run probes. Doubles after each failed probe' -r
 complete -c retry -l breaker-open-max -d 'The longest the breaker stays open' -r
-complete -c retry -l budget-burst -d 'Tokens in a full retry budget; a retry costs one, a first attempt none; 0 turns the budget off' -r
+complete -c retry -l budget-burst -d 'Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0 turns the budget off' -r
 complete -c retry -l budget-ratio -d 'Tokens a successful attempt adds to the budget' -r
 complete -c retry -l budget-refill -d 'One token comes back to the budget every DUR, whatever happens' -r
 complete -c retry -l state -d 'Keep the keys\' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead' -r
@@ -57,13 +57,14 @@ complete -c retry -l state-fail -d 'When the --state store cannot be reached in 
 closed\t'Exit 75 without running the command'"
 complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
 complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r
-complete -c retry -l fleet -d 'With --explain: simulate N processes running this policy against one service that is down for --outage, and print what they do to it, beside the same policy without jitter and without shared state' -r
+complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it, beside the same policy without jitter and without shared state' -r
 complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
 complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval); each process starts at its own time within the first' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
-complete -c retry -s v -l verbose -d 'More log lines: the resolved policy and each attempt\'s start'
+complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v)'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
+complete -c retry -l log-time -d 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'
 complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
 complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user\'s settings gives, and the way past a config file that is broken'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'

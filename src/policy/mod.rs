@@ -75,6 +75,8 @@ pub struct Policy {
     pub metrics: Option<PathBuf>,
     /// The job's name in the summary and metrics.
     pub name: String,
+    /// `--name` was given: the log names the job by it too.
+    pub named: bool,
     /// Where and how much to log.
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
@@ -173,6 +175,8 @@ pub struct LogSettings {
     pub depth: u32,
     pub format: LogFormat,
     pub file: Option<PathBuf>,
+    /// Text lines begin with the local time: `--log-time`, `-v`, or a log file.
+    pub time: bool,
 }
 
 /// `--stdin`: how the attempts get their input.

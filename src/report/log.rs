@@ -64,8 +64,10 @@ pub struct Entry {
     pub elapsed: Duration,
     /// The key's state, with `--key`.
     pub key: Option<KeyFields>,
-    /// The command, for the give-up line.
+    /// The command, for the give-up and success lines.
     pub command: Option<String>,
+    /// The job's `--name`, when given: the text lines name the job by it.
+    pub job: Option<String>,
     /// The give-up reason names the attempt's status already.
     pub names_status: bool,
     /// The resolved policy, for the policy line.
@@ -102,10 +104,22 @@ impl Entry {
             elapsed,
             key: None,
             command: None,
+            job: None,
             names_status: false,
             policy: None,
             cancelled: None,
             reraises: None,
+        }
+    }
+
+    /// `; command: CMD`, or `; job NAME: CMD` with `--name`: what ran, at the end of the
+    /// give-up and success lines.
+    fn job_text(&self) -> String {
+        match (&self.job, &self.command) {
+            (Some(job), Some(c)) => format!("; job {job}: {c}"),
+            (None, Some(c)) => format!("; command: {c}"),
+            (Some(job), None) => format!("; job {job}"),
+            (None, None) => String::new(),
         }
     }
 
@@ -179,7 +193,7 @@ pub struct Log {
     /// Failure and success words in colour: on a terminal, unless NO_COLOR is set.
     colour: bool,
     /// Text lines begin with the local time: in a log file, which says neither when nor, else,
-    /// what.
+    /// what; with -v or --log-time, for CI logs that have no time of their own.
     stamped: bool,
     /// The nesting level each line names, when above 1.
     depth: u32,
@@ -193,7 +207,7 @@ impl Log {
             None => Box::new(io::stderr()),
         };
         let mut log = Log::to(settings, sink);
-        log.stamped = settings.file.is_some() && settings.format == LogFormat::Text;
+        log.stamped = settings.time && settings.format == LogFormat::Text;
         let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
             && io::stderr().is_terminal();
@@ -324,11 +338,18 @@ fn text(e: &Entry, colour: bool) -> String {
             let failed = paint("failed", RED);
             format!("retry: {attempt} {failed}: {what}{ran} ({reason}){next}")
         }
+        Event::Success if e.attempt <= 1 => format!(
+            "retry: {attempt} {} in {}{}",
+            paint("succeeded", GREEN),
+            human(e.elapsed),
+            e.job_text()
+        ),
         Event::Success => format!(
-            "retry: {attempt} {} after {} failed; {} in all",
+            "retry: {attempt} {} after {} failed; {} in all{}",
             paint("succeeded", GREEN),
             plural(e.attempt - 1, "attempt"),
-            human(e.elapsed)
+            human(e.elapsed),
+            e.job_text()
         ),
         Event::Signal
         | Event::State
@@ -340,11 +361,7 @@ fn text(e: &Entry, colour: bool) -> String {
         Event::Refused => format!("retry: {}: {reason}", paint("not running", BOLD_RED)),
         Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
-            let command = e
-                .command
-                .as_ref()
-                .map(|c| format!("; command: {c}"))
-                .unwrap_or_default();
+            let command = e.job_text();
             if let Some(how) = &e.cancelled {
                 // A cancelled attempt is one line: how, which attempt, how it ended.
                 return format!(
@@ -479,6 +496,8 @@ struct Json<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     command: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     policy: Option<&'a PolicyFields>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     key: Option<&'a KeyFields>,
@@ -498,6 +517,7 @@ fn json(e: &Entry, level: u32) -> String {
         timestamp: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         level,
         command: e.command.as_deref(),
+        name: e.job.as_deref(),
         policy: e.policy.as_ref(),
         key: e.key.as_ref(),
     };

@@ -357,14 +357,16 @@ impl<'a> Reporter<'a> {
     }
 
     /// The attempt succeeded: said when it was not the first; the run ends.
+    /// A success at the first attempt is said only with -v.
     pub fn succeeded(&mut self, now: Duration, end: &Ended, exit: Exit) {
         if let Some(held) = self.held.take() {
             self.stopping_now(now, held);
         }
-        if self.attempt > 1 {
+        if self.attempt > 1 || self.policy.log.level >= 2 {
             let mut e = self.entry(Event::Success, now);
             e.status = Some(end.status);
             e.duration = Some(end.ran);
+            self.name_job(&mut e);
             self.log.write(&e);
         }
         self.log_moves(now);
@@ -380,6 +382,12 @@ impl<'a> Reporter<'a> {
     /// The words of the decision that ends the run.
     pub fn why(&self, d: &Decision) -> String {
         words::why(d, &self.policy.rules, &self.key_name)
+    }
+
+    /// The command, and the job's `--name` when given, on a line that ends the run.
+    fn name_job(&self, e: &mut Entry) {
+        e.command = Some(self.policy.command_line());
+        e.job = self.policy.named.then(|| self.policy.name.clone());
     }
 
     /// The give-up line. A run that gives up never exits 0, even when its last attempt did
@@ -398,7 +406,7 @@ impl<'a> Reporter<'a> {
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
         e.names_status = names_status;
-        e.command = Some(self.policy.command_line());
+        self.name_job(&mut e);
         if let Some(held) = self.held.take() {
             e.cancelled = Some(self.cancel_line(held, end));
         }

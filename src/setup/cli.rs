@@ -178,7 +178,8 @@ pub struct Cli {
           help_heading = "The child process")]
     pub stdout: StdoutMode,
 
-    /// More log lines: the resolved policy and each attempt's start.
+    /// More log lines, each with the time: the resolved policy, each attempt's start, and a
+    /// success at the first attempt (said only with -v).
     #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Logging")]
     pub verbose: u8,
 
@@ -195,6 +196,11 @@ pub struct Cli {
     /// Write the log to this file (appending) instead of stderr.
     #[arg(long, value_name = "PATH", help_heading = "Logging")]
     pub log_file: Option<PathBuf>,
+
+    /// Begin each text log line with the local time, for CI logs that have none (always in
+    /// a --log-file, and with -v).
+    #[arg(long, help_heading = "Logging")]
+    pub log_time: bool,
 
     /// Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS
     /// (the failed attempt's status) and RETRY_NEXT_DELAY_MS. Its failure is only logged.

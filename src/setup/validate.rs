@@ -170,6 +170,7 @@ impl TryFrom<Cli> for Policy {
                 on_giveup: cli.on_giveup,
                 timeout: cli.hook_timeout,
             },
+            named: cli.name.is_some(),
             summary: cli.summary,
             metrics: cli.metrics,
             name: cli.name.unwrap_or_else(|| {
@@ -188,6 +189,7 @@ impl TryFrom<Cli> for Policy {
                 level: level.clamp(-1, 2) as i8,
                 depth: nesting.level,
                 format: cli.log_format,
+                time: cli.log_time || level >= 2 || cli.log_file.is_some(),
                 file: cli.log_file,
             },
             state,

@@ -229,9 +229,9 @@ fn explain_keeps_its_columns_apart_for_very_long_delays() {
             "-n",
             "3",
             "-d",
-            "100000h",
+            "5000h",
             "--max-delay",
-            "200000h",
+            "8000h",
             "-j",
             "none",
         ])

@@ -113,6 +113,14 @@ fn verbose_adds_the_policy_and_each_start() {
     let starts = log.iter().filter(|l| l.contains("starting")).count();
     assert_eq!(starts, 2, "{}", r.show());
     assert_eq!(log.len(), 1 + 2 + 2 + 1, "{}", r.show());
+    // With -v every line begins with the time.
+    assert!(
+        r.stderr()
+            .lines()
+            .all(|l| l.split(' ').next().is_some_and(is_local_time)),
+        "{}",
+        r.show()
+    );
     let quiet = run_sh(&["-n", "2", "-d", "0"], "exit 1");
     assert!(
         quiet.log().iter().all(|l| !l.contains("starting")),
@@ -534,4 +542,75 @@ fn a_breaker_open_time_past_its_longest_is_warned_of_once_and_changes_nothing() 
         let r = run_sh(&[&keyed[..], args].concat(), "exit 0");
         assert!(r.log().is_empty(), "{args:?}: {}", r.show());
     }
+}
+
+#[test]
+fn success_lines_name_the_job_and_a_first_try_success_is_said_with_v_only() {
+    let dir = TempDir::new().expect("temp dir");
+    let flag = dir.path().join("flag").display().to_string();
+    let script = format!("[ -e {flag} ] || {{ touch {flag}; exit 1; }}");
+    let r = run_sh(&["-d", "0"], &script);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    let last = r.log().last().cloned().unwrap_or_default();
+    assert!(
+        last.contains("attempt 2/5 succeeded")
+            && last.ends_with(&format!("; command: sh -c '{script}'")),
+        "{}",
+        r.show()
+    );
+    // --name names the job, on the success line as on the give-up line.
+    std::fs::remove_file(&flag).expect("remove flag");
+    let r = run_sh(&["-d", "0", "--name", "nightly"], &script);
+    let last = r.log().last().cloned().unwrap_or_default();
+    assert!(last.contains("; job nightly: sh -c"), "{}", r.show());
+    let r = run_sh(&["-n", "1", "--name", "nightly"], "exit 3");
+    let last = r.log().last().cloned().unwrap_or_default();
+    assert!(
+        last.contains("giving up") && last.contains("; job nightly: sh -c"),
+        "{}",
+        r.show()
+    );
+    // A first-try success says nothing by default, one line with -v.
+    let r = run(&["--", "true"]);
+    assert!(r.stderr().is_empty(), "{}", r.show());
+    let r = run(&["-v", "--", "true"]);
+    let last = r.log().last().cloned().unwrap_or_default();
+    assert!(
+        last.contains("attempt 1/5 succeeded in") && last.ends_with("; command: true"),
+        "{}",
+        r.show()
+    );
+}
+
+#[test]
+fn log_time_stamps_text_lines_on_stderr_and_json_is_left_alone() {
+    let r = run(&["--log-time", "-n", "1", "--", "false"]);
+    let lines: Vec<&str> = r
+        .out
+        .stderr
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| std::str::from_utf8(l).expect("utf-8"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", r.show());
+    for line in lines {
+        let (time, rest) = line.split_once(' ').expect("a time and a line");
+        assert!(is_local_time(time) && rest.starts_with("retry: "), "{line}");
+    }
+    let r = run(&["-n", "1", "--", "false"]);
+    assert!(
+        r.stderr().starts_with("retry: "),
+        "no time by default: {}",
+        r.show()
+    );
+    let r = run(&[
+        "--log-time",
+        "--log-format",
+        "json",
+        "-n",
+        "1",
+        "--",
+        "false",
+    ]);
+    assert_eq!(r.json().len(), 2, "{}", r.show());
 }

@@ -61,10 +61,14 @@ impl Run {
         String::from_utf8_lossy(&self.out.stderr).into_owned()
     }
 
-    /// retry's own text log lines on stderr.
+    /// retry's own text log lines on stderr, without the time that -v puts before them.
     fn log(&self) -> Vec<String> {
         self.stderr()
             .lines()
+            .map(|l| match l.split_once(' ') {
+                Some((time, rest)) if is_local_time(time) => rest,
+                _ => l,
+            })
             .filter(|l| l.starts_with("retry:"))
             .map(str::to_owned)
             .collect()
@@ -107,6 +111,16 @@ impl Run {
             self.stderr()
         )
     }
+}
+
+/// `2026-11-21T21:16:03.254+01:00`, as retry stamps a text log line.
+fn is_local_time(word: &str) -> bool {
+    let b = word.as_bytes();
+    b.len() == "2026-11-21T21:16:03.254+01:00".len()
+        && b[4] == b'-'
+        && b[10] == b'T'
+        && b[19] == b'.'
+        && (b[23] == b'+' || b[23] == b'-')
 }
 
 fn json_lines(text: &str) -> Vec<Value> {
