@@ -46,6 +46,17 @@ impl CodeSet {
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }
+
+    /// The statuses in both sets.
+    pub fn both(&self, other: &CodeSet) -> CodeSet {
+        let hi = self.ranges.iter().map(|r| *r.end()).max().unwrap_or(-1);
+        CodeSet {
+            ranges: (0..=hi)
+                .filter(|s| self.contains(*s) && other.contains(*s))
+                .map(|s| s..=s)
+                .collect(),
+        }
+    }
 }
 
 impl FromStr for CodeSet {

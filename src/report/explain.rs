@@ -15,7 +15,7 @@ use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
-use crate::policy::{Origins, Policy, StateSettings};
+use crate::policy::{LogFormat, Origins, Policy, StateSettings};
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -105,6 +105,53 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
                 human(p.kill_after)
             ),
         ),
+        (
+            "hints",
+            if p.hints {
+                "a private hint file for each attempt (RETRY_HINT_FILE, {hints})".into()
+            } else {
+                "off: no HTTP status or Retry-After is known".into()
+            },
+        ),
+        ("retry-on-http", p.http.retry.to_string()),
+        (
+            "fatal-on-http",
+            p.http
+                .fatal
+                .as_ref()
+                .map_or("every other 4xx".into(), ToString::to_string),
+        ),
+        ("retry-after-max", human(p.retry_after_max)),
+        ("stdin", value_name(p.stdin)),
+        ("stdout", value_name(p.stdout)),
+        (
+            "log",
+            format!(
+                "{} to {}, {}{}",
+                value_name(p.log.format),
+                p.log
+                    .file
+                    .as_ref()
+                    .map_or("stderr".into(), |f| f.display().to_string()),
+                match p.log.level {
+                    2.. => "verbose (-v)",
+                    1 => "a line per failure",
+                    0 => "the give-up line only (-q)",
+                    _ => "nothing (-qq)",
+                },
+                if p.log.time && p.log.format == LogFormat::Text {
+                    ", each line with the time"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        ("on-retry", hook(p.hooks.on_retry.as_deref())),
+        ("on-giveup", hook(p.hooks.on_giveup.as_deref())),
+        ("hook-timeout", human(p.hooks.timeout)),
+        ("summary", file(p.summary.as_deref())),
+        ("metrics", file(p.metrics.as_deref())),
+        ("name", p.name.clone()),
     ];
     out.push_str("Policy\n");
     for (name, value) in rows {
@@ -236,11 +283,29 @@ fn origin(row: &str, origins: &Origins) -> String {
         "backoff" => &["backoff", "delays", "factor"],
         "retry-on" | "fatal-on" | "retry-if-output" | "fatal-if-output" => &[row, "preset"],
         "on timeout" => &["kill-signal", "kill-after"],
+        "hints" => &["hints", "command"],
+        "log" => &["log-format", "log-file", "verbose", "quiet", "log-time"],
         _ => std::slice::from_ref(&row),
     };
     keys.iter()
         .find_map(|k| origins.get(*k))
         .map_or(String::new(), |o| format!("  ({o})"))
+}
+
+/// A value of a `ValueEnum` as it is given on the command line.
+fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or(String::new(), |p| p.get_name().to_string())
+}
+
+/// A hook's command, or `none`.
+fn hook(command: Option<&str>) -> String {
+    command.map_or("none".into(), |c| format!("sh -c '{c}'"))
+}
+
+/// A report file, or `none`.
+fn file(path: Option<&std::path::Path>) -> String {
+    path.map_or("none".into(), |f| f.display().to_string())
 }
 
 /// Output patterns, quoted, or `none`.
@@ -421,6 +486,23 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
              gives up on one exits 1",
             p.rules.success
         ));
+    }
+    if let Some(retried) = &p.rules.retry_on {
+        let both = retried.both(&p.rules.fatal_on);
+        if !both.is_empty() {
+            w.push(format!(
+                "{both} in both {} and {}: fatal wins, so never retried",
+                p.rules.sources.retry_on, p.rules.sources.fatal_on
+            ));
+        }
+    }
+    if let Some(fatal) = &p.http.fatal {
+        let both = p.http.retry.both(fatal);
+        if !both.is_empty() {
+            w.push(format!(
+                "HTTP {both} in both --retry-on-http and --fatal-on-http: fatal wins, so never retried"
+            ));
+        }
     }
     if retries.is_none() && p.max_time.is_none() {
         w.push("--forever without --max-time: the run may never end".into());

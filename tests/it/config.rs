@@ -486,3 +486,39 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
     assert_eq!(out.status.code(), Some(125));
     assert!(out.stdout.is_empty(), "nothing ran");
 }
+
+/// The README's warning, checked: a top-level `fatal-on = 22` with a curl profile makes
+/// curl's HTTP errors fatal, and `--explain` says so.
+#[test]
+fn explain_warns_when_the_file_makes_fatal_a_status_the_profile_retries() {
+    let home = TempDir::new().expect("temp dir");
+    write(
+        &home,
+        "retry/config.toml",
+        "fatal-on = [22]\n\n[profiles.fetch]\npreset = \"curl\"\nhints = true\n",
+    );
+    let out = retry_in(home.path())
+        .args([
+            "-p",
+            "fetch",
+            "--explain",
+            "--",
+            "curl",
+            "-fsS",
+            "-D",
+            "{hints}",
+            "u",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(
+            |l| l.contains("- 22 in both the curl preset's retried statuses")
+                && l.contains("fatal-on from")
+                && l.contains("fatal wins")
+        ),
+        "{text}"
+    );
+}

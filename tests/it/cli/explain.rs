@@ -254,3 +254,84 @@ fn explain_keeps_its_columns_apart_for_very_long_delays() {
         assert_eq!(columns.len(), 3, "{row:?}");
     }
 }
+
+#[test]
+fn explain_shows_the_whole_effective_policy_with_where_each_value_came_from() {
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("log").display().to_string();
+    let text = explain(&[
+        "--retry-after-max",
+        "2m",
+        "--stdin",
+        "null",
+        "--stdout",
+        "hold",
+        "--log-format",
+        "json",
+        "--log-file",
+        &log,
+        "--on-retry",
+        "echo again",
+        "--summary",
+        "/tmp/s.json",
+        "--name",
+        "health",
+        "--fatal-on-http",
+        "404",
+        "--",
+        "curl",
+        "-D",
+        "{hints}",
+        "https://example.com",
+    ]);
+    for (name, value) in [
+        ("hints", "(RETRY_HINT_FILE, {hints})  (flag)"),
+        ("retry-on-http", "408,425,429,500,502-504"),
+        ("fatal-on-http", "404  (flag)"),
+        ("retry-after-max", "2m  (flag)"),
+        ("stdin", "null  (flag)"),
+        ("stdout", "hold  (flag)"),
+        ("log", &format!("json to {log}, a line per failure  (flag)")),
+        ("on-retry", "sh -c 'echo again'  (flag)"),
+        ("on-giveup", "none"),
+        ("summary", "/tmp/s.json  (flag)"),
+        ("metrics", "none"),
+        ("name", "health  (flag)"),
+    ] {
+        let row = row(&text, name);
+        assert!(row.ends_with(value), "{name}: {row:?} in\n{text}");
+    }
+    let plain = explain(&["--", "true"]);
+    assert!(row(&plain, "hints").contains("off"), "{plain}");
+    assert!(
+        row(&plain, "fatal-on-http").ends_with("every other 4xx"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_status_in_both_lists_is_warned_of_fatal_wins() {
+    let text = explain(&["--retry-on", "1-5,22", "--fatal-on", "22", "--", "x"]);
+    let w = warnings(&text);
+    assert!(
+        w.iter()
+            .any(|l| l.contains("22 in both --retry-on and --fatal-on: fatal wins")),
+        "{text}"
+    );
+    let text = explain(&[
+        "--retry-on-http",
+        "503",
+        "--fatal-on-http",
+        "503,404",
+        "--",
+        "x",
+    ]);
+    assert!(
+        warnings(&text)
+            .iter()
+            .any(|l| l.contains("HTTP 503 in both")),
+        "{text}"
+    );
+    let text = explain(&["--retry-on", "1-5", "--fatal-on", "22", "--", "x"]);
+    assert!(!text.contains("in both"), "{text}");
+}
