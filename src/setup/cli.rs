@@ -375,7 +375,7 @@ pub const USAGE: &str = "retry [OPTIONS] [--] COMMAND [ARG]...";
 /// The answers to the common questions, on the first screen of `retry -h`.
 const QUICK: &str = "\
 Example:     retry -n 3 -d 2s -- curl -fsS https://example.com/health
-DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds (0 as a limit: none)
+DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds; at most 1y (0 as a limit: none)
 LIST:        exit statuses, ranges and signals, as 1,5-7,75,SIGKILL
 Exit status: the last attempt's; 124 timed out; 125 bad usage or retry's own failure;
              126/127 cannot run / not found; 1 gave up on a status 0 that is not success;
