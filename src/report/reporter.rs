@@ -201,6 +201,19 @@ impl<'a> Reporter<'a> {
         exit
     }
 
+    /// Ends a run that a signal cancelled before its first attempt: it ends by that signal.
+    pub fn cancelled_before(&mut self, now: Duration, sig: i32) -> Exit {
+        let why = format!("{} before the first attempt", words::cancelled(sig));
+        let mut e = self.entry(Event::GiveUp, now);
+        e.reason = Some(why.clone());
+        self.name_job(&mut e);
+        self.log.write(&e);
+        let exit = Exit::Signal(sig);
+        self.summary
+            .end(Outcome::Cancelled, why, exit.status(), now);
+        exit
+    }
+
     /// An attempt starts (-v).
     pub fn starting(&mut self, now: Duration) {
         if self.log.shows(Event::Start) {
@@ -410,7 +423,7 @@ impl<'a> Reporter<'a> {
         if let Some(held) = self.held.take() {
             e.cancelled = Some(self.cancel_line(held, end));
         }
-        if let (Exit::Signal(sig), None) = (exit, end.cancelled) {
+        if let (Exit::Signal(sig), true) = (exit, outcome != Outcome::Cancelled) {
             use nix::sys::signal::Signal;
             // After SIGINT and SIGPIPE a shell says nothing.
             if sig != Signal::SIGINT as i32 && sig != Signal::SIGPIPE as i32 {

@@ -81,6 +81,11 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         if let Some(refused) = self.begin() {
             return refused;
         }
+        // A cancelling signal that came while the run waited for its key (a lock, the
+        // store): no attempt starts.
+        if let Some(sig) = self.world.cancel_pending() {
+            return self.rep.cancelled_before(self.world.elapsed(), sig);
+        }
         loop {
             let end = self.attempt();
             let decision = self.decide(&end);

@@ -553,3 +553,16 @@ fn the_summary_counts_attempts_running_and_waiting() {
         (Outcome::Cancelled, 143)
     );
 }
+
+#[test]
+fn a_cancel_that_comes_before_the_first_attempt_starts_none() {
+    let r = run_with(&[], Fake::new([exits(0, 5)]).signal_at(ms(0), TERM));
+    assert_eq!(r.exit, Exit::Signal(TERM));
+    assert!(r.world.envs.is_empty(), "no attempt started");
+    assert!(
+        r.log
+            .contains("cancelled by SIGTERM before the first attempt"),
+        "{}",
+        r.log
+    );
+}

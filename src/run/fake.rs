@@ -129,6 +129,16 @@ impl World for Fake {
         }
     }
 
+    fn cancel_pending(&mut self) -> Option<i32> {
+        match self.signals.front() {
+            Some(&(at, sig)) if at <= self.now && crate::policy::status::cancels(sig) => {
+                self.signals.pop_front();
+                Some(sig)
+            }
+            _ => None,
+        }
+    }
+
     fn group_alive(&mut self) -> bool {
         self.stragglers
     }

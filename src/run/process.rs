@@ -198,7 +198,7 @@ impl Process {
             return None;
         }
         self.child = None;
-        self.stop_watching();
+        self.stop_watching(None);
         if let Some(replay) = self.input.replay() {
             replay.stop();
         }
@@ -246,9 +246,12 @@ impl Process {
     }
 
     /// Ends the attempt's watcher, keeping what it saw.
-    fn stop_watching(&mut self) {
+    fn stop_watching(&mut self, passing_on: Option<i32>) {
         if let Some(watcher) = self.watcher.take() {
-            self.typed = self.typed.or(watcher.stop());
+            // The one Ctrl-C that reached retry too, as it can in the moment the attempt gets
+            // the terminal, is not a second one: retry passes it on now.
+            let seen = watcher.stop().filter(|sig| Some(*sig) != passing_on);
+            self.typed = self.typed.or(seen);
         }
     }
 
@@ -355,12 +358,14 @@ impl World for Process {
             Ok(pid) => {
                 self.group = Some(pid);
                 self.child = Some(pid);
-                self.holds_terminal = self
-                    .terminal
-                    .as_ref()
-                    .is_some_and(|t| t.alone() && t.give(pid));
-                if self.holds_terminal {
+                // The watcher is in the attempt's group before the group gets the terminal: a
+                // Ctrl-C typed the moment after reaches it too, never the command alone.
+                if let Some(t) = self.terminal.as_ref().filter(|t| t.alone()) {
                     self.watcher = Watcher::start(pid);
+                    self.holds_terminal = t.give(pid);
+                    if !self.holds_terminal {
+                        self.watcher.take().map(Watcher::stop);
+                    }
                 }
                 Ok(())
             }
@@ -382,6 +387,14 @@ impl World for Process {
                 })
             }
         }
+    }
+
+    fn cancel_pending(&mut self) -> Option<i32> {
+        if !self.signals.cancel_pending() {
+            return None;
+        }
+        // Signals before it had no attempt to go to.
+        std::iter::from_fn(|| self.signals.take()).find(|sig| crate::policy::status::cancels(*sig))
     }
 
     fn wait(&mut self, until: Option<Duration>) -> Event {
@@ -497,7 +510,7 @@ impl World for Process {
         .iter()
         .any(|s| *s as i32 == signal)
         {
-            self.stop_watching();
+            self.stop_watching(Some(signal));
         }
         // Only while the group is known to exist: the leader's pid, and so the group's id,
         // cannot be taken by another process until the group is empty.

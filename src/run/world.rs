@@ -36,6 +36,9 @@ pub trait World {
     /// Waits until the running attempt ends, a signal arrives or `until` (time since the run
     /// began) comes, whichever is first. Without an attempt running, only the last two wake it.
     fn wait(&mut self, until: Option<Duration>) -> Event;
+    /// A signal that cancels the run and has arrived, taken now, without waiting: asked before
+    /// the first attempt, after the wait for the key.
+    fn cancel_pending(&mut self) -> Option<i32>;
     /// Sends a signal to the running attempt's process group.
     fn kill(&mut self, signal: i32);
     /// Whether any process of the attempt's group is still there after its first one ended.

@@ -455,4 +455,13 @@ fn a_run_waiting_for_the_lock_answers_sigterm_at_once() {
     let log = stderr(&out);
     assert!(took < Duration::from_secs(3), "took {took:?}: {log}");
     assert!(log.contains("cancelled by SIGTERM"), "{log}");
+    // The first attempt ran before the key's lock was wanted; none starts after the cancel,
+    // and retry ends by the signal, not as the command did.
+    assert_eq!(s.ran(), 1, "{log}");
+    assert!(!log.contains("retry ends by"), "{log}");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(15),
+        "{log}"
+    );
 }
