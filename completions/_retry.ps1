@@ -26,6 +26,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--retries', '--retries', [CompletionResultType]::ParameterName, 'Retries after the first attempt: the same as --attempts N+1')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)')
             [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)')
+            [CompletionResult]::new('--reset-after', '--reset-after', [CompletionResultType]::ParameterName, 'An attempt that ran at least DUR before it failed starts afresh: the next delay is --delay again, and --attempts counts from it (a worker that ran well for an hour does not inherit the backoff of its last crash). Attempt numbers keep counting')
             [CompletionResult]::new('--attempt-timeout', '--attempt-timeout', [CompletionResultType]::ParameterName, 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Base delay before the first retry')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay before the first retry')

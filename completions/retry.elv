@@ -23,6 +23,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --retries 'Retries after the first attempt: the same as --attempts N+1'
             cand -t 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)'
             cand --max-time 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)'
+            cand --reset-after 'An attempt that ran at least DUR before it failed starts afresh: the next delay is --delay again, and --attempts counts from it (a worker that ran well for an hour does not inherit the backoff of its last crash). Attempt numbers keep counting'
             cand --attempt-timeout 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none'
             cand -d 'Base delay before the first retry'
             cand --delay 'Base delay before the first retry'

@@ -1,6 +1,7 @@
 complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1) [default: 5]' -r
 complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
 complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)' -r
+complete -c retry -l reset-after -d 'An attempt that ran at least DUR before it failed starts afresh: the next delay is --delay again, and --attempts counts from it (a worker that ran well for an hour does not inherit the backoff of its last crash). Attempt numbers keep counting' -r
 complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none' -r
 complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
 complete -c retry -s b -l backoff -d 'How the delay grows from retry to retry' -r -f -a "exponential\t'delay * factor^(k-1)'

@@ -39,6 +39,9 @@ pub struct Policy {
     pub command: Vec<OsString>,
     /// Total attempts; `None` for no limit (`--forever`).
     pub attempts: Option<u32>,
+    /// An attempt that ran this long before it failed starts the schedule and the attempt
+    /// limit afresh (`--reset-after`).
+    pub reset_after: Option<Duration>,
     /// Deadline for the whole run.
     pub max_time: Option<Duration>,
     /// Limit for one attempt.

@@ -37,6 +37,10 @@ pub struct Pacing<'a> {
     schedule: Schedule<'a>,
     /// `--backoff adaptive`'s own state; `None` without it.
     adaptive: Option<Adaptive>,
+    /// `--reset-after`: an attempt that ran this long starts afresh.
+    reset_after: Option<Duration>,
+    /// Attempts before the one the limit counts from: 0, or the attempt before the last reset.
+    base: u32,
 }
 
 impl<'a> Pacing<'a> {
@@ -44,7 +48,9 @@ impl<'a> Pacing<'a> {
     /// learn from: without them the adaptive delay falls back on the backoff's schedule.
     pub fn of(policy: &'a Policy, learns: bool) -> Pacing<'a> {
         let adaptive = policy.adaptive.filter(|_| learns);
-        Pacing::new(&policy.backoff, policy.attempts, policy.max_time, adaptive)
+        let mut pacing = Pacing::new(&policy.backoff, policy.attempts, policy.max_time, adaptive);
+        pacing.reset_after = policy.reset_after;
+        pacing
     }
 
     /// The pace of a run with these limits (`--attempts`, `--max-time`) and delays.
@@ -60,7 +66,26 @@ impl<'a> Pacing<'a> {
             max_time,
             schedule: backoff.schedule(),
             adaptive: adaptive.map(|rule| Adaptive::new(rule, backoff)),
+            reset_after: None,
+            base: 0,
         }
+    }
+
+    /// Attempt `attempt` ran for `ran`: when that is at least `--reset-after`, the schedule
+    /// starts afresh (the next delay is the first one) and the attempt limit counts from this
+    /// attempt. Returns whether it did.
+    pub fn ran(&mut self, attempt: u32, ran: Duration) -> bool {
+        let reset = self.reset_after.is_some_and(|after| ran >= after);
+        if reset {
+            self.schedule = self.backoff.schedule();
+            self.base = attempt.saturating_sub(1);
+        }
+        reset
+    }
+
+    /// The number of the last attempt the limit allows, as it stands after the resets so far.
+    pub fn max_attempts(&self) -> Option<u32> {
+        self.attempts.map(|max| max.saturating_add(self.base))
     }
 
     /// Whether the delay is learned from the key's outcomes, so that [`Pacing::next_delay`]
@@ -71,7 +96,7 @@ impl<'a> Pacing<'a> {
 
     /// Whether another attempt may follow attempt `attempt` (1-based).
     pub fn attempts_left(&self, attempt: u32) -> bool {
-        self.attempts.is_none_or(|max| attempt < max)
+        self.max_attempts().is_none_or(|max| attempt < max)
     }
 
     /// The wait before the retry that follows attempt `attempt`: the adaptive delay when it
@@ -83,7 +108,9 @@ impl<'a> Pacing<'a> {
         rng: &mut R,
     ) -> Duration {
         match (self.adaptive.as_mut(), estimates) {
-            (Some(adaptive), Some(e)) => adaptive.jittered(self.backoff, attempt, e, rng),
+            (Some(adaptive), Some(e)) => {
+                adaptive.jittered(self.backoff, attempt.saturating_sub(self.base), e, rng)
+            }
             _ => self.schedule.next_delay(rng),
         }
     }
@@ -160,6 +187,27 @@ mod tests {
         assert_eq!(pacing.fits(4 * S, 6 * S), Err(6 * S));
         assert!(pacing.past_deadline(10 * S));
         assert!(!Pacing::new(&b, None, None, None).past_deadline(S * 1_000_000));
+    }
+
+    #[test]
+    fn an_attempt_that_ran_reset_after_starts_the_schedule_and_the_limit_afresh() {
+        let b = backoff();
+        let mut rng = StdRng::seed_from_u64(1);
+        let mut pacing = Pacing::new(&b, Some(3), None, None);
+        pacing.reset_after = Some(600 * S);
+        assert!(!pacing.ran(1, 599 * S));
+        assert_eq!(pacing.next_delay(1, None, &mut rng), S);
+        assert_eq!(pacing.next_delay(2, None, &mut rng), 2 * S);
+        assert!(!pacing.attempts_left(3));
+        // Attempt 3 ran ten minutes: it is the first of three again.
+        assert!(pacing.ran(3, 600 * S));
+        assert_eq!(pacing.max_attempts(), Some(5));
+        assert!(pacing.attempts_left(4) && !pacing.attempts_left(5));
+        assert_eq!(pacing.next_delay(3, None, &mut rng), S);
+        // Without --reset-after, nothing resets.
+        let mut plain = Pacing::new(&b, Some(3), None, None);
+        assert!(!plain.ran(1, 1_000_000 * S));
+        assert_eq!(plain.max_attempts(), Some(3));
     }
 
     #[test]

@@ -78,6 +78,15 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     let rows = [
         ("command", command),
         ("attempts", attempts),
+        (
+            "reset-after",
+            p.reset_after.map_or("none".into(), |d| {
+                format!(
+                    "{}: a longer attempt starts the backoff and the limit afresh",
+                    human(d)
+                )
+            }),
+        ),
         ("max-time", opt(p.max_time)),
         ("attempt-timeout", opt(p.attempt_timeout)),
         ("backoff", b.shape.to_string()),

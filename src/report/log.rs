@@ -25,6 +25,8 @@ pub enum Event {
     Failure,
     /// An attempt after a failure succeeded.
     Success,
+    /// An attempt ran at least `--reset-after`: the schedule and the limit start afresh.
+    Reset,
     /// A signal reached retry and was passed on to the command.
     Signal,
     /// The attempt that held the terminal ended as a Ctrl-C ends a command; retry itself
@@ -148,6 +150,7 @@ impl Event {
         match self {
             Event::Policy | Event::Start => 2,
             Event::Failure
+            | Event::Reset
             | Event::Success
             | Event::Signal
             | Event::State
@@ -167,6 +170,7 @@ impl Event {
             Event::Start => "start",
             Event::Failure => "failure",
             Event::Success => "success",
+            Event::Reset => "reset",
             Event::Signal => "signal",
             Event::TerminalCancel => "terminal_cancel",
             Event::Stop => "stop",
@@ -352,6 +356,7 @@ fn text(e: &Entry, colour: bool) -> String {
             e.job_text()
         ),
         Event::Signal
+        | Event::Reset
         | Event::State
         | Event::TerminalCancel
         | Event::Stop

@@ -38,6 +38,8 @@ pub struct Reporter<'a> {
     summary: &'a mut Summary,
     /// The attempt running or last run, 1-based; 0 before the first.
     pub attempt: u32,
+    /// The last attempt the limit allows, moved on by `--reset-after`.
+    pub max_attempts: Option<u32>,
     /// The key's state as the run last saw it, on every log line; `None` without one.
     pub key: Option<KeyFields>,
     /// The key's name, with `--key`.
@@ -70,6 +72,7 @@ impl<'a> Reporter<'a> {
             log,
             summary,
             attempt: 0,
+            max_attempts: policy.attempts,
             key: None,
             key_name,
             moves: Vec::new(),
@@ -79,7 +82,7 @@ impl<'a> Reporter<'a> {
 
     /// A log entry for this attempt, at `now` (time since the run began).
     fn entry(&self, event: Event, now: Duration) -> Entry {
-        let mut e = Entry::new(event, self.attempt, self.policy.attempts, now);
+        let mut e = Entry::new(event, self.attempt, self.max_attempts, now);
         e.key = self.key.clone();
         e
     }
@@ -298,6 +301,26 @@ impl<'a> Reporter<'a> {
         self.say(event, now, msg);
     }
 
+    /// The attempt ran at least `--reset-after`: the schedule and the limit start afresh.
+    pub fn reset(&mut self, now: Duration, ran: Duration) {
+        let (Some(after), attempt) = (self.policy.reset_after, self.attempt) else {
+            return;
+        };
+        let limit = match self.max_attempts {
+            Some(max) => format!(", up to attempt {max}"),
+            None => String::new(),
+        };
+        let mut e = self.entry(Event::Reset, now);
+        e.duration = Some(ran);
+        e.reason = Some(format!(
+            "attempt {attempt} ran {} (--reset-after {}): the backoff starts afresh from it, and \
+             the attempt limit counts from it{limit}",
+            human(ran),
+            human(after)
+        ));
+        self.log.write(&e);
+    }
+
     /// Holds how the attempt was cancelled for the give-up line, in a text log; a JSON log
     /// keeps an event for it. Returns whether it was held.
     fn hold(&mut self, how: Stopping) -> bool {
@@ -309,7 +332,7 @@ impl<'a> Reporter<'a> {
 
     /// How the attempt was cancelled and how it ended, for the one line of a cancelled run.
     fn cancel_line(&self, how: Stopping, end: &Ended) -> String {
-        let attempt = match self.policy.attempts {
+        let attempt = match self.max_attempts {
             Some(max) => format!("attempt {}/{max}", self.attempt),
             None => format!("attempt {}", self.attempt),
         };

@@ -14,6 +14,7 @@ use super::world::{AttemptEnv, Event, World};
 use crate::env;
 use crate::exit::Exit;
 use crate::policy::Policy;
+use crate::policy::breaker::Attempt;
 use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
 use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed, Unstarted};
@@ -127,7 +128,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let started = self.world.elapsed();
         let env = AttemptEnv {
             attempt: self.rep.attempt,
-            max_attempts: self.policy.attempts,
+            max_attempts: self.pacing.max_attempts(),
             previous: self.previous,
             remaining: self.policy.max_time.map(|max| max.saturating_sub(started)),
         };
@@ -163,6 +164,9 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// here, to stdout when the attempt ends the run.
     fn decide(&mut self, end: &Ended) -> Decision {
         let now = self.world.elapsed();
+        // A long attempt starts the schedule and the limit afresh, before the judgement asks
+        // them for the next delay.
+        let reset = self.pacing.ran(self.rep.attempt, end.ran);
         let estimates = self
             .pacing
             .learns()
@@ -189,8 +193,14 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             decision.overruled = Some(Overrule::Unrepeatable(why));
         }
         let wants_retry = matches!(decision.next(), Next::Retry(_));
-        let counted = decision.verdict.judgement.counted();
+        let mut counted = decision.verdict.judgement.counted();
         let now = self.world.elapsed();
+        if reset && counted == Attempt::Failure {
+            // A long healthy attempt is a success for the key's breaker, whatever ended it.
+            counted = Attempt::Success;
+            self.rep.max_attempts = self.pacing.max_attempts();
+            self.rep.reset(now, end.ran);
+        }
         if let Some(refused) = self
             .gate
             .after(counted, wants_retry, self.rng, now, &mut self.rep)
@@ -289,7 +299,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
     fn hook(&mut self, command: Option<&str>, flag: &str, mut vars: Vec<(String, String)>) {
         let Some(command) = command else { return };
-        vars.extend(env::attempt(self.rep.attempt, self.policy.attempts));
+        vars.extend(env::attempt(self.rep.attempt, self.pacing.max_attempts()));
         let (status, failure) = match self.world.hook(command, vars, self.policy.hooks.timeout) {
             Ok(Status::Code(0)) => return,
             Ok(status) => (Some(status), status.to_string()),

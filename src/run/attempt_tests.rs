@@ -566,3 +566,32 @@ fn a_cancel_that_comes_before_the_first_attempt_starts_none() {
         r.log
     );
 }
+
+#[test]
+fn a_long_attempt_starts_the_backoff_and_the_limit_afresh() {
+    // -n 2: without the reset, attempt 2 would be the last.
+    let world = Fake::new([exits(1, 10), exits(1, 700_000), exits(1, 10), exits(0, 10)]);
+    let r = run_with(
+        &["-n", "2", "-d", "1s", "-j", "none", "--reset-after", "10m"],
+        world,
+    );
+    assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
+    // Attempt 2 ran 11m40s: attempt 3 is the last of a new series of 2; the delay is 1s again.
+    assert_eq!(r.world.envs.len(), 3, "{}", r.log);
+    assert_eq!(r.world.slept, [ms(1000), ms(1000)], "{}", r.log);
+    assert_eq!(
+        r.world
+            .envs
+            .iter()
+            .map(|e| e.max_attempts)
+            .collect::<Vec<_>>(),
+        [Some(2), Some(2), Some(3)]
+    );
+    assert!(
+        r.log
+            .contains("attempt 2 ran 11m 40s (--reset-after 10m): the backoff starts afresh"),
+        "{}",
+        r.log
+    );
+    assert!(r.log.contains("attempt 3/3 failed"), "{}", r.log);
+}

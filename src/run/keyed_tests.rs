@@ -212,3 +212,24 @@ fn a_state_error_is_one_warning_and_the_run_goes_on_as_without_a_key() {
     assert!(r.log.contains("going on without its breaker and budget"));
     assert!(r.summary.key.is_none());
 }
+
+/// A worker that ran well for longer than --reset-after before it failed is a success for the
+/// breaker: three failures with a long one between them do not open a breaker of two.
+#[test]
+fn a_long_healthy_attempt_is_a_success_for_the_breaker() {
+    let attempts = [exits(1, 10), exits(1, 700_000), exits(1, 10), exits(0, 10)];
+    let r = run_shared(
+        &keyed(&["-n", "5", "-d", "0", "--reset-after", "10m"]),
+        Fake::new(attempts),
+        Some(Box::new(MemoryStore::default())),
+    );
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert!(!r.log.contains("the breaker opened"), "{}", r.log);
+    // The same attempts without --reset-after: the third failure in a row opens it.
+    let r = run_shared(
+        &keyed(&["-n", "5", "-d", "0"]),
+        Fake::new(attempts),
+        Some(Box::new(MemoryStore::default())),
+    );
+    assert!(r.log.contains("the breaker opened"), "{}", r.log);
+}

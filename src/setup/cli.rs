@@ -55,6 +55,12 @@ pub struct Cli {
     #[arg(short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub max_time: Option<Duration>,
 
+    /// An attempt that ran at least DUR before it failed starts afresh: the next delay is
+    /// --delay again, and --attempts counts from it (a worker that ran well for an hour does
+    /// not inherit the backoff of its last crash). Attempt numbers keep counting.
+    #[arg(long, value_name = "DUR", value_parser = span, help_heading = "When to stop")]
+    pub reset_after: Option<Duration>,
+
     /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means
     /// none.
     #[arg(long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]

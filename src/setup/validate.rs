@@ -119,6 +119,7 @@ impl TryFrom<Cli> for Policy {
         Ok(Policy {
             command: cli.command.clone(),
             attempts,
+            reset_after: cli.reset_after,
             max_time: limit(cli.max_time),
             attempt_timeout: limit(cli.attempt_timeout),
             backoff: Backoff {

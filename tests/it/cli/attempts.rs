@@ -166,3 +166,49 @@ fn a_fatal_status_returns_at_once_whatever_the_delay() {
     assert_eq!(r.code(), Some(1), "{}", r.show());
     assert!(r.took < Duration::from_secs(5), "{}", r.show());
 }
+
+/// A worker that ran longer than --reset-after before it crashed starts afresh: the backoff's
+/// first delay again, and the attempt limit counted from it; the attempt numbers go on.
+#[test]
+fn reset_after_gives_a_long_running_worker_a_fresh_start() {
+    let script = r#"echo "attempt $RETRY_ATTEMPT of $RETRY_MAX_ATTEMPTS"
+        case $RETRY_ATTEMPT in 1) exit 1;; 2) sleep 0.6; exit 1;; *) exit 0;; esac"#;
+    let r = run_sh(
+        &[
+            "-n",
+            "2",
+            "-d",
+            "10ms",
+            "-j",
+            "none",
+            "--reset-after",
+            "500ms",
+        ],
+        script,
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(
+        r.lines(),
+        ["attempt 1 of 2", "attempt 2 of 2", "attempt 3 of 3"],
+        "{}",
+        r.show()
+    );
+    let log = r.log();
+    assert!(
+        log.iter().any(|l| l.contains("attempt 2 ran")
+            && l.contains("(--reset-after 500ms): the backoff starts afresh")),
+        "{}",
+        r.show()
+    );
+    // The delay after the long attempt is the first one again, not twice it.
+    assert!(
+        log.iter()
+            .any(|l| l.contains("attempt 2/3 failed") && l.ends_with("retrying in 10ms")),
+        "{}",
+        r.show()
+    );
+    // Without it, -n 2 ends at attempt 2.
+    let r = run_sh(&["-n", "2", "-d", "10ms", "-j", "none"], script);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    assert_usage_error(&["--reset-after", "0"], "--reset-after");
+}
