@@ -77,6 +77,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --every 'With --fleet: how often each process runs the job (a cron interval); each process starts at its own time within the first'
             cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'
             cand --hints 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
+            cand --output-on-failure 'Hold every attempt''s stdout and stderr and retry''s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic''s behaviour, for cron, which mails whatever a job prints)'
             cand -v 'More log lines, each with the time: the resolved policy, each attempt''s start, and a success at the first attempt (said only with -v)'
             cand --verbose 'More log lines, each with the time: the resolved policy, each attempt''s start, and a success at the first attempt (said only with -v)'
             cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'

@@ -63,6 +63,7 @@ complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
 complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval); each process starts at its own time within the first' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
+complete -c retry -l output-on-failure -d 'Hold every attempt\'s stdout and stderr and retry\'s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic\'s behaviour, for cron, which mails whatever a job prints)'
 complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v)'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l log-time -d 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'

@@ -60,6 +60,8 @@ pub struct Policy {
     pub stdin: StdinMode,
     /// Where each attempt's stdout goes.
     pub stdout: StdoutMode,
+    /// Hold all output and the log; print them only if the run fails.
+    pub output_on_failure: bool,
     /// Rules on the command's output.
     pub output_rules: output_rules::Rules,
     /// How HTTP statuses from a header dump are judged.

@@ -221,6 +221,14 @@ impl Log {
         Ok(log)
     }
 
+    /// A log held for later (`--output-on-failure`): text lines as on stderr, with no
+    /// countdown and no colour.
+    pub fn held(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
+        let mut log = Log::to(settings, sink);
+        log.stamped = settings.time && settings.format == LogFormat::Text;
+        log
+    }
+
     /// A log that writes to `sink`.
     pub fn to(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
         Log {

@@ -22,6 +22,7 @@ mod spool;
 mod stdin;
 mod supervise;
 mod terminal;
+mod transcript;
 mod watcher;
 pub mod world;
 
@@ -38,7 +39,15 @@ use crate::report::summary::Summary;
 /// Runs the command as the policy says, from `start` (when retry began), and writes the
 /// reports the policy asks for.
 pub fn run(policy: &Policy, start: Instant) -> Exit {
-    let mut log = match Log::open(&policy.log) {
+    // --output-on-failure: the output and the log are held, and printed if the run fails.
+    let transcript = policy
+        .output_on_failure
+        .then(transcript::Transcript::default);
+    let opened = match (&transcript, &policy.log.file) {
+        (Some(held), None) => Ok(Log::held(&policy.log, held.log())),
+        _ => Log::open(&policy.log),
+    };
+    let mut log = match opened {
         Ok(log) => log,
         Err(e) => {
             // A log that cannot be opened must not stop the job (a cron job most of all), as
@@ -74,7 +83,7 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         Some(seed) => StdRng::seed_from_u64(seed),
         None => rand::make_rng(),
     };
-    let mut world = match process::Process::new(policy, signals, start) {
+    let mut world = match process::Process::new(policy, signals, start, transcript.as_ref()) {
         Ok(world) => world,
         Err(e) => {
             eprintln!("retry: error: cannot prepare the command: {e}");
@@ -116,6 +125,12 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             ));
             log.write(&entry);
         }
+    }
+    // A give-up never exits 0: a run that exits 0 succeeded, and prints nothing.
+    if let Some(held) = transcript
+        && exit != Exit::Code(0)
+    {
+        held.print();
     }
     exit
 }

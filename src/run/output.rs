@@ -19,6 +19,7 @@ use nix::unistd::pipe2;
 use super::child_fd::ChildFd;
 use super::signals::Signals;
 use super::spool::Spool;
+use super::transcript::{To, Transcript};
 use crate::policy::output_rules::{Found, Rules, Scan};
 
 /// How much is read from an attempt's pipe at a time.
@@ -33,6 +34,8 @@ pub struct Stream {
     current: Option<Capture>,
     /// Where the stream goes on to: retry's own stdout or stderr.
     out: Out,
+    /// `--output-on-failure`: the output goes to the run's transcript instead.
+    record: Option<(Transcript, To)>,
 }
 
 /// An attempt's stream, read through a pipe.
@@ -56,12 +59,20 @@ impl Stream {
             scan,
             current: None,
             out: Out::new(Sink::own(stdout)),
+            record: None,
         }
+    }
+
+    /// The stream's output goes to `transcript`, to be printed only if the run fails.
+    pub fn recording(mut self, transcript: Option<&Transcript>) -> Stream {
+        let to = if self.stdout { To::Stdout } else { To::Stderr };
+        self.record = transcript.map(|t| (t.clone(), to));
+        self
     }
 
     /// The stream of the next attempt: retry's own when nothing needs to see it, else a pipe.
     pub fn for_attempt(&mut self) -> std::io::Result<ChildFd> {
-        if !self.hold && !self.scan {
+        if !self.hold && !self.scan && self.record.is_none() {
             return Ok(ChildFd::Inherit);
         }
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
@@ -97,6 +108,7 @@ impl Stream {
         let Some(capture) = self.current.as_mut() else {
             return;
         };
+        let record = self.record.as_ref();
         let mut buf = vec![0u8; CHUNK];
         while self.out.pending.is_empty() {
             if self.out.gone && !hold {
@@ -117,7 +129,9 @@ impl Stream {
                     }
                     // Held output that cannot be kept is dropped, never let through: only the
                     // attempt that ends the run may write to stdout. The run then fails.
-                    if !hold {
+                    if let Some((transcript, to)) = record {
+                        transcript.add(*to, bytes);
+                    } else if !hold {
                         self.out.send(bytes);
                     } else if capture.unheld.is_none()
                         && let Err(e) = capture.held.append(bytes)

@@ -28,6 +28,7 @@ use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
+use super::transcript::{To, Transcript};
 use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
@@ -70,11 +71,18 @@ pub struct Process {
     typed: Option<i32>,
     /// An exit held back while the Ctrl-C that caused it is reported first.
     exited: Option<Status>,
+    /// `--output-on-failure`: where each attempt's output is held, marked by attempt.
+    transcript: Option<Transcript>,
 }
 
 impl Process {
     /// The world of a run of `p`; `start` is when the run began.
-    pub fn new(p: &Policy, signals: Signals, start: Instant) -> io::Result<Process> {
+    pub fn new(
+        p: &Policy,
+        signals: Signals,
+        start: Instant,
+        transcript: Option<&Transcript>,
+    ) -> io::Result<Process> {
         let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let key =
             inherited(env::IDEMPOTENCY_KEY).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -113,8 +121,9 @@ impl Process {
             start,
             signals,
             input: Input::new(p.stdin),
-            stdout: Stream::new(true, hold, p.output_rules.reads(true)),
-            stderr: Stream::new(false, false, p.output_rules.reads(false)),
+            stdout: Stream::new(true, hold, p.output_rules.reads(true)).recording(transcript),
+            stderr: Stream::new(false, false, p.output_rules.reads(false)).recording(transcript),
+            transcript: transcript.cloned(),
             rules: p.output_rules.clone(),
             hints: if p.hints { Some(HintDir::new()?) } else { None },
             attempt: 0,
@@ -167,6 +176,14 @@ impl Process {
             );
         }
         self.attempt = attempt.attempt;
+        if let Some(held) = &self.transcript {
+            let of = attempt
+                .max_attempts
+                .map(|m| format!("/{m}"))
+                .unwrap_or_default();
+            let mark = format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt);
+            held.add(To::Stderr, mark.as_bytes());
+        }
         let stdio = [
             self.input.for_attempt(),
             self.stdout.for_attempt(),

@@ -184,6 +184,12 @@ pub struct Cli {
           help_heading = "The child process")]
     pub stdout: StdoutMode,
 
+    /// Hold every attempt's stdout and stderr and retry's own log, and print them, in order
+    /// and marked by attempt, only if the run fails: a run that succeeds prints nothing
+    /// (chronic's behaviour, for cron, which mails whatever a job prints).
+    #[arg(long, conflicts_with = "stdout", help_heading = "The child process")]
+    pub output_on_failure: bool,
+
     /// More log lines, each with the time: the resolved policy, each attempt's start, and a
     /// success at the first attempt (said only with -v).
     #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Logging")]

@@ -147,6 +147,7 @@ impl TryFrom<Cli> for Policy {
             kill_after: cli.kill_after,
             stdin: cli.stdin,
             stdout: cli.stdout,
+            output_on_failure: cli.output_on_failure,
             output_rules: output_rules::Rules {
                 retry: with_preset(cli.retry_if_output, cli.preset.map(|p| p.retry_if_output))?,
                 fatal: with_preset(cli.fatal_if_output, cli.preset.map(|p| p.fatal_if_output))?,

@@ -529,3 +529,82 @@ fn output_that_retry_carries_and_cannot_write_is_a_failure() {
         assert!(stderr.contains("No space left on device"), "{stderr}");
     }
 }
+
+/// A cron-like run (`env -i`, stdout and stderr to files, as cron collects them for its mail)
+/// with --output-on-failure: nothing at all when the job succeeds, even on a later attempt;
+/// everything, in order, marked by attempt and byte for byte, when it fails.
+#[test]
+fn output_on_failure_prints_nothing_on_success_and_everything_on_failure() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 3 MiB of binary output per attempt: past the memory bound, into the temporary file.
+    let data = dir.path().join("data");
+    fs::write(&data, binary(3 << 20)).expect("write data");
+    let run = |succeed_at: u32| {
+        let out_path = dir.path().join(format!("out{succeed_at}"));
+        let err_path = dir.path().join(format!("err{succeed_at}"));
+        let script = format!(
+            "cat '{}'; echo \"note $RETRY_ATTEMPT\" >&2; [ \"$RETRY_ATTEMPT\" -ge {succeed_at} ]",
+            data.display()
+        );
+        let status = std::process::Command::new("env")
+            .args(["-i", "PATH=/usr/bin:/bin"])
+            .arg(support::bin())
+            .args([
+                "--output-on-failure",
+                "-n",
+                "2",
+                "-d",
+                "0",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdout(File::create(&out_path).expect("stdout file"))
+            .stderr(File::create(&err_path).expect("stderr file"))
+            .status()
+            .expect("run retry");
+        let out = fs::read(&out_path).expect("stdout");
+        let err = String::from_utf8_lossy(&fs::read(&err_path).expect("stderr")).into_owned();
+        (status, out, err)
+    };
+    // Fails once, then succeeds: cron mails nothing.
+    let (status, out, err) = run(2);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        out.is_empty() && err.is_empty(),
+        "{} bytes out, err: {err}",
+        out.len()
+    );
+    // Never succeeds: every attempt's output, whole, and the log, in the order they came.
+    let (status, out, err) = run(3);
+    assert_eq!(status.code(), Some(1), "{err}");
+    let mut twice = binary(3 << 20);
+    twice.extend(binary(3 << 20));
+    assert!(
+        out == twice,
+        "stdout: {} bytes of {}",
+        out.len(),
+        twice.len()
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "retry: --- output of attempt 1/2 ---",
+            "note 1",
+            lines.get(2).copied().unwrap_or_default(),
+            "retry: --- output of attempt 2/2 ---",
+            "note 2",
+            lines.get(5).copied().unwrap_or_default(),
+            lines.get(6).copied().unwrap_or_default(),
+        ],
+        "{err}"
+    );
+    assert!(lines[2].starts_with("retry: attempt 1/2 failed"), "{err}");
+    assert!(lines[5].starts_with("retry: attempt 2/2 failed"), "{err}");
+    assert!(
+        lines[6].starts_with("retry: giving up after 2 attempts"),
+        "{err}"
+    );
+}

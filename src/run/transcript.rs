@@ -1,0 +1,193 @@
+//! `--output-on-failure`: everything a run would print, held in the order it happened (each
+//! attempt's stdout and stderr, and retry's own log), and printed only if the run fails, as
+//! chronic does for cron. Held in memory up to a bound, then in a private temporary file.
+
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::os::fd::BorrowedFd;
+use std::rc::Rc;
+
+use nix::errno::Errno;
+
+use super::spool::Spool;
+
+/// Where a piece of the transcript goes when it is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum To {
+    Stdout,
+    Stderr,
+}
+
+/// The run's transcript, shared by the two output streams and the log.
+#[derive(Clone, Default)]
+pub struct Transcript(Rc<RefCell<Held>>);
+
+#[derive(Default)]
+struct Held {
+    /// Records: the stream (1 byte), the length (4 bytes, little-endian), the bytes.
+    spool: Spool,
+    /// Something could not be held (no room for the temporary file): said when printing.
+    lost: Option<String>,
+}
+
+/// The most bytes of one record; longer pieces are cut into several.
+const RECORD: usize = u32::MAX as usize;
+
+impl Transcript {
+    /// Adds `bytes` bound for `to`.
+    pub fn add(&self, to: To, bytes: &[u8]) {
+        let mut held = self.0.borrow_mut();
+        if held.lost.is_some() {
+            return;
+        }
+        for piece in bytes.chunks(RECORD) {
+            let tag = [match to {
+                To::Stdout => 1u8,
+                To::Stderr => 2u8,
+            }];
+            let len = (piece.len() as u32).to_le_bytes();
+            let kept = held
+                .spool
+                .append(&tag)
+                .and_then(|()| held.spool.append(&len))
+                .and_then(|()| held.spool.append(piece));
+            if let Err(e) = kept {
+                held.lost = Some(e.to_string());
+                return;
+            }
+        }
+    }
+
+    /// A writer for the log: what it is given goes to stderr, in turn.
+    pub fn log(&self) -> Box<dyn Write> {
+        Box::new(LogSink(self.clone()))
+    }
+
+    /// Prints what was held, in order, each piece to its stream. A reader that went away
+    /// ends it quietly, as it would have ended the command's own writes.
+    pub fn print(&self) {
+        let held = self.0.borrow();
+        let mut at = 0u64;
+        let mut header = [0u8; 5];
+        while at < held.spool.len() {
+            if !read_exact(&held.spool, at, &mut header) {
+                break;
+            }
+            at += header.len() as u64;
+            let len = u64::from(u32::from_le_bytes([
+                header[1], header[2], header[3], header[4],
+            ]));
+            let fd = if header[0] == 1 { 1 } else { 2 };
+            if !copy(&held.spool, at, len, fd) {
+                break;
+            }
+            at += len;
+        }
+        if let Some(why) = &held.lost {
+            let line = format!(
+                "retry: warning: --output-on-failure could not hold all of the output: {why}\n"
+            );
+            write_all(2, line.as_bytes());
+        }
+    }
+}
+
+struct LogSink(Transcript);
+
+impl Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.add(To::Stderr, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn read_exact(spool: &Spool, at: u64, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        match spool.read_at(at + got as u64, &mut buf[got..]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got += n,
+        }
+    }
+    true
+}
+
+/// Copies `len` bytes at `at` to descriptor `fd`; false once the reader went away.
+fn copy(spool: &Spool, at: u64, len: u64, fd: i32) -> bool {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut done = 0u64;
+    while done < len {
+        let want = usize::try_from(len - done)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        match spool.read_at(at + done, &mut buf[..want]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                if !write_all(fd, &buf[..n]) {
+                    return false;
+                }
+                done += n as u64;
+            }
+        }
+    }
+    true
+}
+
+/// Writes all of `bytes` to descriptor `fd`, waiting for a slow reader; false when the
+/// reader went away or the descriptor is closed.
+fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
+    // SAFETY: descriptors 1 and 2 stay open, or stay closed, for as long as retry runs; a
+    // closed one fails with EBADF.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => {
+                let mut fds = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLOUT)];
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE);
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_are_kept_in_order_with_their_streams() {
+        let t = Transcript::default();
+        t.add(To::Stdout, b"out 1\n");
+        let mut log = t.log();
+        log.write_all(b"retry: attempt 1 failed\n").expect("logged");
+        t.add(To::Stderr, b"err 2\n");
+        let held = t.0.borrow();
+        let mut all = vec![0u8; usize::try_from(held.spool.len()).expect("small")];
+        assert!(read_exact(&held.spool, 0, &mut all));
+        let mut pieces = Vec::new();
+        let mut rest = &all[..];
+        while !rest.is_empty() {
+            let len = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+            pieces.push((
+                rest[0],
+                String::from_utf8_lossy(&rest[5..5 + len]).into_owned(),
+            ));
+            rest = &rest[5 + len..];
+        }
+        assert_eq!(
+            pieces,
+            [
+                (1, "out 1\n".to_string()),
+                (2, "retry: attempt 1 failed\n".to_string()),
+                (2, "err 2\n".to_string())
+            ]
+        );
+    }
+}
