@@ -86,6 +86,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the give-up line, -qq nothing')
             [CompletionResult]::new('--log-time', '--log-time', [CompletionResultType]::ParameterName, 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)')
+            [CompletionResult]::new('--list-keys', '--list-keys', [CompletionResultType]::ParameterName, 'List every key with state in the state directory, or in the --state store: its breaker, failures counted, tokens left and last change. Changes nothing, runs nothing')
             [CompletionResult]::new('--reset-state', '--reset-state', [CompletionResultType]::ParameterName, 'Forget the key''s breaker and budget, run nothing, and exit')
             [CompletionResult]::new('--no-config', '--no-config', [CompletionResultType]::ParameterName, 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user''s settings gives, and the way past a config file that is broken')
             [CompletionResult]::new('--explain', '--explain', [CompletionResultType]::ParameterName, 'Print the resolved policy and the schedule it implies, run nothing, and exit')

@@ -83,6 +83,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand -q 'Fewer log lines: -q only the give-up line, -qq nothing'
             cand --quiet 'Fewer log lines: -q only the give-up line, -qq nothing'
             cand --log-time 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'
+            cand --list-keys 'List every key with state in the state directory, or in the --state store: its breaker, failures counted, tokens left and last change. Changes nothing, runs nothing'
             cand --reset-state 'Forget the key''s breaker and budget, run nothing, and exit'
             cand --no-config 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user''s settings gives, and the way past a config file that is broken'
             cand --explain 'Print the resolved policy and the schedule it implies, run nothing, and exit'

@@ -67,6 +67,7 @@ complete -c retry -l output-on-failure -d 'Hold every attempt\'s stdout and stde
 complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v)'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l log-time -d 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'
+complete -c retry -l list-keys -d 'List every key with state in the state directory, or in the --state store: its breaker, failures counted, tokens left and last change. Changes nothing, runs nothing'
 complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
 complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user\'s settings gives, and the way past a config file that is broken'
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'

@@ -36,6 +36,9 @@ where
     if setup.reset_state {
         return reset_state(policy);
     }
+    if let Some(place) = &policy.list_keys {
+        return list_keys(policy, place);
+    }
     if let (true, Some(fleet)) = (setup.explain, setup.fleet) {
         let text = match sim::explain::fleet(policy, fleet) {
             Ok(text) => text,
@@ -68,6 +71,32 @@ where
         };
     }
     run::run(policy, start)
+}
+
+/// `--list-keys`: every key with state, changing nothing.
+fn list_keys(policy: &policy::Policy, place: &policy::StateSettings) -> Exit {
+    if !policy.command.is_empty() {
+        eprintln!(
+            "retry: warning: --list-keys runs nothing; the command was not run: {}",
+            policy.command_line()
+        );
+    }
+    match state::list::list(place) {
+        Ok(listing) => {
+            let text = match policy.log.format {
+                policy::LogFormat::Json => report::keys::json(&listing),
+                policy::LogFormat::Text => report::keys::text(&listing),
+            };
+            match std::io::stdout().lock().write_all(text.as_bytes()) {
+                Ok(()) => Exit::Code(0),
+                Err(_) => Exit::FAILURE,
+            }
+        }
+        Err(e) => {
+            eprintln!("retry: error: cannot list the keys: {e}");
+            Exit::FAILURE
+        }
+    }
 }
 
 /// `--reset-state`: forgets the key's breaker and budget.

@@ -40,11 +40,13 @@ pub struct KeyReport {
 pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String {
     let mut out = String::new();
     let retries = p.attempts.map(|n| n.saturating_sub(1));
-    policy(&mut out, p, origins);
-    schedule(&mut out, p, retries);
+    // With a key, its state first: that is what a person asking about a key wants to see.
     if let (Some(state), Some(report)) = (&p.state, key) {
         shared_state(&mut out, state, report, p.adaptive, &p.backoff);
+        out.push('\n');
     }
+    policy(&mut out, p, origins);
+    schedule(&mut out, p, retries);
     let warnings = warnings(p, retries);
     if !warnings.is_empty() {
         out.push_str("\nWarnings\n");
@@ -179,7 +181,7 @@ fn shared_state(
     backoff: &Backoff,
 ) {
     let s = &st.shared;
-    let _ = writeln!(out, "\nShared state (key '{}', {})", st.key, report.place);
+    let _ = writeln!(out, "Shared state (key '{}', {})", st.key, report.place);
     let breaker = if s.breaker.enabled() {
         format!(
             "opens after {} failures in a row within {}; open {} at first, doubling up to {}",

@@ -2,6 +2,7 @@
 //! `--explain`. Reads the policy and what happened; decides nothing.
 
 pub mod explain;
+pub mod keys;
 pub mod log;
 pub mod reporter;
 pub mod summary;

@@ -331,6 +331,11 @@ pub struct Cli {
           help_heading = "Shared state (--key)")]
     pub state_fail: FailMode,
 
+    /// List every key with state in the state directory, or in the --state store: its
+    /// breaker, failures counted, tokens left and last change. Changes nothing, runs nothing.
+    #[arg(long, conflicts_with_all = ["key", "explain"], help_heading = "Shared state (--key)")]
+    pub list_keys: bool,
+
     /// Forget the key's breaker and budget, run nothing, and exit.
     #[arg(long, requires = "key", help_heading = "Shared state (--key)")]
     pub reset_state: bool,
@@ -377,7 +382,7 @@ pub struct Cli {
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., help_heading = "Command",
-          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet"])]
+          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys"])]
     pub command: Vec<OsString>,
 }
 

@@ -84,8 +84,8 @@ impl TryFrom<Cli> for Policy {
             (false, None, None) => Some(defaults::ATTEMPTS),
         };
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
-        let unkeyed_store = cli.state_url.is_some() && cli.key.is_none();
-        let store = match store_url(cli.state_url.as_deref(), cli.key.is_some())? {
+        let unkeyed_store = cli.state_url.is_some() && cli.key.is_none() && !cli.list_keys;
+        let store = match store_url(cli.state_url.as_deref(), cli.key.is_some() || cli.list_keys)? {
             Some(url) => Some(StoreSettings {
                 url,
                 timeout: cli.state_timeout,
@@ -93,27 +93,35 @@ impl TryFrom<Cli> for Policy {
             }),
             None => None,
         };
+        let shared = SharedSettings {
+            breaker: BreakerSettings {
+                failures: cli.breaker_failures,
+                window: cli.breaker_window,
+                open: cli.breaker_open,
+                open_max: cli.breaker_open_max,
+            },
+            budget: BudgetSettings {
+                burst: cli.budget_burst,
+                ratio: cli.budget_ratio,
+                refill: cli.budget_refill,
+            },
+            // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
+            // never 0 ms, which would let every run probe.
+            lease: limit(cli.attempt_timeout).unwrap_or(defaults::LEASE),
+            history: adaptive.is_some(),
+        };
+        let dir = cli.state_dir.or_else(state_dir);
+        let list_keys = cli.list_keys.then(|| StateSettings {
+            key: String::new(),
+            store: store.clone(),
+            dir: dir.clone(),
+            shared: shared.clone(),
+        });
         let state = cli.key.map(|key| StateSettings {
             key,
             store,
-            dir: cli.state_dir.or_else(state_dir),
-            shared: SharedSettings {
-                breaker: BreakerSettings {
-                    failures: cli.breaker_failures,
-                    window: cli.breaker_window,
-                    open: cli.breaker_open,
-                    open_max: cli.breaker_open_max,
-                },
-                budget: BudgetSettings {
-                    burst: cli.budget_burst,
-                    ratio: cli.budget_ratio,
-                    refill: cli.budget_refill,
-                },
-                // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
-                // never 0 ms, which would let every run probe.
-                lease: limit(cli.attempt_timeout).unwrap_or(defaults::LEASE),
-                history: adaptive.is_some(),
-            },
+            dir,
+            shared,
         });
         let nesting = nesting();
         Ok(Policy {
@@ -195,6 +203,7 @@ impl TryFrom<Cli> for Policy {
                 file: cli.log_file,
             },
             state,
+            list_keys,
             unkeyed_store,
             adaptive,
             nesting,

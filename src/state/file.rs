@@ -145,6 +145,42 @@ impl FileStore {
         }
     }
 
+    /// The keys with a state file in `dir`, each with its store and the time its file was
+    /// last written; none when there is no such directory. A key too long for a file name
+    /// is shown as its file's name (its start, `~` and a hash).
+    pub fn all(dir: &Path) -> io::Result<Vec<(String, FileStore, Option<std::time::SystemTime>)>> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut keys = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            let file = entry.file_name();
+            let Some(name) = file.to_str().and_then(|f| f.strip_suffix(".json")) else {
+                continue;
+            };
+            // Only names retry makes: no lock, no file moved aside, nothing else.
+            if name.is_empty()
+                || name.starts_with('.')
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.%~".contains(&b))
+            {
+                continue;
+            }
+            let changed = entry.metadata().ok().and_then(|m| m.modified().ok());
+            let store = FileStore {
+                dir: Some(dir.to_path_buf()),
+                name: name.to_string(),
+            };
+            keys.push((key_of(name), store, changed));
+        }
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(keys)
+    }
+
     fn dir(&self) -> Result<&Path, Error> {
         self.dir.as_deref().ok_or(Error::NoDirectory)
     }
@@ -534,6 +570,33 @@ fn io_error(doing: &'static str, path: &Path, source: io::Error) -> Error {
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// The key a file name stands for: `file_name` undone (a long key's hashed name as it is).
+fn key_of(name: &str) -> String {
+    if name.contains('~') {
+        return name.to_string();
+    }
+    let bytes = name.as_bytes();
+    let mut key = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                key.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                key.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&key).into_owned()
 }
 
 /// The key as a file name: letters, digits, `-`, `_` and `.` as they are (but no leading dot),

@@ -21,6 +21,21 @@ fn key_names_stay_inside_the_state_directory() {
     assert_ne!(name, file_name(&"x".repeat(401)));
 }
 
+#[test]
+fn a_file_name_gives_back_its_key() {
+    for key in [
+        "api.example.com",
+        "../etc/passwd",
+        "..",
+        "a b/c",
+        "ключ",
+        "a%2Fb",
+        "100%",
+    ] {
+        assert_eq!(key_of(&file_name(key)), key);
+    }
+}
+
 use crate::policy::breaker::Attempt;
 use crate::policy::shared::tests::settings;
 use crate::policy::shared::{Admit, Refusal};

@@ -4,6 +4,7 @@
 
 mod clock;
 pub mod file;
+pub mod list;
 pub mod memory;
 pub mod redis;
 

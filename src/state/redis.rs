@@ -82,6 +82,62 @@ impl RedisStore {
         }
     }
 
+    /// Every key with state in the store, by SCAN (never KEYS, which stops the server while
+    /// it runs), sorted.
+    pub fn keys(&mut self) -> Result<Vec<String>, Error> {
+        let pattern = format!("{PREFIX}*");
+        let mut keys = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, found): (u64, Vec<String>) = self.call(|con, deadline| {
+                limit(con, deadline)?;
+                Ok(redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .arg("TYPE")
+                    .arg("hash")
+                    .query(con)?)
+            })?;
+            keys.extend(
+                found
+                    .iter()
+                    .filter_map(|k| k.strip_prefix(PREFIX))
+                    .map(String::from),
+            );
+            // Each call has the whole --state-timeout: a large store takes many.
+            self.spent = Duration::ZERO;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// From now on, the store of `key`, on the same connection, with its own time limit.
+    pub fn switch_to(&mut self, key: &str) {
+        self.hash = format!("{PREFIX}{key}");
+        self.spent = Duration::ZERO;
+    }
+
+    /// When a run last changed the key or started on it: the store pushes the key's expiry
+    /// back then, so it is the expiry less the time left. `None` when the key has no expiry.
+    pub fn last_used(&mut self, s: &SharedSettings) -> Result<Option<u64>, Error> {
+        let hash = self.hash.clone();
+        let left: i64 = self.call(|con, deadline| {
+            limit(con, deadline)?;
+            Ok(redis::cmd("PTTL").arg(&hash).query(con)?)
+        })?;
+        Ok(u64::try_from(left)
+            .ok()
+            .map(|left| expiry(s).saturating_sub(left)))
+    }
+
     /// Runs every later operation at `now` (ms) instead of the server's time.
     pub fn at(&mut self, now: u64) {
         self.clock = Some(now);
@@ -218,9 +274,7 @@ impl RedisStore {
     /// The script's ARGV[1..11]: the operation, the time, and the settings as whole numbers.
     fn settings_args(&self, op: &str, s: &SharedSettings) -> Vec<String> {
         let b = &s.breaker;
-        let expiry = ms(EXPIRY)
-            .max(ms(b.window))
-            .max(ms(b.open_max).saturating_add(ms(s.lease)));
+        let expiry = expiry(s);
         let numbers = [
             u64::from(b.failures),
             ms(b.window),
@@ -312,6 +366,15 @@ fn left(deadline: Instant) -> Result<Duration, Failure> {
 
 /// Sets the socket's read and write time limits to what is left. redis-rs clears them once
 /// it has connected, so they are set again before every command.
+/// How long a key's hash is kept after the last run that used it, in ms: long enough for
+/// every time the state holds.
+fn expiry(s: &SharedSettings) -> u64 {
+    let b = &s.breaker;
+    ms(EXPIRY)
+        .max(ms(b.window))
+        .max(ms(b.open_max).saturating_add(ms(s.lease)))
+}
+
 fn limit(con: &mut Connection, deadline: Instant) -> Result<(), Failure> {
     let left = left(deadline)?;
     con.set_read_timeout(Some(left))?;

@@ -31,6 +31,7 @@ macro_rules! scenarios {
             a_profile_in_the_config_file_sets_the_key,
             bad_state_flags_are_usage_errors_naming_the_value,
             adaptive_runs_keep_the_keys_outcomes_and_explain_shows_the_delay_they_give,
+            list_keys_shows_every_key_and_changes_nothing,
         );
     };
 }
@@ -609,4 +610,62 @@ pub fn adaptive_runs_keep_the_keys_outcomes_and_explain_shows_the_delay_they_giv
         text.contains("the first retry waits 10ms (0ms to 10ms with full jitter)"),
         "capped by --max-delay: {text}"
     );
+}
+
+/// `--list-keys`: every key with state, its breaker, failures and tokens, as a table and as
+/// JSON lines; nothing changes, nothing runs.
+pub fn list_keys_shows_every_key_and_changes_nothing(s: &Setup) {
+    s.run(&with(&breaker("1h"), &["-n", "3"]), 1);
+    s.run(&["--key", "db/main", "-n", "1"], 1);
+    s.run(&["--key", "ok", "-n", "1"], 1);
+    s.run(&["--key", "ok", "-n", "1"], 0);
+    let before = (s.snapshot("api"), s.ran());
+    let out = output(s.retry(&["--list-keys"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let row = |key: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+            .to_string()
+    };
+    assert!(row("api").contains("open until "), "{text}");
+    let db = row("db/main");
+    assert!(
+        db.contains("closed") && db.split_whitespace().nth(2) == Some("1"),
+        "{text}"
+    );
+    assert!(row("ok").contains("closed"), "{text}");
+    let out = output(s.retry(&["--list-keys", "--log-format", "json"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let keys: Vec<&str> = lines.iter().filter_map(|l| l["key"].as_str()).collect();
+    assert_eq!(keys, ["api", "db/main", "ok"]);
+    assert_eq!(lines[0]["breaker"], "open");
+    assert!(lines[0]["until"].is_string(), "{lines:?}");
+    assert_eq!(lines[1]["breaker"], "closed");
+    assert_eq!(lines[1]["failures"], 1);
+    assert!(
+        lines[2]["tokens"].as_f64().is_some_and(|t| t > 9.0),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().all(|l| l["last_change"].is_string()),
+        "{lines:?}"
+    );
+    assert_eq!(
+        (s.snapshot("api"), s.ran()),
+        before,
+        "nothing changed, nothing ran"
+    );
+    // It lists; it does not run a command, and says so.
+    let mut c = s.retry(&["--list-keys", "--"]);
+    c.args(s.command(0));
+    let out = output(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--list-keys runs nothing; the command was not run"));
+    assert_eq!(s.ran(), before.1);
 }

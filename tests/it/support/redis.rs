@@ -19,9 +19,9 @@ pub const USER: &str = "retry";
 pub const PASSWORD: &str = "pw-7c1e9a-never-shown";
 /// The least a user needs, as the README gives it: the two script commands, and the commands
 /// the scripts call (Redis checks those against the user too), on keys under `retry:`; DEL for
-/// `--reset-state`.
+/// `--reset-state`; SCAN and PTTL for `--list-keys`.
 pub const ACL: &str =
-    "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del";
+    "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del +scan +pttl";
 
 /// A running server, killed on drop.
 pub struct Server {

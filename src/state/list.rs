@@ -1,0 +1,89 @@
+//! `--list-keys`: every key with state, in the state directory or in the `--state` store, and
+//! what its state says now. Nothing is changed: no lock is taken, nothing is written.
+
+use std::time::{Duration, SystemTime};
+
+use super::file::FileStore;
+use super::redis::RedisStore;
+use super::{Error, Shared, Store};
+use crate::policy::StateSettings;
+use crate::policy::shared::View;
+
+/// One key, as listed.
+pub struct Listed {
+    pub key: String,
+    /// The state now, or why it cannot be read.
+    pub view: Result<View, String>,
+    /// The store's time when it was read, in the milliseconds of the view's times.
+    pub now: u64,
+    /// When a run last changed the key: its file was written; in Redis, when a run last
+    /// changed it or started on it.
+    pub changed: Option<SystemTime>,
+}
+
+/// Where the keys are, and each key.
+pub struct Listing {
+    pub place: String,
+    pub keys: Vec<Listed>,
+}
+
+/// Every key with state where `settings` say it is kept.
+pub fn list(settings: &StateSettings) -> Result<Listing, Error> {
+    match &settings.store {
+        Some(store) => {
+            let mut redis = RedisStore::new(store, "");
+            let mut keys = Vec::new();
+            for key in redis.keys()? {
+                redis.switch_to(&key);
+                let read = redis.view(&settings.shared);
+                let ago = redis.last_used(&settings.shared).ok().flatten();
+                let changed =
+                    ago.and_then(|ms| SystemTime::now().checked_sub(Duration::from_millis(ms)));
+                keys.push(match read {
+                    Ok(reply) => Listed {
+                        key,
+                        view: Ok(reply.view),
+                        now: reply.now,
+                        changed,
+                    },
+                    Err(e) => Listed {
+                        key,
+                        view: Err(e.to_string()),
+                        now: 0,
+                        changed,
+                    },
+                });
+            }
+            Ok(Listing {
+                place: store.url.redacted(),
+                keys,
+            })
+        }
+        None => {
+            let dir = settings.dir.as_deref().ok_or(Error::NoDirectory)?;
+            let found = FileStore::all(dir).map_err(|source| Error::Io {
+                doing: "read",
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            let keys = found
+                .into_iter()
+                .map(|(key, store, changed)| {
+                    let mut shared =
+                        Shared::new(key.clone(), settings.shared.clone(), Box::new(store));
+                    let view = shared.view().map_err(|e| e.to_string());
+                    Listed {
+                        key,
+                        view,
+                        now: shared.now(),
+                        changed,
+                    }
+                })
+                .collect();
+            Ok(Listing {
+                place: dir.display().to_string(),
+                keys,
+            })
+        }
+    }
+}
