@@ -86,11 +86,11 @@ _retry() {
                     return 0
                     ;;
                 --jitter)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "none full equal decorrelated 10%" -- "${cur}"))
                     return 0
                     ;;
                 -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "none full equal decorrelated 10%" -- "${cur}"))
                     return 0
                     ;;
                 --seed)
@@ -110,7 +110,7 @@ _retry() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "curl sysexits ssh git apt" -- "${cur}"))
                     return 0
                     ;;
                 --retry-if-output)
@@ -138,7 +138,7 @@ _retry() {
                     return 0
                     ;;
                 --kill-signal)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "SIGHUP SIGINT SIGQUIT SIGILL SIGTRAP SIGABRT SIGBUS SIGFPE SIGKILL SIGUSR1 SIGSEGV SIGUSR2 SIGPIPE SIGALRM SIGTERM SIGSTKFLT SIGCHLD SIGCONT SIGSTOP SIGTSTP SIGTTIN SIGTTOU SIGURG SIGXCPU SIGXFSZ SIGVTALRM SIGPROF SIGWINCH SIGIO SIGPWR SIGSYS" -- "${cur}"))
                     return 0
                     ;;
                 --kill-after)
@@ -238,11 +238,11 @@ _retry() {
                     return 0
                     ;;
                 --profile)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "curl sysexits ssh git apt" -- "${cur}"))
                     return 0
                     ;;
                 -p)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "curl sysexits ssh git apt" -- "${cur}"))
                     return 0
                     ;;
                 --fleet)
@@ -267,8 +267,36 @@ _retry() {
     esac
 }
 
+
+# After `--`: the command, and then its own completion, as for sudo and timeout.
+_retry_command() {
+    local i cur="${COMP_WORDS[COMP_CWORD]}"
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $(( i + 1 ))
+            elif (( COMP_CWORD == i + 1 )); then
+                COMPREPLY=( $(compgen -c -- "$cur") )
+            else
+                COMPREPLY=( $(compgen -f -- "$cur") )
+            fi
+            return 0
+        fi
+    done
+    case "${COMP_WORDS[COMP_CWORD-1]}" in
+        -p|--profile)
+            local config="${RETRY_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/retry/config.toml}"
+            local profiles
+            profiles=$(sed -n 's/^[[:space:]]*\[profiles\.\([^]]*\)\].*/\1/p' "$config" 2>/dev/null)
+            COMPREPLY=( $(compgen -W "curl sysexits ssh git apt $profiles" -- "$cur") )
+            return 0
+            ;;
+    esac
+    _retry "$@"
+}
+
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
-    complete -F _retry -o nosort -o bashdefault -o default retry
+    complete -F _retry_command -o nosort -o bashdefault -o default retry
 else
-    complete -F _retry -o bashdefault -o default retry
+    complete -F _retry_command -o bashdefault -o default retry
 fi

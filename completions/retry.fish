@@ -12,12 +12,20 @@ adaptive\t'learned from the key\'s recent outcomes (needs --key; experimental)'"
 complete -c retry -l factor -d 'Multiplier for exponential backoff (at least 1; fractions allowed)' -r
 complete -c retry -l max-delay -d 'Cap on any single delay, jitter included [default: 1m, or the longest delay asked for by --delay or --delays]. A smaller cap than --delay caps it' -r
 complete -c retry -l delays -d 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff' -r
-complete -c retry -s j -l jitter -d 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)' -r
+complete -c retry -s j -l jitter -d 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)' -r -f -a "none\t''
+full\t''
+equal\t''
+decorrelated\t''
+10%\t''"
 complete -c retry -l seed -d 'Seed for the random source, for a reproducible schedule' -r
 complete -c retry -l success-on -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)' -r
 complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal' -r
 complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
-complete -c retry -l preset -d 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset\'s retryable list; --fatal-on adds to its fatal one' -r
+complete -c retry -l preset -d 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset\'s retryable list; --fatal-on adds to its fatal one' -r -f -a "curl\t''
+sysexits\t''
+ssh\t''
+git\t''
+apt\t''"
 complete -c retry -l retry-if-output -d 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)' -r
 complete -c retry -l fatal-if-output -d 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)' -r
 complete -c retry -l match-stream -d 'The output streams the output rules read' -r -f -a "both\t''
@@ -26,7 +34,37 @@ stderr\t''"
 complete -c retry -l retry-on-http -d 'HTTP statuses, from a header dump in the hint file, that are retried' -r
 complete -c retry -l fatal-on-http -d 'HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx]' -r
 complete -c retry -l retry-after-max -d 'Longest wait a Retry-After header (or a retry-after= hint) can ask for' -r
-complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r
+complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r -f -a "SIGHUP\t''
+SIGINT\t''
+SIGQUIT\t''
+SIGILL\t''
+SIGTRAP\t''
+SIGABRT\t''
+SIGBUS\t''
+SIGFPE\t''
+SIGKILL\t''
+SIGUSR1\t''
+SIGSEGV\t''
+SIGUSR2\t''
+SIGPIPE\t''
+SIGALRM\t''
+SIGTERM\t''
+SIGSTKFLT\t''
+SIGCHLD\t''
+SIGCONT\t''
+SIGSTOP\t''
+SIGTSTP\t''
+SIGTTIN\t''
+SIGTTOU\t''
+SIGURG\t''
+SIGXCPU\t''
+SIGXFSZ\t''
+SIGVTALRM\t''
+SIGPROF\t''
+SIGWINCH\t''
+SIGIO\t''
+SIGPWR\t''
+SIGSYS\t''"
 complete -c retry -l kill-after -d 'After --kill-signal, wait this long before sending SIGKILL' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode' -r -f -a "auto\t'Rewind a regular file, replay a pipe or socket, pass a terminal or device through'
 replay\t'Record what the attempts read and feed it again to the next one'
@@ -57,7 +95,11 @@ complete -c retry -l state-timeout -d 'The longest a run waits for the --state s
 complete -c retry -l state-fail -d 'When the --state store cannot be reached in time before the command starts: open runs with this host\'s local state and warns; closed exits 75 without running the command' -r -f -a "open\t'Run with this host\'s local state (the state directory), and warn'
 closed\t'Exit 75 without running the command'"
 complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
-complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r
+complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r -f -a "curl\t''
+sysexits\t''
+ssh\t''
+git\t''
+apt\t''"
 complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it, beside the same policy without jitter and without shared state' -r
 complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
 complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval); each process starts at its own time within the first' -r
@@ -73,3 +115,18 @@ complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_C
 complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'
+
+# After `--`: the command, and then its own completion, as for sudo and timeout.
+function __retry_after_dashdash
+    set -l tokens (commandline -opc)
+    set -l at (contains -i -- -- $tokens)
+    and __fish_complete_subcommand --fcs-skip=$at
+end
+complete -c retry -n 'contains -- -- (commandline -opc)' -f -a '(__retry_after_dashdash)'
+# The config file's profiles, beside the presets.
+function __retry_profiles
+    set -l config $RETRY_CONFIG
+    test -n "$config"; or set config (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/retry/config.toml
+    string replace -rf '^\s*\[profiles\.([^\]]+)\].*' '$1' <$config 2>/dev/null
+end
+complete -c retry -s p -l profile -x -a 'curl sysexits ssh git apt (__retry_profiles)'

@@ -20,7 +20,7 @@ compile_error!("policy::status names signals as Linux numbers them");
 compile_error!("policy::status names signals by Linux's common numbering, not this architecture's");
 
 /// Linux's signals by number, from 1, as nix's `Signal` names them.
-const NAMES: [&str; 31] = [
+pub const NAMES: [&str; 31] = [
     "SIGHUP",
     "SIGINT",
     "SIGQUIT",

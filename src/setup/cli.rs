@@ -10,7 +10,7 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 use crate::policy::backoff::Jitter;
 use crate::policy::codes::CodeSet;
 use crate::policy::output_rules::MatchStream;
-use crate::policy::status::signal_number;
+use crate::policy::status::{NAMES, signal_number};
 use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::policy::{defaults, duration};
@@ -98,7 +98,9 @@ pub struct Cli {
     pub delays: Option<Vec<Duration>>,
 
     /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
-    #[arg(short = 'j', long, value_name = "KIND", value_parser = jitter, default_value_t = defaults::JITTER,
+    #[arg(short = 'j', long, value_name = "KIND", default_value_t = defaults::JITTER,
+          value_parser = Offered::new(jitter, || vec!["none", "full", "equal", "decorrelated", "10%"]),
+          hide_possible_values = true,
           help_heading = "How long to wait")]
     pub jitter: Jitter,
 
@@ -121,7 +123,8 @@ pub struct Cli {
     /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
     /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
     /// fatal one.
-    #[arg(long, value_name = "NAME", value_parser = preset, help_heading = "Which results are retried")]
+    #[arg(long, value_name = "NAME", value_parser = Offered::new(preset, preset_names),
+          hide_possible_values = true, help_heading = "Which results are retried")]
     pub preset: Option<&'static Preset>,
 
     /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).
@@ -161,7 +164,8 @@ pub struct Cli {
     pub hints: bool,
 
     /// Signal sent to the attempt's process group when it times out.
-    #[arg(long, value_name = "SIG", value_parser = signal,
+    #[arg(long, value_name = "SIG", value_parser = Offered::new(signal, || NAMES.to_vec()),
+          hide_possible_values = true,
           default_value = defaults::text::KILL_SIGNAL,
           help_heading = "The child process")]
     pub kill_signal: i32,
@@ -351,7 +355,9 @@ pub struct Cli {
     pub no_config: bool,
 
     /// Use this profile of the config file, or a built-in preset of that name.
-    #[arg(short = 'p', long, value_name = "NAME", help_heading = "Configuration")]
+    #[arg(short = 'p', long, value_name = "NAME", help_heading = "Configuration",
+          value_parser = Offered::new(|s: &str| Ok(s.to_string()), preset_names),
+          hide_possible_values = true)]
     pub profile: Option<String>,
 
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.
@@ -382,6 +388,7 @@ pub struct Cli {
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., help_heading = "Command",
+          value_hint = clap::ValueHint::CommandWithArguments,
           value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys"])]
     pub command: Vec<OsString>,
 }
@@ -619,6 +626,47 @@ pub fn command() -> clap::Command {
             arg
         }
     })
+}
+
+/// A value parser that offers names to the shells' completions: retry's own parser `parse`,
+/// and `names`, what a completion lists (a preset's name, a signal's).
+#[derive(Clone)]
+struct Offered<T> {
+    parse: fn(&str) -> Result<T, BadValue>,
+    names: fn() -> Vec<&'static str>,
+}
+
+impl<T> Offered<T> {
+    fn new(parse: fn(&str) -> Result<T, BadValue>, names: fn() -> Vec<&'static str>) -> Self {
+        Offered { parse, names }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Offered<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.names)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+fn preset_names() -> Vec<&'static str> {
+    presets::ALL.iter().map(|p| p.name).collect()
 }
 
 /// A state key: a name of printable characters.

@@ -2,6 +2,7 @@
 //! presets, and the checks of how flags relate.
 
 pub mod cli;
+pub mod completions;
 pub mod config;
 pub mod presets;
 mod usage;

@@ -25,6 +25,13 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
         let mut cmd = retry::setup::cli::command();
         let mut bytes = Vec::new();
         clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
+        let text = String::from_utf8(bytes).expect("UTF-8 completions");
+        let bytes = match shell {
+            Shell::Bash => retry::setup::completions::bash(&text),
+            Shell::Fish => retry::setup::completions::fish(&text),
+            _ => text,
+        }
+        .into_bytes();
         let name = shell.file_name("retry");
         files.push((Path::new("completions").join(name), bytes));
     }
@@ -260,5 +267,113 @@ fn the_readmes_cron_lines_do_not_rely_on_crons_path() {
                 "cron's PATH is /usr/bin:/bin: name retry by its full path in {job:?}"
             );
         }
+    }
+}
+
+/// What bash completes for the words `line` (the last one being completed), with the
+/// bash-completion package loaded when it is installed, as on a desktop; `None` without bash.
+fn bash_completes(line: &[&str], config: Option<&Path>) -> Option<Vec<String>> {
+    let words = line
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let script = format!(
+        "[ -f /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion; \
+         . completions/retry.bash; COMP_WORDS=({words}); COMP_CWORD={}; \
+         COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+         _retry_command retry \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        line.len() - 1
+    );
+    if !support::have("bash", "apt-get install bash") {
+        return None;
+    }
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["-c", &script]).current_dir(root());
+    if let Some(config) = config {
+        bash.env("RETRY_CONFIG", config);
+    }
+    let out = bash.output().expect("run bash");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+#[test]
+fn bash_completes_the_command_after_dashes_then_hands_over_to_it() {
+    let Some(found) = bash_completes(&["retry", "-n", "3", "--", "cur"], None) else {
+        return;
+    };
+    assert!(found.iter().any(|c| c == "curl"), "{found:?}");
+    // The command's own flags, never retry's.
+    let found = bash_completes(&["retry", "--", "curl", "--fa"], None).unwrap_or_default();
+    assert!(!found.iter().any(|c| c == "--factor"), "{found:?}");
+    if std::path::Path::new("/usr/share/bash-completion/bash_completion").exists() {
+        assert!(found.iter().any(|c| c == "--fail"), "{found:?}");
+    }
+}
+
+#[test]
+fn bash_completes_presets_and_profiles_not_files() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "attempts = 3\n\n[profiles.ci]\ndelay = \"1s\"\n").expect("config");
+    let Some(found) = bash_completes(&["retry", "--preset", ""], None) else {
+        return;
+    };
+    assert_eq!(found, ["curl", "sysexits", "ssh", "git", "apt"]);
+    let found = bash_completes(&["retry", "-p", ""], Some(&config)).unwrap_or_default();
+    assert!(
+        found.iter().any(|c| c == "ci") && found.iter().any(|c| c == "curl"),
+        "{found:?}"
+    );
+    for (flag, value) in [
+        ("--jitter", "decorrelated"),
+        ("--kill-signal", "SIGTERM"),
+        ("--stdin", "replay"),
+        ("--log-format", "json"),
+        ("--state-fail", "closed"),
+        ("--match-stream", "stderr"),
+        ("--backoff", "fibonacci"),
+    ] {
+        let found = bash_completes(&["retry", flag, ""], None).unwrap_or_default();
+        assert!(found.iter().any(|c| c == value), "{flag}: {found:?}");
+        assert!(
+            !found.iter().any(|c| c == "Cargo.toml"),
+            "{flag} lists files: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn fish_completes_the_command_after_dashes_and_the_presets() {
+    let script = "source completions/retry.fish; complete --do-complete 'retry -n 3 -- cur'; \
+                  echo ---; complete --do-complete 'retry --preset '";
+    let Some(out) = run(
+        "fish",
+        "apt-get install fish",
+        &["--no-config", "-c", script],
+    ) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (command, presets) = text.split_once("---").expect("two parts");
+    assert!(
+        command
+            .lines()
+            .any(|l| l.split('\t').next() == Some("curl")),
+        "{text}"
+    );
+    for preset in ["curl", "sysexits", "ssh", "git", "apt"] {
+        assert!(
+            presets
+                .lines()
+                .any(|l| l.split('\t').next() == Some(preset)),
+            "{text}"
+        );
     }
 }
