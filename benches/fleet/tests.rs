@@ -9,3 +9,11 @@
 mod brooker;
 #[path = "rules.rs"]
 mod rules;
+#[path = "brooker2022.rs"]
+mod brooker2022;
+#[path = "collapse.rs"]
+mod collapse;
+#[path = "grpc.rs"]
+mod grpc;
+#[path = "keyed.rs"]
+mod keyed;
