@@ -91,17 +91,24 @@ impl Report {
         tail.iter().sum::<u64>() as f64 / tail.len().max(1) as f64
     }
 
-    /// Seconds from `from` until five seconds in a row answer 90% of what arrived in them;
-    /// `None` if that does not happen before the load ends.
+    /// Seconds from `from` until the server is back for good: from then to the end, every
+    /// ten seconds in a row answer 85% of the requests that arrived in them (answers come a
+    /// second or two after their requests, and arrivals are random). `None` if the last ten
+    /// seconds do not.
     pub fn recovered(&self, from: u64) -> Option<u64> {
-        let end = self.arrivals.len().saturating_sub(5);
-        (from as usize..end)
-            .find(|&s| {
-                let ok: u64 = self.successes[s..s + 5].iter().sum();
-                let came: u64 = self.arrivals[s..s + 5].iter().sum();
-                came > 0 && ok as f64 >= 0.9 * came as f64
-            })
-            .map(|s| s as u64 - from)
+        const WINDOW: usize = 10;
+        let end = self.arrivals.len().saturating_sub(WINDOW);
+        let good = |s: usize| {
+            let ok: u64 = self.successes[s..s + WINDOW].iter().sum();
+            let came: u64 = self.arrivals[s..s + WINDOW].iter().sum();
+            ok as f64 >= 0.85 * came as f64
+        };
+        let last_bad = (from as usize..=end).rev().find(|&s| !good(s));
+        match last_bad {
+            None => Some(0),
+            Some(s) if s >= end => None,
+            Some(s) => Some(s as u64 + 1 - from),
+        }
     }
 }
 
@@ -279,6 +286,24 @@ mod tests {
         let r = run(Load::Spike, &Client::Brooker, 2);
         let (ok, came): (u64, u64) = (r.successes[5..15].iter().sum(), r.arrivals[5..15].iter().sum());
         assert!(ok as f64 > 0.95 * came as f64, "{ok} of {came}");
-        assert_eq!(r.recovered(5), Some(0));
+    }
+
+    #[test]
+    fn the_server_is_back_when_every_later_window_answers_most_requests() {
+        let report = |successes: Vec<u64>| Report {
+            arrivals: vec![10; successes.len()],
+            successes,
+            ..Report::default()
+        };
+        let mut ok = vec![10; 40];
+        assert_eq!(report(ok.clone()).recovered(3), Some(0));
+        // Nothing answered from 4 to 7: a window that holds two of those seconds answers 80%
+        // at most; the last that does starts at 6, so the server is back at 7. One second
+        // without answers in ten is not enough to count.
+        ok[4..8].fill(0);
+        ok[20] = 0;
+        assert_eq!(report(ok.clone()).recovered(3), Some(4));
+        ok[35..37].fill(0);
+        assert_eq!(report(ok).recovered(3), None);
     }
 }

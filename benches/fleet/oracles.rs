@@ -147,7 +147,7 @@ pub fn print_collapse() -> Result<(), String> {
         "  his finding: without backoff no recovery after the spike; with backoff and jitter it recovers; on the ramp both collapse"
     );
     println!(
-        "  amp: attempts / requests; goodput: successes/s after the trigger ends; back: s after it until 5 s in a row answer 90%"
+        "  amp: attempts / requests; goodput: successes/s after the trigger ends; back: s after it until every later 10 s answer 85% of their requests"
     );
     println!(
         "  {:<28} {:>6} {:>9} {:>13}   {:>6} {:>9} {:>13}",

@@ -120,6 +120,13 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
                 "keep one of them",
             )
         }
+        // A flag that goes with another (--fleet with --explain, --hosts with --fleet): clap
+        // names the one missing, not the one that needs it.
+        ErrorKind::MissingRequiredArgument if arg.starts_with("--") => BadValue::new(
+            "a flag that needs another",
+            format!("{arg} not given"),
+            "--fleet goes with --explain, and --hosts and --splay with --explain --fleet N",
+        ),
         ErrorKind::MissingRequiredArgument => BadValue::new(
             "nothing to run",
             "no COMMAND given",
@@ -168,5 +175,9 @@ mod tests {
         );
         assert!(error(&["--atempts", "2", "--", "x"]).ends_with("did you mean --attempts?"));
         assert!(error(&[]).contains("no COMMAND given"));
+        let e = error(&["--fleet", "3", "--", "true"]);
+        assert!(e.contains("--explain not given"), "{e}");
+        let e = error(&["--explain", "--hosts", "3"]);
+        assert!(e.contains("--fleet not given"), "{e}");
     }
 }
