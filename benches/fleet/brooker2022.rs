@@ -265,7 +265,14 @@ mod tests {
             duration: Duration::from_secs(10),
             ..world(20, 10.0, 1.0)
         };
-        let (bucket, _, _) = mean(&Strategy::Bucket { fill: 0.1, size: 5.0 }, &w, 0..2);
+        let (bucket, _, _) = mean(
+            &Strategy::Bucket {
+                fill: 0.1,
+                size: 5.0,
+            },
+            &w,
+            0..2,
+        );
         let (breaker, _, _) = mean(
             &Strategy::Breaker {
                 rate: 0.1,

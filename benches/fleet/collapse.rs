@@ -277,14 +277,21 @@ mod tests {
             1,
         );
         let back = budget.recovered(25);
-        assert!(back.is_some_and(|s| s < 30), "{back:?} {:?}", budget.successes);
+        assert!(
+            back.is_some_and(|s| s < 30),
+            "{back:?} {:?}",
+            budget.successes
+        );
         assert!(budget.amplification() < 1.2, "{}", budget.amplification());
     }
 
     #[test]
     fn before_the_spike_every_request_is_answered() {
         let r = run(Load::Spike, &Client::Brooker, 2);
-        let (ok, came): (u64, u64) = (r.successes[5..15].iter().sum(), r.arrivals[5..15].iter().sum());
+        let (ok, came): (u64, u64) = (
+            r.successes[5..15].iter().sum(),
+            r.arrivals[5..15].iter().sum(),
+        );
         assert!(ok as f64 > 0.95 * came as f64, "{ok} of {came}");
     }
 

@@ -114,8 +114,8 @@ mod tests {
     use super::*;
 
     fn budget() -> SharedSettings {
-        let p = retry::setup::from_flags(&["--key", "k", "--breaker-failures", "0"])
-            .expect("a policy");
+        let p =
+            retry::setup::from_flags(&["--key", "k", "--breaker-failures", "0"]).expect("a policy");
         p.state.expect("--key").shared
     }
 

@@ -192,21 +192,26 @@ fn conclusions(cells: &[Cell]) -> Vec<(String, bool, bool)> {
     };
     type Check = fn([(f64, f64); 4]) -> bool;
     let checks: [(&str, Check); 5] = [
-        ("un-jittered exponential takes the longest by far", |[exp, equal, full, decorr]| {
-            [equal, full, decorr].iter().all(|j| exp.1 > 3.0 * j.1)
-        }),
-        ("un-jittered exponential makes more calls than any jitter", |[exp, equal, full, decorr]| {
-            [equal, full, decorr].iter().all(|j| exp.0 > j.0)
-        }),
-        ("full jitter makes fewer calls than decorrelated", |[_, _, full, decorr]| {
-            full.0 < decorr.0
-        }),
-        ("full jitter makes the fewest calls (\"does the least work\")", |[exp, equal, full, decorr]| {
-            [exp, equal, decorr].iter().all(|o| full.0 < o.0)
-        }),
-        ("equal jitter is slower than full and decorrelated", |[_, equal, full, decorr]| {
-            equal.1 > full.1 && equal.1 > decorr.1
-        }),
+        (
+            "un-jittered exponential takes the longest by far",
+            |[exp, equal, full, decorr]| [equal, full, decorr].iter().all(|j| exp.1 > 3.0 * j.1),
+        ),
+        (
+            "un-jittered exponential makes more calls than any jitter",
+            |[exp, equal, full, decorr]| [equal, full, decorr].iter().all(|j| exp.0 > j.0),
+        ),
+        (
+            "full jitter makes fewer calls than decorrelated",
+            |[_, _, full, decorr]| full.0 < decorr.0,
+        ),
+        (
+            "full jitter makes the fewest calls (\"does the least work\")",
+            |[exp, equal, full, decorr]| [exp, equal, decorr].iter().all(|o| full.0 < o.0),
+        ),
+        (
+            "equal jitter is slower than full and decorrelated",
+            |[_, equal, full, decorr]| equal.1 > full.1 && equal.1 > decorr.1,
+        ),
     ];
     let mut out = Vec::new();
     for (clients, _) in REFERENCE.iter().skip(1) {
@@ -687,8 +692,13 @@ fn verdict_b(rows: &[SpikeRow]) {
     };
     let pairs = [
         ("adaptive, none", "exp, none", "adaptation alone, no jitter"),
-        ("adaptive, full", "exp, full", "adaptation alone, full jitter"),
+        (
+            "adaptive, full",
+            "exp, full",
+            "adaptation alone, full jitter",
+        ),
         ("exp, full", "exp, none", "full jitter alone"),
+        ("α½β1, none", "exp, none", "α½ β1 (short delays), no jitter"),
         ("adaptive, full", "exp, none", "the old comparison"),
     ];
     for (server, spike) in rows
@@ -702,7 +712,7 @@ fn verdict_b(rows: &[SpikeRow]) {
             };
             let w = a.mean_t.welch(&b.mean_t);
             println!(
-                "    {server:<9}{spike:<10}{what:<30} E[T] {:+6.1}% (t {:+5.1}{})  within {THRESHOLD_S}s {:+5.1} pts  succeeded {:+5.1} pts  attempts/task {:+5.1}%",
+                "    {server:<9}{spike:<10}{what:<32} E[T] {:+6.1}% (t {:+5.1}{})  within {THRESHOLD_S}s {:+5.1} pts  succeeded {:+5.1} pts  attempts/task {:+5.1}%",
                 (a.mean_t.mean / b.mean_t.mean - 1.0) * 100.0,
                 w.t,
                 if w.differs { "*" } else { " " },
@@ -742,10 +752,11 @@ const REAL_POLICY: [&str; 14] = [
 ];
 
 /// A server on 127.0.0.1 that answers 503 until `outage` has passed since it started, then
-/// 200, and counts the requests.
+/// 200, and counts the requests, and those it failed.
 struct HttpServer {
     port: u16,
     calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    failed: std::sync::Arc<std::sync::atomic::AtomicU64>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -757,8 +768,9 @@ impl HttpServer {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let failed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (count, done) = (calls.clone(), stop.clone());
+        let (count, count_failed, done) = (calls.clone(), failed.clone(), stop.clone());
         let started = std::time::Instant::now();
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
@@ -768,6 +780,7 @@ impl HttpServer {
                 };
                 count.fetch_add(1, Ordering::Relaxed);
                 let status = if started.elapsed() < outage {
+                    count_failed.fetch_add(1, Ordering::Relaxed);
                     "503 Service Unavailable"
                 } else {
                     "200 OK"
@@ -792,11 +805,20 @@ impl HttpServer {
                 });
             }
         });
-        Ok(HttpServer { port, calls, stop })
+        Ok(HttpServer {
+            port,
+            calls,
+            failed,
+            stop,
+        })
     }
 
     fn calls(&self) -> u64 {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn failed(&self) -> u64 {
+        self.failed.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -806,21 +828,21 @@ impl Drop for HttpServer {
     }
 }
 
-/// One round: the calls the server saw, how long spawning the processes took, and how long
-/// their failed attempts took (from retry's JSON log): under this load, far longer than one
-/// call alone.
-fn real_round() -> Result<(u64, Duration, Vec<f64>), String> {
-    let state = tempfile::tempdir().map_err(|e| e.to_string())?;
+/// One round: the calls the server saw, those it failed (in its outage), how long spawning
+/// the processes took, and how long their failed attempts took (from retry's JSON log):
+/// under this load, far longer than one call alone. `state` are the flags of the key's
+/// store, if any.
+fn real_round(state: &[String]) -> Result<(u64, u64, Duration, Vec<f64>), String> {
     let server = HttpServer::start(REAL_OUTAGE)?;
     let url = format!("http://127.0.0.1:{}/", server.port);
-    let state_dir = state.path().display().to_string();
     let started = std::time::Instant::now();
     let mut children = Vec::new();
     for _ in 0..REAL_PROCESSES {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_retry"))
-            .args(["--key", "real", "--state-dir", &state_dir])
+            .args(state)
             .args(REAL_POLICY)
             .args(["--", "curl", "-fsS", "-o", "/dev/null", &url])
+            .env_remove("RETRY_STATE_URL")
             .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot run retry: {e}"))?;
@@ -842,69 +864,171 @@ fn real_round() -> Result<(u64, Duration, Vec<f64>), String> {
             }
         }
     }
-    Ok((server.calls(), spread, durations))
+    Ok((server.calls(), server.failed(), spread, durations))
 }
 
-fn real_check() -> Result<(), String> {
-    let rounds = (0..REAL_ROUNDS)
-        .map(|_| real_round())
-        .collect::<Result<Vec<_>, _>>()?;
-    let real = Estimate::of(&rounds.iter().map(|(c, _, _)| *c as f64).collect::<Vec<_>>());
-    let spreads: Vec<f64> = rounds.iter().map(|(_, s, _)| s.as_secs_f64()).collect();
-    let spread = Duration::from_secs_f64(Estimate::of(&spreads).mean);
-    let attempts: Vec<f64> = rounds
-        .iter()
-        .flat_map(|(_, _, d)| d.iter().copied())
-        .collect();
-    let call = Duration::from_secs_f64(Estimate::of(&attempts).mean.max(0.0) / 1e3);
-    let mut args: Vec<&str> = vec!["--key", "real"];
-    args.extend(REAL_POLICY);
-    let p = policy(&args)?;
-    let rules = p.state.as_ref().map(|s| s.shared.clone()).ok_or("no key")?;
-    let predicted: Vec<f64> = (0..SEEDS)
-        .map(|seed| {
-            let world = World {
-                // One state file on one host: the fleet's one state.
-                processes: REAL_PROCESSES,
-                hosts: 1,
-                every: Duration::from_secs(3600),
-                splay: spread,
-                repeat: false,
-                outage: REAL_OUTAGE,
-                call,
-                seed,
-            };
-            let r = fleet::simulate(&p, Sharing::Fleet, Some(&rules), &world);
-            (r.calls_during + r.calls_after) as f64
+/// A `redis-server` of the bench's own on a free port, stopped when dropped.
+struct Redis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Result<Redis, String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start redis-server: {e}"))?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if std::time::Instant::now() > deadline {
+                return Err("redis-server did not listen".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
         })
-        .collect();
-    let predicted = Estimate::of(&predicted);
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `retry --explain --fleet` for the real check's setup, one seed: its calls into the outage.
+fn explain_calls(args: &[String], seed: u64) -> Result<f64, String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_retry"))
+        .arg("--explain")
+        .args(args)
+        .args([
+            "--seed",
+            &seed.to_string(),
+            "--log-format",
+            "json",
+            "--",
+            "true",
+        ])
+        .env_remove("RETRY_STATE_URL")
+        .output()
+        .map_err(|e| format!("cannot run retry --explain: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["row"] == "this policy")
+        .and_then(|v| v["calls_in_outage"].as_f64())
+        .ok_or_else(|| format!("no row in retry --explain's output: {text}"))
+}
+
+/// The real processes against `retry --explain --fleet`, held out: the simulator is given the
+/// setup and the attempt time measured, never the calls counted.
+fn real_check() -> Result<(), String> {
+    let redis = Redis::start();
+    let state_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = state_dir.path().display().to_string();
+    let key = |more: &[&str]| -> Vec<String> {
+        ["--key", "real"]
+            .iter()
+            .chain(more)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    // Each store: the flags of the real runs, and those that tell --explain --fleet about it.
+    let mut stores: Vec<(&str, Vec<String>, Vec<String>)> = vec![
+        ("no state", vec![], vec![]),
+        ("file, one host", key(&["--state-dir", &dir]), key(&[])),
+    ];
+    match &redis {
+        Ok(r) => stores.push((
+            "Redis",
+            key(&["--state", &r.url]),
+            key(&["--state", &r.url]),
+        )),
+        Err(e) => println!("  (no Redis round: {e})"),
+    }
     println!(
-        "Real processes: {REAL_PROCESSES} retry processes on one key, curl against 127.0.0.1, \
-         503 for {} then 200",
+        "Real processes: {REAL_PROCESSES} retry processes {} ms apart, curl against 127.0.0.1, \
+         503 for {} then 200; calls the server failed, against retry --explain --fleet",
+        REAL_GAP.as_millis(),
         humantime::format_duration(REAL_OUTAGE)
     );
-    println!("  policy: retry --key real {}", REAL_POLICY.join(" "));
-    println!(
-        "  measured here: a failed attempt takes {:.1} ms (mean of {}), the {REAL_PROCESSES} processes are spawned within {:.0} ms",
-        call.as_secs_f64() * 1e3,
-        attempts.len(),
-        spread.as_secs_f64() * 1e3
-    );
-    println!(
-        "  calls the server saw, {REAL_ROUNDS} rounds:  {:>7.1} ± {:.1}  (rounds: {:?})",
-        real.mean,
-        real.ci95,
-        rounds.iter().map(|(c, _, _)| *c).collect::<Vec<_>>()
-    );
-    println!(
-        "  the simulator's prediction, {SEEDS} seeds: {:>7.1} ± {:.1}",
-        predicted.mean, predicted.ci95
-    );
-    println!(
-        "  difference: {:+.1}%",
-        (real.mean / predicted.mean - 1.0) * 100.0
-    );
+    println!("  policy: retry {}", REAL_POLICY.join(" "));
+    for (name, flags, told) in &stores {
+        let mut rounds = Vec::new();
+        for _ in 0..REAL_ROUNDS {
+            if !flags.is_empty() {
+                // Every round starts from a new key.
+                let _ = std::process::Command::new(env!("CARGO_BIN_EXE_retry"))
+                    .args(flags)
+                    .arg("--reset-state")
+                    .output();
+            }
+            rounds.push(real_round(flags)?);
+        }
+        let failed = Estimate::of(&rounds.iter().map(|r| r.1 as f64).collect::<Vec<_>>());
+        let spread = Duration::from_secs_f64(
+            Estimate::of(&rounds.iter().map(|r| r.2.as_secs_f64()).collect::<Vec<_>>()).mean,
+        );
+        let attempts: Vec<f64> = rounds.iter().flat_map(|r| r.3.iter().copied()).collect();
+        let call_ms = Estimate::of(&attempts).mean.max(1.0);
+        let mut args: Vec<String> = vec![
+            "--fleet".into(),
+            REAL_PROCESSES.to_string(),
+            "--hosts".into(),
+            "1".into(),
+            "--every".into(),
+            "1h".into(),
+            "--splay".into(),
+            format!("{}ms", spread.as_millis().max(1)),
+            "--outage".into(),
+            format!("{}ms", REAL_OUTAGE.as_millis()),
+            "--call-time".into(),
+            format!("{call_ms:.1}ms"),
+        ];
+        args.extend(told.iter().cloned());
+        args.extend(
+            REAL_POLICY
+                .iter()
+                .filter(|f| !f.starts_with("--log-format"))
+                .map(|s| s.to_string()),
+        );
+        let predicted = (1..=SEEDS)
+            .map(|seed| explain_calls(&args, seed))
+            .collect::<Result<Vec<_>, _>>()?;
+        let predicted = Estimate::of(&predicted);
+        let w = failed.welch(&predicted);
+        println!(
+            "  {name:<15} measured {:>6.1} ± {:<5.1} (rounds {:?}; attempts {call_ms:.1} ms, spawned within {} ms)",
+            failed.mean,
+            failed.ci95,
+            rounds.iter().map(|r| r.1).collect::<Vec<_>>(),
+            spread.as_millis()
+        );
+        println!(
+            "  {:<15} predicted {:>5.1} ± {:<5.1} over {SEEDS} seeds: {:+.1}%, Welch's t {:+.1}{}",
+            "",
+            predicted.mean,
+            predicted.ci95,
+            (failed.mean / predicted.mean - 1.0) * 100.0,
+            w.t,
+            if w.differs {
+                " (differs at 5%)"
+            } else {
+                " (within the spread)"
+            }
+        );
+        println!("  {:<15} retry --explain {}", "", args.join(" "));
+    }
     Ok(())
 }
 
@@ -1053,7 +1177,11 @@ fn main() -> ExitCode {
     let checks = conclusions(&cells);
     let word = |held: bool| if held { "holds" } else { "FAILS" };
     for (what, ours, published) in &checks {
-        println!("  {:<5} here, {:<5} in the published table: {what}", word(*ours), word(*published));
+        println!(
+            "  {:<5} here, {:<5} in the published table: {what}",
+            word(*ours),
+            word(*published)
+        );
     }
     let agree = checks.iter().filter(|(_, o, p)| o == p).count();
     let ours = |p: &str| p.starts_with("retry's");

@@ -31,7 +31,13 @@ pub fn print_brooker2022() -> Result<(), String> {
     };
     let strategies: Vec<(&str, Strategy)> = vec![
         ("his 3 retries", Strategy::Retries(3)),
-        ("his bucket", Strategy::Bucket { fill: 0.1, size: 5.0 }),
+        (
+            "his bucket",
+            Strategy::Bucket {
+                fill: 0.1,
+                size: 5.0,
+            },
+        ),
         (
             "his breaker",
             Strategy::Breaker {
@@ -108,7 +114,8 @@ pub fn print_brooker2022() -> Result<(), String> {
 /// Brooker's metastable collapse: does the server come back after the trigger?
 pub fn print_collapse() -> Result<(), String> {
     let client = |args: &[&str]| -> Result<Client, String> {
-        let p = retry::setup::from_flags(&[&["-n", "3", "--attempt-timeout", "3s"], args].concat())?;
+        let p =
+            retry::setup::from_flags(&[&["-n", "3", "--attempt-timeout", "3s"], args].concat())?;
         Ok(Client::Retry {
             backoff: p.backoff.clone(),
             key: p.state.map(|s| s.shared),
@@ -116,9 +123,15 @@ pub fn print_collapse() -> Result<(), String> {
     };
     let key = ["--key", "api"];
     let clients: Vec<(&str, Client)> = vec![
-        ("no backoff (-d 0)", client(&["-d", "0", "--jitter", "none"])?),
+        (
+            "no backoff (-d 0)",
+            client(&["-d", "0", "--jitter", "none"])?,
+        ),
         ("his, backoff+jitter", Client::Brooker),
-        ("retry -d 20s (his delays)", client(&["-d", "20s", "--max-delay", "1m"])?),
+        (
+            "retry -d 20s (his delays)",
+            client(&["-d", "20s", "--max-delay", "1m"])?,
+        ),
         ("retry, default delays", client(&[])?),
         (
             "+ shared budget",
@@ -160,10 +173,15 @@ pub fn print_collapse() -> Result<(), String> {
     for (name, c) in &clients {
         print!("  {name:<28}");
         for load in [Load::Spike, Load::Ramp] {
-            let runs: Vec<collapse::Report> = (0..RUNS).map(|seed| collapse::run(load, c, seed)).collect();
+            let runs: Vec<collapse::Report> =
+                (0..RUNS).map(|seed| collapse::run(load, c, seed)).collect();
             let from = load.trigger_end();
             let n = runs.len() as f64;
-            let amp = runs.iter().map(collapse::Report::amplification).sum::<f64>() / n;
+            let amp = runs
+                .iter()
+                .map(collapse::Report::amplification)
+                .sum::<f64>()
+                / n;
             let goodput = runs.iter().map(|r| r.goodput(from)).sum::<f64>() / n;
             let back: Vec<u64> = runs.iter().filter_map(|r| r.recovered(from)).collect();
             let back = if back.is_empty() {

@@ -7,8 +7,6 @@
 
 #[path = "brooker.rs"]
 mod brooker;
-#[path = "rules.rs"]
-mod rules;
 #[path = "brooker2022.rs"]
 mod brooker2022;
 #[path = "collapse.rs"]
@@ -17,3 +15,5 @@ mod collapse;
 mod grpc;
 #[path = "keyed.rs"]
 mod keyed;
+#[path = "rules.rs"]
+mod rules;

@@ -60,7 +60,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
         }
     };
     let (explain, reset_state) = (cli.explain, cli.reset_state);
-    let fleet = match cli.fleet.map(|processes| fleet(&cli, processes)).transpose() {
+    let fleet = match cli
+        .fleet
+        .map(|processes| fleet(&cli, processes))
+        .transpose()
+    {
         Ok(fleet) => fleet,
         Err(why) => {
             eprintln!("retry: error: {why}");

@@ -91,7 +91,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
 /// Where the simulated processes keep the key's state, in words.
 fn state_words(sharing: Sharing, fleet: &Fleet) -> String {
     match sharing {
-        Sharing::None => "no --key: no state".into(),
+        Sharing::None => "none (no --key)".into(),
         Sharing::Fleet => "--key with --state: one state for the fleet".into(),
         Sharing::PerHost if fleet.hosts == fleet.processes => {
             "--key without --state: each host its own state".into()
@@ -125,28 +125,34 @@ fn text(
 ) -> String {
     let mut out = String::new();
     let starts = if fleet.splay.is_zero() {
-        "every process at the same instant, as cron fires a fleet".to_string()
+        "Every process starts at the same instant, as cron fires a fleet (--splay 0)".to_string()
     } else if fleet.splay == fleet.every {
-        "first runs spread over it".to_string()
+        format!(
+            "First runs spread over the {} (--splay)",
+            human(fleet.splay)
+        )
     } else {
-        format!("each process within {} of the tick", human(fleet.splay))
+        format!(
+            "Each process starts within {} of the tick (--splay)",
+            human(fleet.splay)
+        )
     };
     let hosts = match fleet.hosts {
-        h if h == fleet.processes => "one a host".to_string(),
-        1 => "on 1 host".to_string(),
-        h => format!("on {h} hosts"),
+        h if h == fleet.processes => ", one a host".to_string(),
+        1 => " on 1 host".to_string(),
+        h => format!(" on {h} hosts"),
     };
     let _ = writeln!(
         out,
-        "Fleet: {} processes {hosts}, each running the job every {},\n\
-         {starts};\n\
-         against one service that is down for {}, then up; a call takes {}.\n\
+        "Fleet: {} processes{hosts}, each running the job every {}; a call takes {}.\n\
+         {starts}.\n\
+         The service is down for {}, then up.\n\
          State: {}.\n\
          Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n",
         fleet.processes,
         human(fleet.every),
-        human(fleet.outage),
         human(fleet.call),
+        human(fleet.outage),
         state_words(sharing, fleet),
         if policy.adaptive.is_some() {
             "adaptive delay"
@@ -156,7 +162,9 @@ fn text(
         world.seed
     );
     for (a, b, c, d, e, f, g, h) in [
-        ("calls in", "calls", "peak", "peak", "runs", "calls", "good-", "all back"),
+        (
+            "calls in", "calls", "peak", "peak", "runs", "calls", "good-", "all back",
+        ),
         (
             "outage",
             "after",

@@ -618,7 +618,10 @@ mod tests {
         assert!((r.goodput() - 1.0 / 3.0).abs() < 1e-12);
         // With 100 ms calls, all three fall in the outage and the run gives up.
         let quick = simulate(&p, Sharing::None, None, &World { call: CALL, ..w });
-        assert_eq!((quick.calls_during, quick.gave_up, quick.last_success), (3, 1, None));
+        assert_eq!(
+            (quick.calls_during, quick.gave_up, quick.last_success),
+            (3, 1, None)
+        );
     }
 
     #[test]

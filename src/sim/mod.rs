@@ -277,7 +277,19 @@ mod tests {
         let b = Estimate::of(&[11.0, 12.0, 10.0, 11.5, 10.5, 11.0]);
         assert!((a.welch(&b).df - 10.0).abs() < 1e-9);
         // A test at 5%: a difference of 1.5 standard errors is not one, of 2.5 is.
-        assert!(!a.welch(&Estimate { mean: a.mean + 1.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(), ..a }).differs);
-        assert!(a.welch(&Estimate { mean: a.mean + 2.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(), ..a }).differs);
+        assert!(
+            !a.welch(&Estimate {
+                mean: a.mean + 1.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(),
+                ..a
+            })
+            .differs
+        );
+        assert!(
+            a.welch(&Estimate {
+                mean: a.mean + 2.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(),
+                ..a
+            })
+            .differs
+        );
     }
 }

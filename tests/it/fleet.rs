@@ -187,18 +187,40 @@ fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
 #[test]
 fn the_fleet_in_json_is_its_assumptions_then_one_object_a_row() {
     let lines = json_lines(&[
-        "--fleet", "60", "--hosts", "3", "--splay", "0", "--call-time", "2s", "-n", "3",
+        "--fleet",
+        "60",
+        "--hosts",
+        "3",
+        "--splay",
+        "0",
+        "--call-time",
+        "2s",
+        "-n",
+        "3",
     ]);
     let a = &lines[0]["assumptions"];
     assert_eq!(
-        (&a["processes"], &a["hosts"], &a["splay_s"], &a["call_time_s"]),
+        (
+            &a["processes"],
+            &a["hosts"],
+            &a["splay_s"],
+            &a["call_time_s"]
+        ),
         (&60.into(), &3.into(), &0.0.into(), &2.0.into()),
         "{a}"
     );
-    let rows: Vec<&str> = lines[1..].iter().filter_map(|r| r["row"].as_str()).collect();
+    let rows: Vec<&str> = lines[1..]
+        .iter()
+        .filter_map(|r| r["row"].as_str())
+        .collect();
     assert_eq!(
         rows,
-        ["this policy", "without jitter", "with --key (each host)", "with --key --state"]
+        [
+            "this policy",
+            "without jitter",
+            "with --key (each host)",
+            "with --key --state"
+        ]
     );
     for row in &lines[1..] {
         for field in [
@@ -216,8 +238,14 @@ fn the_fleet_in_json_is_its_assumptions_then_one_object_a_row() {
         // Calls over jobs, successes over calls: what the counts say.
         let calls = row["calls_in_outage"].as_f64().unwrap() + row["calls_after"].as_f64().unwrap();
         let amplification = row["amplification"].as_f64().unwrap();
-        assert!((amplification * row["jobs"].as_f64().unwrap() - calls).abs() < 1e-6, "{row}");
-        assert!((0.0..=1.0).contains(&row["goodput"].as_f64().unwrap()), "{row}");
+        assert!(
+            (amplification * row["jobs"].as_f64().unwrap() - calls).abs() < 1e-6,
+            "{row}"
+        );
+        assert!(
+            (0.0..=1.0).contains(&row["goodput"].as_f64().unwrap()),
+            "{row}"
+        );
     }
     // Cron fires the sixty processes at the same second: all sixty call in it.
     assert_eq!(lines[1]["peak_calls_per_s"], 60, "{}", lines[1]);
@@ -255,7 +283,10 @@ fn bad_fleet_flags_are_named_with_their_values() {
         (&["--fleet", "10", "--hosts", "11"][..], "--hosts 11"),
         (&["--fleet", "10", "--splay", "6m"][..], "--splay 6m"),
         (&["--fleet", "10", "--call-time", "0"][..], "--call-time 0s"),
-        (&["--fleet", "10", "--call-time", "10m"][..], "--call-time 10m"),
+        (
+            &["--fleet", "10", "--call-time", "10m"][..],
+            "--call-time 10m",
+        ),
         (&["--fleet", "10", "--hosts", "0"][..], "--hosts: 0"),
         (&["--hosts", "3"][..], "--fleet not given"),
     ] {
@@ -264,5 +295,37 @@ fn bad_fleet_flags_are_named_with_their_values() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(said), "{args:?}: {err}");
         assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_table_states_its_assumptions_above_it() {
+    let (out, _) = explain(&[
+        "--fleet",
+        "200",
+        "--hosts",
+        "4",
+        "--splay",
+        "0",
+        "--call-time",
+        "2s",
+        "--key",
+        "api",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.lines().take(5).collect::<Vec<_>>().join("\n");
+    for said in [
+        "200 processes on 4 hosts",
+        "a call takes 2s",
+        "at the same instant",
+        "the 50 processes on each host share its state",
+    ] {
+        assert!(head.contains(said), "{said}: {head}");
+    }
+    for column in ["calls", "/job", "good-", "put"] {
+        assert!(text.contains(column), "{column}: {text}");
     }
 }
