@@ -10,19 +10,26 @@
 //!    beside it, held against the same column.
 //! B. The seed paper's load spike: Poisson arrivals at 70% of a server's capacity, +30% for 5
 //!    minutes or +50% for 10, against a loss server and a collapse model; `retry -n 5 -d 100ms
-//!    --max-delay 5s` with each jitter, the paper's adaptive delay as published (α ½, β 1),
-//!    `--backoff adaptive` (β tuned) and a hybrid, each with and without a shared budget. Means
-//!    over 30 seeds with 95% confidence intervals. `cargo bench --bench fleet -- tune` prints
-//!    the grid the tuned parameters were chosen from, and nothing else.
+//!    --max-delay 5s`: exponential backoff with each jitter, the paper's recurrence with values
+//!    of our choosing (α ½, β 1: the paper gives none) and `--backoff adaptive`, both with and
+//!    without jitter, each with and without a shared budget. Means over seeds 0..30 with 95%
+//!    confidence intervals, and each rule against exponential backoff with the same jitter.
+//!    `cargo bench --bench fleet -- tune` prints the grid `--backoff adaptive`'s values were
+//!    chosen from, on seeds held out from those (1000..1010), and nothing else.
+//! Oracles: Brooker 2022's token bucket and breaker amplification, his metastable collapse, and
+//!    gRPC's retry throttling, each beside retry's budget and breaker in the same model
+//!    (`oracles.rs`); `cargo bench --bench fleet -- oracles` prints them alone.
 //! C. A cron fleet through an outage: H hosts (1, 50, 500) each running `retry -n 5` every 5
 //!    minutes at its own phase, against a service down for 10 minutes to 3 hours; without
 //!    state, with a breaker per host, with one shared breaker, one shared budget, both, and both
 //!    with the shared store down (each host falls back to its own state). Means over 30 seeds
 //!    with 95% confidence intervals.
-//! Real processes against the simulator: 100 real `retry` processes sharing one `--key` call a
-//! real HTTP server on 127.0.0.1 (with `curl`) that answers 503 for its first 3 seconds and 200
-//! after, started 20 ms apart; the calls the server counted, over a few rounds, beside the
-//! simulator's prediction for the same setup (with the attempt time measured in those rounds).
+//! Real processes against the simulator: 100 real `retry` processes, without state, on one
+//! `--key` in a state file, and on one `--key` in Redis, call a real HTTP server on 127.0.0.1
+//! (with `curl`) that answers 503 for its first 3 seconds and 200 after, started 20 ms apart;
+//! the calls the server failed, over a few rounds, beside `retry --explain --fleet`'s
+//! prediction for the same setup (given the spawning and attempt times measured in those
+//! rounds, never the calls).
 //!
 //! Scenarios A and B are research, not product: their models live beside this file
 //! (`brooker.rs`, `spike.rs`, and `rules.rs`, the adaptive rules tried beside retry's own) and
