@@ -82,10 +82,26 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
             ));
         }
     }
+    let simulated = Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    };
     Ok(match policy.log.format {
-        LogFormat::Json => json(policy, &fleet, &world, sharing, &rows),
-        LogFormat::Text => text(policy, &fleet, &world, sharing, &rows),
+        LogFormat::Json => json(&simulated),
+        LogFormat::Text => text(&simulated),
     })
+}
+
+/// What was simulated, and what came of it: a row per variant of the policy.
+struct Simulated<'a> {
+    policy: &'a Policy,
+    fleet: Fleet,
+    world: World,
+    sharing: Sharing,
+    rows: Vec<(&'static str, Report)>,
 }
 
 /// Where the simulated processes keep the key's state, in words.
@@ -116,13 +132,14 @@ fn per_host(fleet: &Fleet) -> String {
     }
 }
 
-fn text(
-    policy: &Policy,
-    fleet: &Fleet,
-    world: &World,
-    sharing: Sharing,
-    rows: &[(&str, Report)],
-) -> String {
+fn text(simulated: &Simulated) -> String {
+    let Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    } = simulated;
     let mut out = String::new();
     let starts = if fleet.splay.is_zero() {
         "Every process starts at the same instant, as cron fires a fleet (--splay 0)".to_string()
@@ -153,7 +170,7 @@ fn text(
         human(fleet.every),
         human(fleet.call),
         human(fleet.outage),
-        state_words(sharing, fleet),
+        state_words(*sharing, fleet),
         if policy.adaptive.is_some() {
             "adaptive delay"
         } else {
@@ -213,13 +230,14 @@ fn text(
 }
 
 /// One JSON object of assumptions, then one per row of the table.
-fn json(
-    policy: &Policy,
-    fleet: &Fleet,
-    world: &World,
-    sharing: Sharing,
-    rows: &[(&str, Report)],
-) -> String {
+fn json(simulated: &Simulated) -> String {
+    let Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    } = simulated;
     let secs = |d: Duration| d.as_secs_f64();
     let mut out = String::new();
     let assumptions = serde_json::json!({
