@@ -100,9 +100,12 @@ sysexits\t''
 ssh\t''
 git\t''
 apt\t''"
-complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it, beside the same policy without jitter and without shared state' -r
+complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it (calls, peaks, calls per job, goodput, time to recover) and what it assumed, beside the same policy without jitter and without shared state; with --log-format json, as one JSON object per line' -r
 complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
-complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval); each process starts at its own time within the first' -r
+complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval)' -r
+complete -c retry -l hosts -d 'With --fleet: the N processes are spread over H hosts; with --key and no --state, the processes on one host share that host\'s state [default: N, one process a host]' -r
+complete -c retry -l splay -d 'With --fleet: each process runs at its own random offset within DUR of the cron tick; 0 starts every process at the same instant, as cron fires a fleet at the same second [default: --every, runs spread over it]' -r
+complete -c retry -l call-time -d 'With --fleet: how long one call of the job takes, failed or not' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
 complete -c retry -l output-on-failure -d 'Hold every attempt\'s stdout and stderr and retry\'s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic\'s behaviour, for cron, which mails whatever a job prints)'

@@ -7,5 +7,13 @@
 
 #[path = "brooker.rs"]
 mod brooker;
+#[path = "brooker2022.rs"]
+mod brooker2022;
+#[path = "collapse.rs"]
+mod collapse;
+#[path = "grpc.rs"]
+mod grpc;
+#[path = "keyed.rs"]
+mod keyed;
 #[path = "rules.rs"]
 mod rules;

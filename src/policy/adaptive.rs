@@ -50,14 +50,16 @@ impl Default for Params {
     }
 }
 
-/// The parameters `--backoff adaptive` uses.
-/// The paper's recurrence alone (γ = 1), with β tuned in the simulator's scenario B: over a
-/// grid of α ∈ {0, ½, 0.9}, β ∈ {1, 3, 10, 30} and γ ∈ {½, 1}, the one closest to full
-/// jitter's share of completed tasks at the lowest E[T] (`cargo bench --bench fleet -- tune`).
+/// The parameters `--backoff adaptive` uses. The paper gives no values for α, β or γ; these
+/// are chosen in the simulator's scenario B (`cargo bench --bench fleet -- tune`), over a grid
+/// of α ∈ {0, ½, 0.9}, β ∈ {1, 3, 10, 30, 100, 300} and γ ∈ {½, 1}, on seeds held out from
+/// the ones the bench reports on: the setting with the highest share of all tasks done
+/// within 2 s, the mean over its four cases. It is half the paper's recurrence, half the
+/// exponential delay. (Plain exponential backoff and equal jitter score as high.)
 pub const RULE: Params = Params {
     alpha: 0.5,
-    beta: 30.0,
-    gamma: 1.0,
+    beta: 100.0,
+    gamma: 0.5,
 };
 
 /// A run's adaptive delay: the paper's recurrence with its parameters, and the previous

@@ -34,7 +34,8 @@ pub enum Jitter {
     Full,
     /// d/2 + U(0, d/2).
     Equal,
-    /// U(delay, min(max_delay, prev · 3)) (AWS, 2015): each delay grows from the previous one.
+    /// U(delay, min(max_delay, prev · 3)): each delay grows from the previous one. After AWS
+    /// (2015), whose min(max_delay, U(delay, prev · 3)) piles the delays at the cap on it.
     Decorrelated,
     /// d · U(1−p, 1+p), for p in 0..=1 (given as a percentage).
     Proportional(f64),

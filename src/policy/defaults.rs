@@ -70,6 +70,8 @@ pub const STATE_FAIL: FailMode = FailMode::Open;
 pub const OUTAGE: Duration = Duration::from_secs(5 * 60);
 /// `--every`: how often each process `--explain --fleet` simulates runs the job.
 pub const EVERY: Duration = Duration::from_secs(5 * 60);
+/// `--call-time`: how long one call of the job `--explain --fleet` simulates takes.
+pub const CALL_TIME: Duration = Duration::from_millis(100);
 
 /// The defaults clap shows and parses as text, written out: formatting them would cost every
 /// run at start-up. `setup::cli`'s tests parse each back and compare it with its constant.
@@ -87,6 +89,7 @@ pub mod text {
     pub const STATE_TIMEOUT: &str = "500ms";
     pub const OUTAGE: &str = "5m";
     pub const EVERY: &str = "5m";
+    pub const CALL_TIME: &str = "100ms";
 }
 
 impl Default for BreakerSettings {

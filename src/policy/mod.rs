@@ -96,12 +96,21 @@ pub struct Policy {
     pub nesting: Nesting,
 }
 
-/// `--fleet N --outage DUR --every DUR`: the fleet `--explain` simulates.
+/// `--fleet N --hosts H --outage DUR --every DUR --splay DUR --call-time DUR`: the fleet
+/// `--explain` simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fleet {
+    /// Processes running the job.
+    pub processes: u32,
+    /// Hosts they are spread over; with a key and no `--state`, each host's processes share
+    /// its local state.
     pub hosts: u32,
     pub outage: Duration,
     pub every: Duration,
+    /// Each process starts at its own offset within this of each tick; 0 = all at the tick.
+    pub splay: Duration,
+    /// How long one call takes.
+    pub call: Duration,
 }
 
 /// Where a retry runs: at the top, or inside an attempt of another retry (`RETRY_DEPTH`).

@@ -365,8 +365,9 @@ pub struct Cli {
     pub explain: bool,
 
     /// With --explain: simulate N processes (1 to 100000) running this policy against one
-    /// service that is down for --outage, and print what they do to it, beside the same policy
-    /// without jitter and without shared state.
+    /// service that is down for --outage, and print what they do to it (calls, peaks, calls
+    /// per job, goodput, time to recover) and what it assumed, beside the same policy without
+    /// jitter and without shared state; with --log-format json, as one JSON object per line.
     #[arg(long, value_name = "N", requires = "explain", value_parser = processes,
           help_heading = "Explain a fleet")]
     pub fleet: Option<u32>,
@@ -377,12 +378,30 @@ pub struct Cli {
           help_heading = "Explain a fleet")]
     pub outage: Duration,
 
-    /// With --fleet: how often each process runs the job (a cron interval); each process
-    /// starts at its own time within the first.
+    /// With --fleet: how often each process runs the job (a cron interval).
     #[arg(long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::EVERY,
           help_heading = "Explain a fleet")]
     pub every: Duration,
+
+    /// With --fleet: the N processes are spread over H hosts; with --key and no --state, the
+    /// processes on one host share that host's state [default: N, one process a host].
+    #[arg(long, value_name = "H", value_parser = processes,
+          help_heading = "Explain a fleet")]
+    pub hosts: Option<u32>,
+
+    /// With --fleet: each process runs at its own random offset within DUR of the cron tick;
+    /// 0 starts every process at the same instant, as cron fires a fleet at the same second
+    /// [default: --every, runs spread over it].
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          help_heading = "Explain a fleet")]
+    pub splay: Option<Duration>,
+
+    /// With --fleet: how long one call of the job takes, failed or not.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+          default_value = defaults::text::CALL_TIME,
+          help_heading = "Explain a fleet")]
+    pub call_time: Duration,
 
     /// The command to run and its arguments, passed on byte for byte: run directly, not
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
@@ -867,6 +886,7 @@ mod tests {
         assert_eq!(cli.state_fail, defaults::STATE_FAIL);
         assert_eq!(cli.outage, defaults::OUTAGE);
         assert_eq!(cli.every, defaults::EVERY);
+        assert_eq!(cli.call_time, defaults::CALL_TIME);
         let help = |name: &str| {
             let cmd = command();
             let arg = cmd.get_arguments().find(|a| a.get_id() == name);

@@ -16,15 +16,18 @@ use crate::env;
 use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
-const NOT_SETTINGS: [&str; 10] = [
+const NOT_SETTINGS: [&str; 13] = [
     "config",
     "no-config",
     "profile",
     "explain",
     "reset-state",
     "fleet",
+    "hosts",
     "outage",
     "every",
+    "splay",
+    "call-time",
     "help",
     "version",
 ];

@@ -20,7 +20,7 @@ use crate::policy::outcome::Sources;
 use crate::policy::{Fleet, Origin, Origins, Policy};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
-const FLEET_SHAPE: [&str; 2] = ["outage", "every"];
+const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "splay", "call_time"];
 
 /// What the command line asks for.
 pub struct Setup {
@@ -46,6 +46,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
         && let Some(flag) = FLEET_SHAPE
             .iter()
             .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+            .map(|id| id.replace('_', "-"))
     {
         eprintln!(
             "retry: error: a flag that only shapes a simulated fleet: --{flag} without --fleet; \
@@ -77,18 +78,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
         }
     };
     let (explain, reset_state) = (cli.explain, cli.reset_state);
-    if cli.fleet.is_some() && cli.every < Duration::from_secs(1) {
-        eprintln!(
-            "retry: error: --every is too short for a job's interval: {}; give 1s or more",
-            humantime::format_duration(cli.every)
-        );
-        return Err(Exit::FAILURE);
-    }
-    let fleet = cli.fleet.map(|hosts| Fleet {
-        hosts,
-        outage: cli.outage,
-        every: cli.every,
-    });
+    let fleet = match cli
+        .fleet
+        .map(|processes| fleet(&cli, processes))
+        .transpose()
+    {
+        Ok(fleet) => fleet,
+        Err(why) => {
+            eprintln!("retry: error: {why}");
+            return Err(Exit::FAILURE);
+        }
+    };
     let sources = sources(&cli, &origins);
     match Policy::try_from(cli) {
         Ok(mut policy) => {
@@ -106,6 +106,48 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
             Err(Exit::FAILURE)
         }
     }
+}
+
+/// The fleet `--explain --fleet N` simulates, its flags checked against each other.
+fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
+    let human = |d: Duration| humantime::format_duration(d).to_string();
+    if cli.every < Duration::from_secs(1) {
+        return Err(format!(
+            "--every is too short for a job's interval: {}; give 1s or more",
+            human(cli.every)
+        ));
+    }
+    let hosts = cli.hosts.unwrap_or(processes);
+    if hosts > processes {
+        return Err(format!(
+            "--hosts {hosts} is more than the --fleet of {processes} processes: give at most \
+             {processes} hosts"
+        ));
+    }
+    let splay = cli.splay.unwrap_or(cli.every);
+    if splay > cli.every {
+        return Err(format!(
+            "--splay {} is longer than --every {}: a process runs once a tick, so give at most \
+             --every",
+            human(splay),
+            human(cli.every)
+        ));
+    }
+    if cli.call_time.is_zero() || cli.call_time > cli.every {
+        return Err(format!(
+            "--call-time {} is not a call's time: give more than 0 and at most --every ({})",
+            human(cli.call_time),
+            human(cli.every)
+        ));
+    }
+    Ok(Fleet {
+        processes,
+        hosts,
+        outage: cli.outage,
+        every: cli.every,
+        splay,
+        call: cli.call_time,
+    })
 }
 
 /// Where the status lists came from, for the log: a flag, a profile, a file, or a preset.

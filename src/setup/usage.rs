@@ -209,5 +209,7 @@ mod tests {
             error(&["--n", "3", "--", "x"])
         );
         assert!(error(&[]).contains("no COMMAND given"));
+        let e = error(&["--fleet", "3", "--", "true"]);
+        assert!(e.contains("--fleet without --explain"), "{e}");
     }
 }

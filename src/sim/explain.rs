@@ -1,16 +1,17 @@
 //! `retry --explain --fleet N`: what N processes running this policy do to a service that is
 //! down for a while, simulated with the policy's own code, beside the same policy without
-//! jitter and without (or with) shared state.
+//! jitter and without (or with) shared state: as a table with its assumptions above it, or
+//! as JSON lines (`--log-format json`).
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use super::fleet::{CALL, Report, Sharing, World, simulate};
+use super::fleet::{Report, Sharing, World, simulate};
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::shared::SharedSettings;
-use crate::policy::{Fleet, Policy};
+use crate::policy::{Fleet, LogFormat, Policy};
 
 /// Columns of the chart.
 const WIDTH: usize = 60;
@@ -21,15 +22,19 @@ const HEIGHT: usize = 4;
 /// grows with them (about a microsecond each, four variants), its memory does not.
 pub const MOST_RUNS: u128 = 50_000_000;
 
-/// The whole explanation, as printed; or, when the fleet would take too long to simulate,
-/// why, with the limit.
+/// The whole explanation, as printed (text, or JSON lines with `--log-format json`); or,
+/// when the fleet would take too long to simulate, why, with the limit.
 pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
-    let world = World::cron(
-        usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
-        fleet.every,
-        fleet.outage,
-        policy.seed.unwrap_or(1),
-    );
+    let world = World {
+        processes: usize::try_from(fleet.processes).unwrap_or(usize::MAX),
+        hosts: usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
+        every: fleet.every,
+        splay: fleet.splay,
+        repeat: true,
+        outage: fleet.outage,
+        call: fleet.call,
+        seed: policy.seed.unwrap_or(1),
+    };
     let state = policy.state.as_ref().map(|s| &s.shared);
     let keyed = SharedSettings::default();
     let runs = super::fleet::runs(policy, state.or(Some(&keyed)), &world);
@@ -38,7 +43,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
             "--fleet {} with --every {} through --outage {} is {runs} runs of the job to \
              simulate; the most is {MOST_RUNS}: give fewer processes, a longer --every or a \
              shorter --outage",
-            fleet.hosts,
+            fleet.processes,
             human(fleet.every),
             human(fleet.outage)
         ));
@@ -77,16 +82,95 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
             ));
         }
     }
+    let simulated = Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    };
+    Ok(match policy.log.format {
+        LogFormat::Json => json(&simulated),
+        LogFormat::Text => text(&simulated),
+    })
+}
+
+/// What was simulated, and what came of it: a row per variant of the policy.
+struct Simulated<'a> {
+    policy: &'a Policy,
+    fleet: Fleet,
+    world: World,
+    sharing: Sharing,
+    rows: Vec<(&'static str, Report)>,
+}
+
+/// Where the simulated processes keep the key's state, in words.
+fn state_words(sharing: Sharing, fleet: &Fleet) -> String {
+    match sharing {
+        Sharing::None => "none (no --key)".into(),
+        Sharing::Fleet => "--key with --state: one state for the fleet".into(),
+        Sharing::PerHost if fleet.hosts == fleet.processes => {
+            "--key without --state: each host its own state".into()
+        }
+        Sharing::PerHost => format!(
+            "--key without --state: the {} processes on each host share its state",
+            per_host(fleet)
+        ),
+    }
+}
+
+/// Processes a host, as a number or a range.
+fn per_host(fleet: &Fleet) -> String {
+    let (most, least) = (
+        fleet.processes.div_ceil(fleet.hosts.max(1)),
+        fleet.processes / fleet.hosts.max(1),
+    );
+    if most == least {
+        most.to_string()
+    } else {
+        format!("{least} or {most}")
+    }
+}
+
+fn text(simulated: &Simulated) -> String {
+    let Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    } = simulated;
     let mut out = String::new();
+    let starts = if fleet.splay.is_zero() {
+        "Every process starts at the same instant, as cron fires a fleet (--splay 0)".to_string()
+    } else if fleet.splay == fleet.every {
+        format!(
+            "First runs spread over the {} (--splay)",
+            human(fleet.splay)
+        )
+    } else {
+        format!(
+            "Each process starts within {} of the tick (--splay)",
+            human(fleet.splay)
+        )
+    };
+    let hosts = match fleet.hosts {
+        h if h == fleet.processes => ", one a host".to_string(),
+        1 => " on 1 host".to_string(),
+        h => format!(" on {h} hosts"),
+    };
     let _ = writeln!(
         out,
-        "Fleet: {} processes, each running the job every {} (first runs spread over it),\n\
-         against one service that is down for {}, then up; a call takes {}.\n\
+        "Fleet: {} processes{hosts}, each running the job every {}; a call takes {}.\n\
+         {starts}.\n\
+         The service is down for {}, then up.\n\
+         State: {}.\n\
          Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n",
-        fleet.hosts,
+        fleet.processes,
         human(fleet.every),
+        human(fleet.call),
         human(fleet.outage),
-        human(CALL),
+        state_words(*sharing, fleet),
         if policy.adaptive.is_some() {
             "adaptive delay"
         } else {
@@ -94,27 +178,46 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         },
         world.seed
     );
-    for (a, b, c, d, e, f) in [
-        ("calls in", "calls", "peak", "peak", "runs", "all back"),
+    for (a, b, c, d, e, f, g, h) in [
+        (
+            "calls in", "calls", "peak", "peak", "runs", "calls", "good-", "all back",
+        ),
         (
             "outage",
             "after",
             "calls/s",
             "retries/s",
             "refused",
+            "/job",
+            "put",
             "after recovery",
         ),
     ] {
-        let _ = writeln!(out, "  {:<24}{a:>10} {b:>10} {c:>9} {d:>9} {e:>8}  {f}", "");
+        let _ = writeln!(
+            out,
+            "  {:<24}{a:>10} {b:>10} {c:>9} {d:>9} {e:>8} {f:>6} {g:>6}  {h}",
+            ""
+        );
     }
-    for (name, r) in &rows {
+    for (name, r) in rows {
         let back = r.last_success.map_or_else(|| "not yet".to_string(), human);
         let _ = writeln!(
             out,
-            "  {name:<24}{:>10} {:>10} {:>9} {:>9} {:>8}  {back}",
-            r.calls_during, r.calls_after, r.peak_per_second, r.peak_retries_per_second, r.refused
+            "  {name:<24}{:>10} {:>10} {:>9} {:>9} {:>8} {:>6.2} {:>5.0}%  {back}",
+            r.calls_during,
+            r.calls_after,
+            r.peak_per_second,
+            r.peak_retries_per_second,
+            r.refused,
+            r.amplification(),
+            r.goodput() * 100.0,
         );
     }
+    let _ = writeln!(
+        out,
+        "\n  calls/job: calls per run of the job (refused runs make none); goodput: the share of\n  \
+         calls that succeeded; all back: from the recovery until every process had succeeded once"
+    );
     let colour = std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = writeln!(
@@ -123,7 +226,55 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         human(rows[0].1.bucket)
     );
     chart(&mut out, &rows[0].1, fleet.outage, colour);
-    Ok(out)
+    out
+}
+
+/// One JSON object of assumptions, then one per row of the table.
+fn json(simulated: &Simulated) -> String {
+    let Simulated {
+        policy,
+        fleet,
+        world,
+        sharing,
+        rows,
+    } = simulated;
+    let secs = |d: Duration| d.as_secs_f64();
+    let mut out = String::new();
+    let assumptions = serde_json::json!({
+        "assumptions": {
+            "processes": fleet.processes,
+            "hosts": fleet.hosts,
+            "every_s": secs(fleet.every),
+            "splay_s": secs(fleet.splay),
+            "outage_s": secs(fleet.outage),
+            "call_time_s": secs(fleet.call),
+            "state": match sharing {
+                Sharing::None => "none",
+                Sharing::PerHost => "per host",
+                Sharing::Fleet => "fleet",
+            },
+            "delay": if policy.adaptive.is_some() { "adaptive" } else { "backoff" },
+            "simulated_s": rows.first().map_or(0.0, |(_, r)| secs(r.horizon)),
+            "seed": world.seed,
+        }
+    });
+    let _ = writeln!(out, "{assumptions}");
+    for (name, r) in rows {
+        let row = serde_json::json!({
+            "row": name,
+            "calls_in_outage": r.calls_during,
+            "calls_after": r.calls_after,
+            "peak_calls_per_s": r.peak_per_second,
+            "peak_retries_per_s": r.peak_retries_per_second,
+            "runs_refused": r.refused,
+            "all_back_s": r.last_success.map(secs),
+            "amplification": r.amplification(),
+            "goodput": r.goodput(),
+            "jobs": r.jobs,
+        });
+        let _ = writeln!(out, "{row}");
+    }
+    out
 }
 
 /// A chart of calls per second, `HEIGHT` rows of block characters, the outage in red on a

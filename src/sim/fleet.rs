@@ -1,10 +1,11 @@
-//! Scenario C, and `retry --explain --fleet N`: a fleet of hosts, each running a job every
-//! period (cron, each host at its own phase), against one service that is down for a while and
-//! then recovers. Each run is retry's policy: its attempts, its backoff and jitter drawn by
+//! Scenario C, and `retry --explain --fleet N`: a fleet of processes spread over hosts, each
+//! running a job every period (cron: every process at the period's tick, or at its own offset
+//! within a splay), against one service that is down for a while and then recovers. Each run is retry's policy: its attempts, its backoff and jitter drawn by
 //! [`Backoff::schedule`](crate::policy::backoff::Backoff::schedule), its `--max-time`, and with a
 //! key its breaker and budget through the same [`Shared`] handle a real run uses, over an
-//! in-memory store: one for the whole fleet (a shared store), or one per host (local state, or a
-//! shared store that is down and every host falls back to its own).
+//! in-memory store: one for the whole fleet (a shared store), or one per host, shared by the
+//! processes on it (local state, or a shared store that is down and every host falls back to
+//! its own).
 
 use std::time::Duration;
 
@@ -27,7 +28,8 @@ const DEFAULT_OPEN_MAX: Duration = defaults::BREAKER_OPEN_MAX;
 pub enum Sharing {
     /// No key: every run starts from nothing.
     None,
-    /// Each host its own state (`--key` without `--state`, or a shared store that is down).
+    /// Each host its own state, shared by its processes (`--key` without `--state`, or a
+    /// shared store that is down).
     PerHost,
     /// One state for the fleet (`--key` with `--state redis://…`).
     Fleet,
@@ -36,13 +38,18 @@ pub enum Sharing {
 /// The world the fleet runs in.
 #[derive(Clone, Debug)]
 pub struct World {
+    /// Processes running the job.
+    pub processes: usize,
+    /// The hosts they are spread over (process i on host i mod hosts); with local state, the
+    /// processes of a host share its state file.
     pub hosts: usize,
-    /// How often each host's job runs.
+    /// How often each process's job runs: cron's ticks, at 0, `every`, 2·`every`, …
     pub every: Duration,
-    /// Each host's first run starts at a random time within this (at most `every`): cron's
-    /// splay. Zero starts them all at once.
+    /// Each process runs at its own random offset within this of each tick (at most
+    /// `every`): a splay. Zero starts them all at the tick, as cron fires a fleet at the same
+    /// second.
     pub splay: Duration,
-    /// Each host runs the job again every `every`; else once.
+    /// Each process runs the job again every `every`; else once.
     pub repeat: bool,
     /// The service fails every call from time 0 to this, then answers every call.
     pub outage: Duration,
@@ -52,10 +59,11 @@ pub struct World {
 }
 
 impl World {
-    /// `hosts` cron jobs every `every`, their first runs spread over it, against a service
-    /// down for `outage` whose calls take [`CALL`].
+    /// `hosts` cron jobs every `every`, one process a host, their first runs spread over it,
+    /// against a service down for `outage` whose calls take [`CALL`].
     pub fn cron(hosts: usize, every: Duration, outage: Duration, seed: u64) -> World {
         World {
+            processes: hosts,
             hosts,
             every,
             splay: every,
@@ -67,12 +75,17 @@ impl World {
     }
 }
 
-/// How long one call to the service takes, failed or not, unless a world says otherwise.
-pub const CALL: Duration = Duration::from_millis(100);
+/// How long one call to the service takes, failed or not, unless a world says otherwise:
+/// `--call-time`'s default.
+pub const CALL: Duration = defaults::CALL_TIME;
 
 /// What the fleet did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
+    /// Runs of the job started, refused ones included: the unique requests.
+    pub jobs: u64,
+    /// Calls that succeeded: one per run that did.
+    pub successes: u64,
     /// Calls that reached the service while it was down.
     pub calls_during: u64,
     /// Calls after it recovered, to the end of the simulated time.
@@ -89,8 +102,8 @@ pub struct Report {
     pub peak_retries_per_second: u64,
     /// From the recovery to the first success in the fleet.
     pub first_success: Option<Duration>,
-    /// From the recovery to the time every host had succeeded once; `None` when some host had
-    /// not by the end of the simulated time.
+    /// From the recovery to the time every process had succeeded once: the time to recover.
+    /// `None` when some process had not by the end of the simulated time.
     pub last_success: Option<Duration>,
     /// Calls in each bucket of `bucket`, from time 0.
     pub timeline: Vec<u64>,
@@ -99,8 +112,22 @@ pub struct Report {
     pub horizon: Duration,
 }
 
-/// One run of retry on one host.
+impl Report {
+    /// Calls made per run of the job (unique request): what retrying multiplies the load by.
+    pub fn amplification(&self) -> f64 {
+        (self.calls_during + self.calls_after) as f64 / self.jobs.max(1) as f64
+    }
+
+    /// The share of calls that succeeded: the part of the load on the service that did work.
+    pub fn goodput(&self) -> f64 {
+        self.successes as f64 / (self.calls_during + self.calls_after).max(1) as f64
+    }
+}
+
+/// One run of retry by one process.
 struct Run<'a> {
+    /// The process, and the host whose store it uses.
+    process: usize,
     host: usize,
     started: Nanos,
     attempt: u32,
@@ -111,7 +138,7 @@ struct Run<'a> {
 }
 
 enum Event {
-    /// A host's job starts a run.
+    /// A process's job starts a run.
     Start(usize),
     /// A run's attempt calls the service.
     Call(usize),
@@ -140,7 +167,7 @@ pub fn runs(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> u
     } else {
         1
     };
-    u128::from(per_host) * world.hosts as u128
+    u128::from(per_host) * world.processes as u128
 }
 
 /// Runs the fleet through the outage. `state` is the key's rules when `sharing` is not
@@ -165,7 +192,7 @@ pub fn simulate(
     let mut phases = stream(world.seed, Component::Arrivals);
     let mut rng = stream(world.seed, Component::Policy);
     let fleet_store = MemoryStore::default();
-    let stores: Vec<MemoryStore> = (0..world.hosts)
+    let stores: Vec<MemoryStore> = (0..world.hosts.clamp(1, world.processes.max(1)))
         .map(|_| match sharing {
             Sharing::Fleet => fleet_store.clone(),
             _ => MemoryStore::default(),
@@ -177,16 +204,16 @@ pub fn simulate(
     } else {
         nanos(world.splay)
     };
-    for host in 0..world.hosts {
+    for process in 0..world.processes {
         let phase = if splay == 0 {
             0
         } else {
             phases.random_range(0..splay)
         };
-        queue.at(phase, Event::Start(host));
+        queue.at(phase, Event::Start(process));
     }
-    // The runs under way, at most one a host: a run's place is taken again once it ended, so
-    // memory follows the fleet, not the simulated time.
+    // The runs under way: a run's place is taken again once it ended, so memory follows the
+    // fleet, not the simulated time.
     let mut runs: Vec<Option<Run>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut report = Report {
@@ -194,17 +221,19 @@ pub fn simulate(
         horizon: Duration::from_nanos(horizon),
         ..Report::default()
     };
-    let mut recovered = vec![false; world.hosts];
-    let mut waiting = world.hosts;
+    let mut recovered = vec![false; world.processes];
+    let mut waiting = world.processes;
     let ms = |t: Nanos| t / 1_000_000;
 
     while let Some(event) = queue.pop() {
         let now = queue.now();
         match event {
-            Event::Start(host) => {
+            Event::Start(process) => {
                 if world.repeat && now.saturating_add(every) < horizon {
-                    queue.after(every, Event::Start(host));
+                    queue.after(every, Event::Start(process));
                 }
+                report.jobs += 1;
+                let host = process % stores.len();
                 let mut shared = match (sharing, state) {
                     (Sharing::None, _) | (_, None) => None,
                     (_, Some(s)) => Some(Shared::new(
@@ -226,6 +255,7 @@ pub fn simulate(
                 // schedule it falls back on, as a real run does when its state is lost.
                 let pacing = Pacing::of(policy, shared.is_some());
                 let run = Some(Run {
+                    process,
                     host,
                     started: now,
                     attempt: 0,
@@ -325,11 +355,12 @@ pub fn simulate(
                     free.push(id);
                 }
                 if ok {
+                    report.successes += 1;
                     if now >= outage {
                         let since = Duration::from_nanos(now - outage);
                         report.first_success.get_or_insert(since);
-                        if !recovered[run.host] {
-                            recovered[run.host] = true;
+                        if !recovered[run.process] {
+                            recovered[run.process] = true;
                             waiting -= 1;
                             if waiting == 0 {
                                 report.last_success = Some(since);
@@ -518,9 +549,9 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(e.last_success, None);
-        // The key has only failures: the first delay is ½·1 s + 30·(1 − ⅓)/(1/s) = 20.5 s,
-        // the second ½·20.5 s + 30·(1 − ¼)·20.6 s, so the third attempt comes after the
-        // recovery and succeeds.
+        // The key has only failures: the first delay is ½ of the paper's ½·1 s + 100·(1 − ⅓)
+        // /(1/s) plus ½ of the exponential 1 s, 34.1 s; the second is longer still, so the
+        // third attempt comes after the recovery and succeeds.
         let a = simulate(&adaptive, Sharing::PerHost, Some(&shared(&adaptive)), &w);
         assert_eq!(
             (a.calls_during, a.calls_after, a.gave_up),
@@ -531,6 +562,66 @@ mod tests {
         // Without a key there is nothing to learn from: the exponential schedule.
         let none = simulate(&adaptive, Sharing::None, None, &w);
         assert_eq!(none.calls_during, 5, "{none:?}");
+    }
+
+    #[test]
+    fn processes_on_one_host_share_its_state_as_a_fleet_shares_one_store() {
+        let p = policy(&["-n", "5", "--key", "api"]);
+        let s = shared(&p);
+        let one_host = World {
+            hosts: 1,
+            ..world(40, 30)
+        };
+        let on_one = simulate(&p, Sharing::PerHost, Some(&s), &one_host);
+        let fleet = simulate(&p, Sharing::Fleet, Some(&s), &world(40, 30));
+        assert_eq!(on_one, fleet);
+        // Four hosts of ten: four breakers, each with its own probes.
+        let four = simulate(
+            &p,
+            Sharing::PerHost,
+            Some(&s),
+            &World {
+                hosts: 4,
+                ..world(40, 30)
+            },
+        );
+        let each = simulate(&p, Sharing::PerHost, Some(&s), &world(40, 30));
+        assert!(
+            fleet.calls_during < four.calls_during && four.calls_during < each.calls_during,
+            "{} {} {}",
+            fleet.calls_during,
+            four.calls_during,
+            each.calls_during
+        );
+    }
+
+    #[test]
+    fn the_call_time_moves_every_attempt() {
+        // One run: attempts at 0 s, 6 s (a 5 s call, 1 s wait) and 13 s (2 s wait); the
+        // service is back at 10 s, so the third succeeds at 18 s, 8 s after the recovery.
+        let p = policy(&["-n", "3", "-d", "1s", "--jitter", "none"]);
+        let w = World {
+            splay: Duration::ZERO,
+            repeat: false,
+            outage: Duration::from_secs(10),
+            call: Duration::from_secs(5),
+            ..world(1, 0)
+        };
+        let r = simulate(&p, Sharing::None, None, &w);
+        assert_eq!(
+            (r.calls_during, r.calls_after, r.last_success),
+            (2, 1, Some(Duration::from_secs(8))),
+            "{r:?}"
+        );
+        assert_eq!((r.jobs, r.successes), (1, 1));
+        assert_eq!(r.amplification(), 3.0);
+        assert!((r.goodput() - 1.0 / 3.0).abs() < 1e-12);
+        // With 100 ms calls, all three fall in the outage and the run gives up.
+        let quick = simulate(&p, Sharing::None, None, &World { call: CALL, ..w });
+        assert_eq!(
+            (quick.calls_during, quick.gave_up, quick.last_success),
+            (3, 1, None)
+        );
     }
 
     #[test]

@@ -127,6 +127,8 @@ pub fn stream(seed: u64, component: Component) -> ChaCha8Rng {
 pub struct Estimate {
     pub mean: f64,
     pub ci95: f64,
+    /// The samples' standard deviation (n − 1 in the denominator).
+    pub sd: f64,
     pub n: usize,
 }
 
@@ -137,6 +139,7 @@ impl Estimate {
             return Estimate {
                 mean: f64::NAN,
                 ci95: f64::NAN,
+                sd: f64::NAN,
                 n,
             };
         }
@@ -145,6 +148,7 @@ impl Estimate {
             return Estimate {
                 mean,
                 ci95: f64::INFINITY,
+                sd: f64::NAN,
                 n,
             };
         }
@@ -152,9 +156,50 @@ impl Estimate {
         Estimate {
             mean,
             ci95: t95(n - 1) * (var / n as f64).sqrt(),
+            sd: var.sqrt(),
             n,
         }
     }
+
+    /// Welch's t test of this mean against another's: whether they differ at the 5% level
+    /// (two-sided), with the t statistic and the Welch–Satterthwaite degrees of freedom.
+    pub fn welch(&self, other: &Estimate) -> Welch {
+        let (va, vb) = (
+            self.sd.powi(2) / self.n as f64,
+            other.sd.powi(2) / other.n as f64,
+        );
+        let se = (va + vb).sqrt();
+        let t = (self.mean - other.mean) / se;
+        let df = (va + vb).powi(2)
+            / (va.powi(2) / (self.n as f64 - 1.0) + vb.powi(2) / (other.n as f64 - 1.0));
+        // Both without spread: equal means are the same, different ones differ.
+        let (t, df) = if se > 0.0 {
+            (t, df)
+        } else if self.mean == other.mean {
+            (0.0, f64::INFINITY)
+        } else {
+            (f64::INFINITY, f64::INFINITY)
+        };
+        let critical = if df.is_finite() {
+            t95(df.floor().max(1.0) as usize)
+        } else {
+            1.96
+        };
+        Welch {
+            t,
+            df,
+            differs: t.abs() > critical,
+        }
+    }
+}
+
+/// The outcome of [`Estimate::welch`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    /// The means differ at the 5% level, two-sided.
+    pub differs: bool,
 }
 
 /// The two-sided 95% quantile of Student's t with `df` degrees of freedom.
@@ -218,5 +263,33 @@ mod tests {
         assert_eq!(many.mean, 2.0);
         assert!(many.ci95 < few.ci95);
         assert!((few.ci95 - 4.303 * (1.0f64 / 3.0).sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn welchs_test_tells_a_real_difference_from_noise() {
+        let a = Estimate::of(&[10.0, 11.0, 9.0, 10.5, 9.5, 10.0]);
+        let near = Estimate::of(&[10.2, 10.8, 9.4, 10.1, 9.9, 10.3]);
+        let far = Estimate::of(&[12.0, 12.5, 11.5, 12.2, 11.8, 12.1]);
+        assert!(!a.welch(&near).differs, "{:?}", a.welch(&near));
+        let w = a.welch(&far);
+        assert!(w.differs && w.t < 0.0, "{w:?}");
+        // Equal variances and sizes: df = 2(n − 1).
+        let b = Estimate::of(&[11.0, 12.0, 10.0, 11.5, 10.5, 11.0]);
+        assert!((a.welch(&b).df - 10.0).abs() < 1e-9);
+        // A test at 5%: a difference of 1.5 standard errors is not one, of 2.5 is.
+        assert!(
+            !a.welch(&Estimate {
+                mean: a.mean + 1.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(),
+                ..a
+            })
+            .differs
+        );
+        assert!(
+            a.welch(&Estimate {
+                mean: a.mean + 2.5 * a.sd / 6f64.sqrt() * 2f64.sqrt(),
+                ..a
+            })
+            .differs
+        );
     }
 }

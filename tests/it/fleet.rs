@@ -173,3 +173,159 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// The JSON lines of `--explain --fleet --log-format json`: the assumptions, then the rows.
+fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    let (out, _) = explain(&[args, &["--log-format", "json", "--", "true"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn the_fleet_in_json_is_its_assumptions_then_one_object_a_row() {
+    let lines = json_lines(&[
+        "--fleet",
+        "60",
+        "--hosts",
+        "3",
+        "--splay",
+        "0",
+        "--call-time",
+        "2s",
+        "-n",
+        "3",
+    ]);
+    let a = &lines[0]["assumptions"];
+    assert_eq!(
+        (
+            &a["processes"],
+            &a["hosts"],
+            &a["splay_s"],
+            &a["call_time_s"]
+        ),
+        (&60.into(), &3.into(), &0.0.into(), &2.0.into()),
+        "{a}"
+    );
+    let rows: Vec<&str> = lines[1..]
+        .iter()
+        .filter_map(|r| r["row"].as_str())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "this policy",
+            "without jitter",
+            "with --key (each host)",
+            "with --key --state"
+        ]
+    );
+    for row in &lines[1..] {
+        for field in [
+            "calls_in_outage",
+            "calls_after",
+            "peak_calls_per_s",
+            "peak_retries_per_s",
+            "runs_refused",
+            "all_back_s",
+            "amplification",
+            "goodput",
+        ] {
+            assert!(row.get(field).is_some(), "{field} in {row}");
+        }
+        // Calls over jobs, successes over calls: what the counts say.
+        let calls = row["calls_in_outage"].as_f64().unwrap() + row["calls_after"].as_f64().unwrap();
+        let amplification = row["amplification"].as_f64().unwrap();
+        assert!(
+            (amplification * row["jobs"].as_f64().unwrap() - calls).abs() < 1e-6,
+            "{row}"
+        );
+        assert!(
+            (0.0..=1.0).contains(&row["goodput"].as_f64().unwrap()),
+            "{row}"
+        );
+    }
+    // Cron fires the sixty processes at the same second: all sixty call in it.
+    assert_eq!(lines[1]["peak_calls_per_s"], 60, "{}", lines[1]);
+}
+
+#[test]
+fn processes_on_one_host_share_its_breaker() {
+    let calls = |hosts: &str| {
+        let lines = json_lines(&[
+            "--fleet", "50", "--hosts", hosts, "--outage", "1h", "-n", "5", "--key", "api",
+        ]);
+        lines[1]["calls_in_outage"].as_u64().expect("a count")
+    };
+    let (one, each) = (calls("1"), calls("50"));
+    // One breaker for the fifty: a probe a half-open window; a breaker each: five calls
+    // each before it opens, then their probes.
+    assert!(one * 10 < each, "{one} against {each}");
+}
+
+#[test]
+fn spread_starts_make_a_lower_peak_than_cron_at_the_same_second() {
+    let peak = |splay: &[&str]| {
+        let lines = json_lines(&[&["--fleet", "300", "-n", "3"], splay].concat());
+        lines[1]["peak_calls_per_s"].as_u64().expect("a count")
+    };
+    let (at_once, spread) = (peak(&["--splay", "0"]), peak(&[]));
+    // All three hundred call in the first second, and most retry within it.
+    assert!(at_once >= 300, "{at_once}");
+    assert!(spread * 5 < at_once, "{spread} against {at_once}");
+}
+
+#[test]
+fn bad_fleet_flags_are_named_with_their_values() {
+    for (args, said) in [
+        (&["--fleet", "10", "--hosts", "11"][..], "--hosts 11"),
+        (&["--fleet", "10", "--splay", "6m"][..], "--splay 6m"),
+        (&["--fleet", "10", "--call-time", "0"][..], "--call-time 0s"),
+        (
+            &["--fleet", "10", "--call-time", "10m"][..],
+            "--call-time 10m",
+        ),
+        (&["--fleet", "10", "--hosts", "0"][..], "--hosts: 0"),
+        (&["--hosts", "3"][..], "--hosts without --fleet"),
+    ] {
+        let (out, _) = explain(&[args, &["--", "true"]].concat());
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_table_states_its_assumptions_above_it() {
+    let (out, _) = explain(&[
+        "--fleet",
+        "200",
+        "--hosts",
+        "4",
+        "--splay",
+        "0",
+        "--call-time",
+        "2s",
+        "--key",
+        "api",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.lines().take(5).collect::<Vec<_>>().join("\n");
+    for said in [
+        "200 processes on 4 hosts",
+        "a call takes 2s",
+        "at the same instant",
+        "the 50 processes on each host share its state",
+    ] {
+        assert!(head.contains(said), "{said}: {head}");
+    }
+    for column in ["calls", "/job", "good-", "put"] {
+        assert!(text.contains(column), "{column}: {text}");
+    }
+}
