@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod completions;
+pub mod manual;
 pub mod config;
 pub mod presets;
 mod usage;

@@ -70,7 +70,8 @@ fn man_page() -> Vec<u8> {
         man.render_description_section(out)?;
         man.render_options_section(out)?;
         let mut sections = roff::Roff::new();
-        for (title, items) in retry::setup::cli::SECTIONS {
+        let manual = retry::setup::manual::MANUAL;
+        for &(title, items) in manual.iter().chain(&retry::setup::cli::SECTIONS) {
             sections.control("SH", [title]);
             for (term, text) in items {
                 sections.control("TP", []);
@@ -110,6 +111,9 @@ fn the_man_page_has_the_exit_status_and_environment() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     for needle in [
+        ".SH CONFIGURATION",
+        ".SH \"SHARED STATE\"",
+        ".SH \"LOG FORMAT\"",
         ".SH \"EXIT STATUS\"",
         ".SH ENVIRONMENT",
         ".SH FILES",
