@@ -75,6 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Use this profile of the config file, or a built-in preset of that name')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Use this profile of the config file, or a built-in preset of that name')
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, and exit (for packagers)')
             [CompletionResult]::new('--fleet', '--fleet', [CompletionResultType]::ParameterName, 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it (calls, peaks, calls per job, goodput, time to recover) and what it assumed, beside the same policy without jitter and without shared state; with --log-format json, as one JSON object per line')
             [CompletionResult]::new('--outage', '--outage', [CompletionResultType]::ParameterName, 'With --fleet: how long the service is down')
             [CompletionResult]::new('--every', '--every', [CompletionResultType]::ParameterName, 'With --fleet: how often each process runs the job (a cron interval)')

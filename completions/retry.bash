@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -t -d -b -j -v -q -p -h -V --attempts --retries --forever --max-time --reset-after --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --output-on-failure --verbose --quiet --log-format --log-file --log-time --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --list-keys --reset-state --config --no-config --profile --explain --fleet --outage --every --hosts --splay --call-time --help --version"
+            opts="-n -t -d -b -j -v -q -p -h -V --attempts --retries --forever --max-time --reset-after --attempt-timeout --delay --backoff --factor --max-delay --delays --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --output-on-failure --verbose --quiet --log-format --log-file --log-time --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --list-keys --reset-state --config --no-config --profile --generate --explain --fleet --outage --every --hosts --splay --call-time --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -243,6 +243,10 @@ _retry() {
                     ;;
                 -p)
                     COMPREPLY=($(compgen -W "curl sysexits ssh git apt" -- "${cur}"))
+                    return 0
+                    ;;
+                --generate)
+                    COMPREPLY=($(compgen -W "man bash zsh fish elvish powershell" -- "${cur}"))
                     return 0
                     ;;
                 --fleet)

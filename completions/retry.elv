@@ -72,6 +72,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --config 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml'
             cand -p 'Use this profile of the config file, or a built-in preset of that name'
             cand --profile 'Use this profile of the config file, or a built-in preset of that name'
+            cand --generate 'Print the man page or a shell''s completion script, and exit (for packagers)'
             cand --fleet 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it (calls, peaks, calls per job, goodput, time to recover) and what it assumed, beside the same policy without jitter and without shared state; with --log-format json, as one JSON object per line'
             cand --outage 'With --fleet: how long the service is down'
             cand --every 'With --fleet: how often each process runs the job (a cron interval)'

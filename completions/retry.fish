@@ -100,6 +100,12 @@ sysexits\t''
 ssh\t''
 git\t''
 apt\t''"
+complete -c retry -l generate -d 'Print the man page or a shell\'s completion script, and exit (for packagers)' -r -f -a "man\t''
+bash\t''
+zsh\t''
+fish\t''
+elvish\t''
+powershell\t''"
 complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it (calls, peaks, calls per job, goodput, time to recover) and what it assumed, beside the same policy without jitter and without shared state; with --log-format json, as one JSON object per line' -r
 complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
 complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval)' -r

@@ -360,6 +360,10 @@ pub struct Cli {
           hide_possible_values = true)]
     pub profile: Option<String>,
 
+    /// Print the man page or a shell's completion script, and exit (for packagers).
+    #[arg(long, value_name = "KIND", value_enum, exclusive = true, hide_short_help = true)]
+    pub generate: Option<crate::setup::generate::Kind>,
+
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.
     #[arg(long)]
     pub explain: bool,
@@ -408,7 +412,7 @@ pub struct Cli {
     /// begins with a dash.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, num_args = 1.., help_heading = "Command",
           value_hint = clap::ValueHint::CommandWithArguments,
-          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys"])]
+          value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys", "generate"])]
     pub command: Vec<OsString>,
 }
 

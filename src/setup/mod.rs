@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod completions;
+pub mod generate;
 pub mod manual;
 pub mod config;
 pub mod presets;
@@ -42,6 +43,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
     let matches = cli::command()
         .try_get_matches_from(&args)
         .map_err(clap_error)?;
+    // --generate stands alone, as --help does: nothing else is read.
+    if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
+        return Err(match generate::print(*kind) {
+            Ok(()) => Exit::Code(0),
+            Err(_) => Exit::FAILURE,
+        });
+    }
     // A flag that would be ignored is refused: a fleet's shape without a fleet.
     if matches.get_one::<u32>("fleet").is_none()
         && let Some(flag) = FLEET_SHAPE

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use clap_complete::{Generator, Shell};
 
 use crate::support;
 
@@ -12,78 +11,44 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every generated file: its path under the crate root and its rendered bytes.
+/// Every generated file: its path under the crate root and its rendered bytes, as
+/// `retry --generate KIND` writes it; the man page last.
 fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
+    use retry::setup::generate::{Kind, file_name, render};
     let mut files = Vec::new();
-    for shell in [
-        Shell::Bash,
-        Shell::Zsh,
-        Shell::Fish,
-        Shell::Elvish,
-        Shell::PowerShell,
-    ] {
-        let mut cmd = retry::setup::cli::command();
-        let mut bytes = Vec::new();
-        clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
-        let text = String::from_utf8(bytes).expect("UTF-8 completions");
-        let bytes = match shell {
-            Shell::Bash => retry::setup::completions::bash(&text),
-            Shell::Fish => retry::setup::completions::fish(&text),
-            _ => text,
-        }
-        .into_bytes();
-        let name = shell.file_name("retry");
-        files.push((Path::new("completions").join(name), bytes));
+    for kind in [Kind::Bash, Kind::Zsh, Kind::Fish, Kind::Elvish, Kind::Powershell] {
+        files.push((PathBuf::from(file_name(kind)), render(kind)));
     }
     // The SHA1 that EVALSHA names the Redis script by, so that no run computes it.
     let script = ::redis::Script::new(retry::state::redis::SCRIPT);
     let sha1 = script.get_hash().as_bytes().to_vec();
     files.push((Path::new("src/state").join("redis.lua.sha1"), sha1));
-    files.push((Path::new("man").join("retry.1"), man_page()));
+    files.push((PathBuf::from(file_name(Kind::Man)), render(Kind::Man)));
     files
 }
 
-/// The man page: clap's title, synopsis, description and options, then the exit status,
-/// environment, files and examples from the same definition as `--help`.
-fn man_page() -> Vec<u8> {
-    let man = clap_mangen::Man::new(retry::setup::cli::command());
-    let mut out = Vec::new();
-    let render = |out: &mut Vec<u8>| -> std::io::Result<()> {
-        man.render_title(out)?;
-        man.render_name_section(out)?;
-        // clap_mangen's synopsis lists every flag; the help's usage line reads better.
-        let mut synopsis = roff::Roff::new();
-        synopsis.control("SH", ["SYNOPSIS"]);
-        synopsis.text([
-            roff::bold("retry"),
-            roff::roman(" ["),
-            roff::italic("OPTIONS"),
-            roff::roman("] ["),
-            roff::bold("--"),
-            roff::roman("] "),
-            roff::italic("COMMAND"),
-            roff::roman(" ["),
-            roff::italic("ARG"),
-            roff::roman("]..."),
-        ]);
-        synopsis.to_writer(out)?;
-        man.render_description_section(out)?;
-        man.render_options_section(out)?;
-        let mut sections = roff::Roff::new();
-        let manual = retry::setup::manual::MANUAL;
-        for &(title, items) in manual.iter().chain(&retry::setup::cli::SECTIONS) {
-            sections.control("SH", [title]);
-            for (term, text) in items {
-                sections.control("TP", []);
-                sections.text([roff::bold(*term)]);
-                sections.text([roff::roman(*text)]);
-            }
-        }
-        sections.to_writer(out)?;
-        man.render_version_section(out)
-    };
-    render(&mut out).expect("render the man page");
-    out
+/// What `retry --generate KIND` prints is the checked-in file.
+#[test]
+fn generate_prints_the_checked_in_files() {
+    for kind in ["man", "bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = support::retry()
+            .args(["--generate", kind])
+            .output()
+            .expect("run retry --generate");
+        assert_eq!(out.status.code(), Some(0), "{kind}");
+        let path = match kind {
+            "man" => "man/retry.1",
+            "bash" => "completions/retry.bash",
+            "zsh" => "completions/_retry",
+            "fish" => "completions/retry.fish",
+            "elvish" => "completions/retry.elv",
+            _ => "completions/_retry.ps1",
+        };
+        let file = std::fs::read(root().join(path)).expect("the checked-in file");
+        assert!(out.stdout == file, "--generate {kind} differs from {path}");
+    }
+    let out = support::retry().args(["--generate", "tcsh"]).output().expect("run retry");
+    assert_eq!(out.status.code(), Some(125));
 }
 
 #[test]
