@@ -361,7 +361,13 @@ pub struct Cli {
     pub profile: Option<String>,
 
     /// Print the man page or a shell's completion script, and exit (for packagers).
-    #[arg(long, value_name = "KIND", value_enum, exclusive = true, hide_short_help = true)]
+    #[arg(
+        long,
+        value_name = "KIND",
+        value_enum,
+        exclusive = true,
+        hide_short_help = true
+    )]
     pub generate: Option<crate::setup::generate::Kind>,
 
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.

@@ -3,9 +3,9 @@
 
 pub mod cli;
 pub mod completions;
+pub mod config;
 pub mod generate;
 pub mod manual;
-pub mod config;
 pub mod presets;
 mod usage;
 mod validate;

@@ -302,10 +302,11 @@ fn a_singular_profile_table_is_refused_with_the_spelling_to_use() {
     );
 }
 
-/// The sample config of README.md, as the user would copy it.
+/// The sample config of the guide (docs/config.md), as the user would copy it.
 fn readme_config() -> String {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md"))
+            .expect("docs/config.md");
     let start = readme
         .find("# ~/.config/retry/config.toml")
         .expect("the sample config");

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use crate::support;
 
 fn root() -> PathBuf {
@@ -16,7 +15,13 @@ fn root() -> PathBuf {
 fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
     use retry::setup::generate::{Kind, file_name, render};
     let mut files = Vec::new();
-    for kind in [Kind::Bash, Kind::Zsh, Kind::Fish, Kind::Elvish, Kind::Powershell] {
+    for kind in [
+        Kind::Bash,
+        Kind::Zsh,
+        Kind::Fish,
+        Kind::Elvish,
+        Kind::Powershell,
+    ] {
         files.push((PathBuf::from(file_name(kind)), render(kind)));
     }
     // The SHA1 that EVALSHA names the Redis script by, so that no run computes it.
@@ -47,7 +52,10 @@ fn generate_prints_the_checked_in_files() {
         let file = std::fs::read(root().join(path)).expect("the checked-in file");
         assert!(out.stdout == file, "--generate {kind} differs from {path}");
     }
-    let out = support::retry().args(["--generate", "tcsh"]).output().expect("run retry");
+    let out = support::retry()
+        .args(["--generate", "tcsh"])
+        .output()
+        .expect("run retry");
     assert_eq!(out.status.code(), Some(125));
 }
 
@@ -219,7 +227,14 @@ fn the_man_page_has_the_synopsis_command_hint_files_and_see_also() {
 
 #[test]
 fn the_readmes_cron_lines_do_not_rely_on_crons_path() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    // The README and every page of the guide.
+    let mut readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    for page in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = page.expect("a page").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            readme.push_str(&std::fs::read_to_string(&path).expect("a page"));
+        }
+    }
     let mut blocks = readme.split("```cron").skip(1).peekable();
     assert!(blocks.peek().is_some(), "the README has cron examples");
     for block in blocks {
@@ -345,4 +360,81 @@ fn fish_completes_the_command_after_dashes_and_the_presets() {
             "{text}"
         );
     }
+}
+
+/// The README stays short and points to the guide; the guide's pages exist and link back; no
+/// link between them is broken.
+#[test]
+fn the_readme_is_short_with_contents_and_the_guide_is_whole() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    assert!(
+        readme.len() <= 20 * 1024,
+        "README.md is {} bytes",
+        readme.len()
+    );
+    assert!(readme.contains("## Contents"), "a contents list");
+    let mut guide = 0;
+    let mut pages = vec![(root().join("README.md"), readme.clone())];
+    for page in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = page.expect("a page").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).expect("a page");
+            guide += text.len();
+            pages.push((path, text));
+        }
+    }
+    assert!(guide > 10 * 1024, "the guide is {guide} bytes");
+    for (path, text) in &pages {
+        let dir = path.parent().expect("a folder");
+        for link in text.split("](").skip(1) {
+            let target = link.split(')').next().unwrap_or_default();
+            let file = target.split('#').next().unwrap_or_default();
+            if file.is_empty() || file.starts_with("http") {
+                continue;
+            }
+            assert!(
+                dir.join(file).exists(),
+                "{}: a link to {target} that goes nowhere",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The README's simulated fleet is what `retry --explain --fleet` prints, line for line (the
+/// simulation is seeded), and its first command's output has the shape it shows.
+#[test]
+fn the_readmes_examples_are_what_retry_prints() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let block = readme
+        .split("```console\n")
+        .find(|b| b.starts_with("$ retry --explain --fleet"))
+        .expect("the fleet example");
+    let block = &block[..block.find("```").expect("its end")];
+    let (command, shown) = block.split_once('\n').expect("a command and its output");
+    let args: Vec<&str> = command
+        .trim_start_matches("$ retry ")
+        .split_whitespace()
+        .collect();
+    let out = support::retry().args(&args).output().expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.starts_with(shown),
+        "the README shows:\n{shown}\nretry prints:\n{printed}"
+    );
+    // The first command: fails twice, then succeeds, and says so.
+    let out = support::retry()
+        .args(["-d", "1ms", "--", "sh", "-c"])
+        .arg(r#"echo "attempt $RETRY_ATTEMPT"; [ "$RETRY_ATTEMPT" -ge 3 ]"#)
+        .output()
+        .expect("run retry");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, b"attempt 1\nattempt 2\nattempt 3\n");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("retry: attempt 3/5 succeeded after 2 attempts failed"),
+        "{said}"
+    );
+    assert!(readme.contains("retry: attempt 3/5 succeeded after 2 attempts failed"));
 }

@@ -484,9 +484,10 @@ fn json_log_with_verbose_has_the_policy_in_fields() {
 }
 
 #[test]
-fn the_readme_documents_every_json_event_and_field() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+fn the_guide_documents_every_json_event_and_field() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/logs.md"))
+            .expect("docs/logs.md");
     let r = run_json(
         &[
             "-v",
