@@ -66,7 +66,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --budget-burst 'Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0 turns the budget off'
             cand --budget-ratio 'Tokens a successful attempt adds to the budget'
             cand --budget-refill 'One token comes back to the budget every DUR, whatever happens'
-            cand --state 'Keep the keys'' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead'
+            cand --state 'Keep the keys'' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, redis+unix:///PATH, redis-sentinel://S1[,S2...]/DB?sentinelMasterId=NAME, or redis+cluster://N1[,N2...] [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead'
             cand --state-timeout 'The longest a run waits for the --state store, all its calls together'
             cand --state-fail 'When the --state store cannot be reached in time before the command starts: open runs with this host''s local state and warns; closed exits 75 without running the command'
             cand --config 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml'

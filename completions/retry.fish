@@ -90,7 +90,7 @@ complete -c retry -l breaker-open-max -d 'The longest the breaker stays open' -r
 complete -c retry -l budget-burst -d 'Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0 turns the budget off' -r
 complete -c retry -l budget-ratio -d 'Tokens a successful attempt adds to the budget' -r
 complete -c retry -l budget-refill -d 'One token comes back to the budget every DUR, whatever happens' -r
-complete -c retry -l state -d 'Keep the keys\' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead' -r
+complete -c retry -l state -d 'Keep the keys\' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, redis+unix:///PATH, redis-sentinel://S1[,S2...]/DB?sentinelMasterId=NAME, or redis+cluster://N1[,N2...] [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead' -r
 complete -c retry -l state-timeout -d 'The longest a run waits for the --state store, all its calls together' -r
 complete -c retry -l state-fail -d 'When the --state store cannot be reached in time before the command starts: open runs with this host\'s local state and warns; closed exits 75 without running the command' -r -f -a "open\t'Run with this host\'s local state (the state directory), and warn'
 closed\t'Exit 75 without running the command'"

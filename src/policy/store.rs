@@ -54,6 +54,32 @@ pub enum Place {
     Tcp { host: String, port: u16, tls: bool },
     /// `redis+unix:///path`.
     Unix(PathBuf),
+    /// `redis-sentinel://`: the sentinels to ask for the address of the master they call
+    /// `master`; the URL's user and password are the master's, `sentinel` the sentinels' own.
+    Sentinel {
+        sentinels: Vec<(String, u16)>,
+        master: String,
+        tls: bool,
+        sentinel: Option<(Option<String>, Secret)>,
+    },
+    /// `redis+cluster://`: nodes of a Redis Cluster; the node that holds a key is found by
+    /// following its MOVED answer.
+    Cluster {
+        nodes: Vec<(String, u16)>,
+        tls: bool,
+    },
+}
+
+impl Place {
+    /// Whether the connections are TLS.
+    pub fn tls(&self) -> bool {
+        match self {
+            Place::Tcp { tls, .. } | Place::Sentinel { tls, .. } | Place::Cluster { tls, .. } => {
+                *tls
+            }
+            Place::Unix(_) => false,
+        }
+    }
 }
 
 /// A Redis URL: `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]`, `rediss://` for TLS, or
@@ -68,9 +94,12 @@ pub struct StoreUrl {
 
 /// Redis's port when the URL names none.
 pub const DEFAULT_PORT: u16 = 6379;
+/// A sentinel's port when the URL names none.
+pub const SENTINEL_PORT: u16 = 26379;
 
-const FORMS: &str =
-    "use redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH";
+const FORMS: &str = "use redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, \
+     redis+unix:///PATH, redis-sentinel://HOST[:PORT][,HOST...]/DB?sentinelMasterId=NAME or \
+     redis+cluster://HOST[:PORT][,HOST...]";
 
 const UNESCAPED: &str = "a '/', '?' or '#' in the user or password ends the host's part of a \
      URL early: write them %2F, %3F and %23";
@@ -88,6 +117,10 @@ impl StoreUrl {
             "redis" => (false, false),
             "rediss" => (true, false),
             "redis+unix" => (false, true),
+            "redis-sentinel" => return StoreUrl::several(rest, false, true),
+            "rediss-sentinel" => return StoreUrl::several(rest, true, true),
+            "redis+cluster" => return StoreUrl::several(rest, false, false),
+            "rediss+cluster" => return StoreUrl::several(rest, true, false),
             _ => return Err(format!("'{scheme}://' is not a Redis URL scheme: {FORMS}")),
         };
         // The authority ends at the first '/', '?' or '#', as in any URL. A user or password
@@ -169,6 +202,92 @@ impl StoreUrl {
         })
     }
 
+    /// A URL that names several hosts: sentinels (`redis-sentinel://`, as Lettuce and Spring
+    /// write it, with `?sentinelMasterId=NAME`) or a cluster's nodes (`redis+cluster://`).
+    /// `rest` is what follows `://`.
+    fn several(rest: &str, tls: bool, sentinel: bool) -> Result<StoreUrl, String> {
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        if tail.contains('@') {
+            return Err(UNESCAPED.into());
+        }
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), authority),
+        };
+        let default_port = if sentinel {
+            SENTINEL_PORT
+        } else {
+            DEFAULT_PORT
+        };
+        let mut places = Vec::new();
+        for host in hosts.split(',') {
+            if host.is_empty() {
+                return Err(format!("it names no host: {FORMS}"));
+            }
+            let port_given = !port_text(host).is_empty() || host.ends_with(':');
+            let one = StoreUrl::parse(&format!("redis://{host}"))?;
+            match one.place {
+                Place::Tcp { host, port, .. } => {
+                    places.push((host, if port_given { port } else { default_port }));
+                }
+                _ => return Err(format!("'{host}' is not a host name: {FORMS}")),
+            }
+        }
+        // The user, the password and the database, read as for one host.
+        let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+        let first = StoreUrl::parse(&format!("redis://{userinfo}{}{path}", places[0].0))?;
+        let mut master = None;
+        let mut sentinel_user = None;
+        let mut sentinel_password = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sentinelMasterId", name)) if sentinel && !name.is_empty() => {
+                    master = Some(decode(name)?);
+                }
+                Some(("sentinelUser", user)) if sentinel => sentinel_user = Some(decode(user)?),
+                Some(("sentinelPassword", password)) if sentinel => {
+                    sentinel_password = Some(Secret(decode(password)?));
+                }
+                _ => {
+                    let name = pair.split('=').next().unwrap_or_default();
+                    return Err(format!(
+                        "'?{name}=' is not understood: {}",
+                        if sentinel {
+                            "give ?sentinelMasterId=NAME, and sentinelUser= and sentinelPassword= when the sentinels have their own"
+                        } else {
+                            "a cluster URL takes no query"
+                        }
+                    ));
+                }
+            }
+        }
+        let place = if sentinel {
+            let Some(master) = master else {
+                return Err(
+                    "a sentinel URL names the master: add ?sentinelMasterId=NAME, the name the \
+                     sentinels monitor it by"
+                        .into(),
+                );
+            };
+            Place::Sentinel {
+                sentinels: places,
+                master,
+                tls,
+                sentinel: sentinel_password.map(|p| (sentinel_user, p)),
+            }
+        } else {
+            if first.db != 0 {
+                return Err(format!(
+                    "a Redis Cluster has database 0 only, not {}: leave /{} out",
+                    first.db, first.db
+                ));
+            }
+            Place::Cluster { nodes: places, tls }
+        };
+        Ok(StoreUrl { place, ..first })
+    }
+
     /// The URL as every message shows it: the password replaced by `***`.
     pub fn redacted(&self) -> String {
         let userinfo = match (&self.user, &self.password) {
@@ -203,8 +322,52 @@ impl StoreUrl {
                 };
                 format!("redis+unix://{userinfo}{}{db}", path.display())
             }
+            Place::Sentinel {
+                sentinels,
+                master,
+                tls,
+                sentinel,
+            } => {
+                let scheme = if *tls {
+                    "rediss-sentinel"
+                } else {
+                    "redis-sentinel"
+                };
+                let auth = match sentinel {
+                    Some((Some(user), _)) => format!("&sentinelUser={user}&sentinelPassword=***"),
+                    Some((None, _)) => "&sentinelPassword=***".into(),
+                    None => String::new(),
+                };
+                format!(
+                    "{scheme}://{userinfo}{}/{}?sentinelMasterId={master}{auth}",
+                    hosts(sentinels),
+                    self.db
+                )
+            }
+            Place::Cluster { nodes, tls } => {
+                let scheme = if *tls {
+                    "rediss+cluster"
+                } else {
+                    "redis+cluster"
+                };
+                format!("{scheme}://{userinfo}{}", hosts(nodes))
+            }
         }
     }
+}
+
+/// `host:port,host:port`, an IPv6 address in brackets.
+fn hosts(list: &[(String, u16)]) -> String {
+    list.iter()
+        .map(|(host, port)| {
+            if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A URL as the user wrote it, for an error message: whatever stands between `://` and the
@@ -308,6 +471,60 @@ mod tests {
         let u = StoreUrl::parse("redis+unix:///run/redis/redis.sock?db=3").expect("ok");
         assert_eq!(u.place, Place::Unix("/run/redis/redis.sock".into()));
         assert_eq!(u.db, 3);
+    }
+
+    #[test]
+    fn sentinel_and_cluster_urls_name_several_hosts() {
+        let u = StoreUrl::parse(
+            "redis-sentinel://retry:pw@s1,s2:26380,[::1]/2?sentinelMasterId=mymaster&sentinelPassword=sp%40ss",
+        )
+        .expect("ok");
+        let Place::Sentinel {
+            sentinels,
+            master,
+            tls,
+            sentinel,
+        } = &u.place
+        else {
+            panic!("{u:?}");
+        };
+        assert_eq!(
+            sentinels,
+            &[
+                ("s1".to_string(), 26379),
+                ("s2".to_string(), 26380),
+                ("::1".to_string(), 26379)
+            ]
+        );
+        assert_eq!((master.as_str(), *tls, u.db), ("mymaster", false, 2));
+        assert_eq!(sentinel.as_ref().map(|(_, p)| p.expose()), Some("sp@ss"));
+        assert_eq!(u.password.as_ref().map(Secret::expose), Some("pw"));
+        assert_eq!(
+            u.redacted(),
+            "redis-sentinel://retry:***@s1:26379,s2:26380,[::1]:26379/2?sentinelMasterId=mymaster&sentinelPassword=***"
+        );
+        let u = StoreUrl::parse("rediss+cluster://retry:pw@n1:7000,n2").expect("ok");
+        assert_eq!(
+            u.place,
+            Place::Cluster {
+                nodes: vec![("n1".into(), 7000), ("n2".into(), 6379)],
+                tls: true
+            }
+        );
+        assert_eq!(u.redacted(), "rediss+cluster://retry:***@n1:7000,n2:6379");
+        for (text, word) in [
+            ("redis-sentinel://s1", "sentinelMasterId"),
+            (
+                "redis-sentinel://s1?sentinelMasterId=m&x=1",
+                "'?x=' is not understood",
+            ),
+            ("redis+cluster://n1/3", "database 0 only"),
+            ("redis+cluster://n1,,n2", "names no host"),
+            ("redis+cluster://n1:99999", "not a port"),
+        ] {
+            let e = StoreUrl::parse(text).expect_err(text);
+            assert!(e.contains(word), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -313,7 +313,8 @@ pub struct Cli {
     pub budget_refill: Duration,
 
     /// Keep the keys' state in Redis, shared by every host that uses it:
-    /// redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, or redis+unix:///PATH
+    /// redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, redis+unix:///PATH,
+    /// redis-sentinel://S1[,S2...]/DB?sentinelMasterId=NAME, or redis+cluster://N1[,N2...]
     /// [default: $RETRY_STATE_URL, else the state directory]. A password may come from
     /// $REDISCLI_AUTH instead.
     #[arg(

@@ -42,11 +42,11 @@ pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
             ),
             (
                 "where",
-                "the state directory (--state-dir, $RETRY_STATE_DIR, $XDG_STATE_HOME/retry), one KEY.json and KEY.lock a key, or Redis with --state redis://... (rediss:// for TLS), one hash retry:KEY, shared by a fleet. A store that fails before the command starts: local state and a warning (--state-fail open), or exit 75 (closed).",
+                "the state directory (--state-dir, $RETRY_STATE_DIR, $XDG_STATE_HOME/retry), one KEY.json and KEY.lock a key, or Redis with --state redis://... (rediss:// for TLS; redis-sentinel://S1,S2/DB?sentinelMasterId=NAME behind sentinels; redis+cluster://N1,N2 for a cluster), one hash retry:KEY, shared by a fleet. A store that fails before the command starts: local state and a warning (--state-fail open), or exit 75 (closed).",
             ),
             (
                 "Redis ACL",
-                "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del, and +scan +pttl for --list-keys.",
+                "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del; +scan +pttl (and +cluster|nodes on a cluster) for --list-keys; +asking for a cluster whose slots migrate.",
             ),
             (
                 "operators",

@@ -11,7 +11,7 @@ use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
 use crate::policy::outcome::Rules;
 use crate::policy::shared::SharedSettings;
-use crate::policy::store::{self, Place, Secret, StoreSettings, StoreUrl};
+use crate::policy::store::{self, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
     Hooks, HttpRules, LogSettings, Nesting, Policy, StateSettings, UsageError, output_rules,
 };
@@ -247,7 +247,7 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
             store::redact(&text)
         ))
     })?;
-    if matches!(url.place, Place::Tcp { tls: true, .. }) && !cfg!(feature = "tls") {
+    if url.place.tls() && !cfg!(feature = "tls") {
         return Err(UsageError(format!(
             "a TLS store for {name}: {}; this retry was built without TLS: build it with \
              `--features tls`, or use redis://",

@@ -49,6 +49,10 @@ pub struct RedisStore {
     /// A time to run the scripts at instead of the server's clock: for tests that run the same
     /// operations through this store and another at the same times.
     clock: Option<u64>,
+    /// A cluster's node that a MOVED or ASK answer named: the next connection goes there.
+    node: Option<(String, u16)>,
+    /// The last answer was ASK: the next command on the new connection follows ASKING.
+    asking: bool,
 }
 
 /// Why a call failed, before it is told with the store's URL.
@@ -79,12 +83,56 @@ impl RedisStore {
             con: None,
             spent: Duration::ZERO,
             clock: None,
+            node: None,
+            asking: false,
         }
     }
 
     /// Every key with state in the store, by SCAN (never KEYS, which stops the server while
     /// it runs), sorted.
     pub fn keys(&mut self) -> Result<Vec<String>, Error> {
+        // A cluster's keys are spread over its masters: each is scanned.
+        let nodes = match &self.settings.url.place {
+            Place::Cluster { .. } => self.masters()?.into_iter().map(Some).collect(),
+            _ => vec![None],
+        };
+        let mut keys = Vec::new();
+        for node in nodes {
+            if node.is_some() {
+                self.node = node;
+                self.con = None;
+            }
+            keys.extend(self.scan()?);
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// A cluster's masters, as a node sees them (CLUSTER NODES), failed ones left out.
+    fn masters(&mut self) -> Result<Vec<(String, u16)>, Error> {
+        let table: String = self.call(|con, deadline| {
+            limit(con, deadline)?;
+            Ok(redis::cmd("CLUSTER").arg("NODES").query(con)?)
+        })?;
+        Ok(table
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let flags = fields.get(2)?;
+                if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
+                    return None;
+                }
+                // ip:port@cport[,hostname]
+                let addr = fields.get(1)?.split('@').next()?;
+                let (host, port) = addr.rsplit_once(':')?;
+                Some((host.to_string(), port.parse().ok()?))
+            })
+            .collect())
+    }
+
+    /// The keys with state on the connected server, by SCAN.
+    fn scan(&mut self) -> Result<Vec<String>, Error> {
         let pattern = format!("{PREFIX}*");
         let mut keys = Vec::new();
         let mut cursor = 0u64;
@@ -114,8 +162,6 @@ impl RedisStore {
             }
             cursor = next;
         }
-        keys.sort();
-        keys.dedup();
         Ok(keys)
     }
 
@@ -149,37 +195,42 @@ impl RedisStore {
         Ok((state, now))
     }
 
-    fn info(&self) -> Result<redis::ConnectionInfo, RedisError> {
+    /// How to reach a server at `addr` as the URL's user, in its database.
+    fn info(&self, addr: ConnectionAddr) -> Result<redis::ConnectionInfo, RedisError> {
         let url = &self.settings.url;
-        let addr = match &url.place {
-            Place::Tcp {
-                host,
-                port,
-                tls: false,
-            } => ConnectionAddr::Tcp(host.clone(), *port),
-            Place::Tcp {
-                host,
-                port,
-                tls: true,
-            } => ConnectionAddr::TcpTls {
-                host: host.clone(),
-                port: *port,
-                insecure: false,
-                tls_params: None,
-            },
-            Place::Unix(path) => ConnectionAddr::Unix(path.clone()),
-        };
-        // No CLIENT SETINFO: one command less for the ACL to allow.
-        let mut redis = RedisConnectionInfo::default()
-            .set_db(i64::from(url.db))
-            .set_skip_set_lib_name();
-        if let Some(user) = &url.user {
-            redis = redis.set_username(user);
+        let user = url.user.as_deref();
+        let password = url.password.as_ref().map(|p| p.expose());
+        info(addr, user, password, url.db)
+    }
+
+    /// Connects to the store: its one server; the master the sentinels name; a cluster's
+    /// node, the one a MOVED named if any, else the first of the URL's that answers.
+    fn open(&mut self, deadline: Instant) -> Result<Connection, Failure> {
+        let url = &self.settings.url;
+        match &url.place {
+            Place::Tcp { host, port, tls } => connect(self.info(tcp(host, *port, *tls))?, deadline),
+            Place::Unix(path) => connect(self.info(ConnectionAddr::Unix(path.clone()))?, deadline),
+            Place::Sentinel {
+                sentinels,
+                master,
+                tls,
+                sentinel,
+            } => {
+                let (host, port) = ask_sentinels(sentinels, master, *tls, sentinel, deadline)?;
+                connect(self.info(tcp(&host, port, *tls))?, deadline)
+            }
+            Place::Cluster { nodes, tls } => {
+                let mut last = None;
+                for (host, port) in self.node.iter().chain(nodes) {
+                    match connect(self.info(tcp(host, *port, *tls))?, deadline) {
+                        Ok(con) => return Ok(con),
+                        Err(Failure::Timeout) => return Err(Failure::Timeout),
+                        Err(e) => last = Some(e),
+                    }
+                }
+                Err(last.unwrap_or(Failure::Reply("the cluster URL names no node".into())))
+            }
         }
-        if let Some(password) = &url.password {
-            redis = redis.set_password(password.expose());
-        }
-        Ok(addr.into_connection_info()?.set_redis_settings(redis))
     }
 
     /// Runs `f` on the connection (made first, if need be) with what is left of the run's
@@ -199,6 +250,27 @@ impl RedisStore {
             self.con = None;
             result = self.connected(deadline).and_then(|con| f(con, deadline));
         }
+        // A cluster's node that does not hold the key names the one that does (MOVED), or the
+        // one it is moving to (ASK): the call goes there, twice at most (a MOVED, then an ASK
+        // while the slot migrates).
+        for _ in 0..2 {
+            // redis-rs gives the node as "host:port", and the slot.
+            let redirect = match &result {
+                Err(Failure::Redis(e)) => e
+                    .redirect_node()
+                    .and_then(|(addr, _slot)| addr.rsplit_once(':'))
+                    .and_then(|(host, port)| Some((host.to_string(), port.parse().ok()?)))
+                    .map(|(host, port): (String, u16)| (host, port, e.kind())),
+                _ => None,
+            };
+            let Some((host, port, kind)) = redirect else {
+                break;
+            };
+            self.node = Some((host, port));
+            self.asking = kind == ErrorKind::Server(ServerErrorKind::Ask);
+            self.con = None;
+            result = self.connected(deadline).and_then(|con| f(con, deadline));
+        }
         self.spent += started.elapsed();
         result.map_err(|failure| {
             // A call cut short may leave its answer on the way: never read it as the next's.
@@ -209,8 +281,12 @@ impl RedisStore {
 
     fn connected(&mut self, deadline: Instant) -> Result<&mut Connection, Failure> {
         if self.con.is_none() {
-            let info = self.info()?;
-            self.con = Some(connect(info, deadline)?);
+            let mut con = self.open(deadline)?;
+            if std::mem::take(&mut self.asking) {
+                limit(&mut con, deadline)?;
+                redis::cmd("ASKING").query::<()>(&mut con)?;
+            }
+            self.con = Some(con);
         }
         self.con
             .as_mut()
@@ -314,6 +390,79 @@ impl RedisStore {
             }),
         }
     }
+}
+
+/// The address of a TCP server, with TLS or not.
+fn tcp(host: &str, port: u16, tls: bool) -> ConnectionAddr {
+    if tls {
+        ConnectionAddr::TcpTls {
+            host: host.to_string(),
+            port,
+            insecure: false,
+            tls_params: None,
+        }
+    } else {
+        ConnectionAddr::Tcp(host.to_string(), port)
+    }
+}
+
+/// How to reach a server as `user` with `password`, in database `db`.
+fn info(
+    addr: ConnectionAddr,
+    user: Option<&str>,
+    password: Option<&str>,
+    db: u32,
+) -> Result<redis::ConnectionInfo, RedisError> {
+    // No CLIENT SETINFO: one command less for the ACL to allow.
+    let mut redis = RedisConnectionInfo::default()
+        .set_db(i64::from(db))
+        .set_skip_set_lib_name();
+    if let Some(user) = user {
+        redis = redis.set_username(user);
+    }
+    if let Some(password) = password {
+        redis = redis.set_password(password);
+    }
+    Ok(addr.into_connection_info()?.set_redis_settings(redis))
+}
+
+/// Asks the sentinels, in turn, where the master they call `master` is now: the first that
+/// answers names it. A failover moves it; the next run asks again.
+fn ask_sentinels(
+    sentinels: &[(String, u16)],
+    master: &str,
+    tls: bool,
+    auth: &Option<(Option<String>, crate::policy::store::Secret)>,
+    deadline: Instant,
+) -> Result<(String, u16), Failure> {
+    let (user, password) = match auth {
+        Some((user, password)) => (user.as_deref(), Some(password.expose())),
+        None => (None, None),
+    };
+    let mut last = Failure::Reply("the sentinel URL names no sentinel".into());
+    for (host, port) in sentinels {
+        let asked = info(tcp(host, *port, tls), user, password, 0)
+            .map_err(Failure::from)
+            .and_then(|info| connect(info, deadline))
+            .and_then(|mut con| {
+                limit(&mut con, deadline)?;
+                Ok(redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(master)
+                    .query::<Option<(String, u16)>>(&mut con)?)
+            });
+        match asked {
+            Ok(Some(addr)) => return Ok(addr),
+            Ok(None) => {
+                last = Failure::Reply(format!(
+                    "the sentinel at {host}:{port} knows no master called '{master}'"
+                ));
+            }
+            Err(Failure::Timeout) => return Err(Failure::Timeout),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Connects within the deadline. A host name is looked up with getaddrinfo, which has no time

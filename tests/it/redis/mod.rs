@@ -35,6 +35,7 @@ use crate::support::keyed::{self, Setup, breaker, output, stderr, with};
 use crate::support::redis::{PASSWORD, Server, free_port};
 
 mod connection;
+mod ha;
 mod outages;
 mod rules;
 mod scenarios;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::redis::Server;
+use super::redis::{Cluster, Sentinels, Server};
 
 /// Calls `$run!` with the name of every scenario below: each store's test module runs them all.
 macro_rules! scenarios {
@@ -43,6 +43,10 @@ pub enum Backend<'a> {
     File,
     /// A Redis server, given with `--state` (and the state directory to fall back on).
     Redis(&'a Server),
+    /// A Redis Cluster, given by one node's URL.
+    Cluster(&'a Cluster),
+    /// A master and its replica behind sentinels, given by the sentinels' URL.
+    Sentinel(&'a Sentinels),
 }
 
 /// A state directory (and maybe a Redis server), and a place for the commands' marks.
@@ -65,6 +69,40 @@ impl<'a> Setup<'a> {
         Setup {
             dir: tempfile::tempdir().expect("temporary directory"),
             backend: Backend::Redis(server),
+        }
+    }
+
+    /// The Redis store, on a cluster.
+    pub fn cluster(cluster: &'a Cluster) -> Setup<'a> {
+        Setup {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            backend: Backend::Cluster(cluster),
+        }
+    }
+
+    /// The Redis store, behind sentinels.
+    pub fn sentinel(sentinels: &'a Sentinels) -> Setup<'a> {
+        Setup {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            backend: Backend::Sentinel(sentinels),
+        }
+    }
+
+    /// A command as `admin` on the store's server that holds its key.
+    fn query<T: ::redis::FromRedisValue>(&self, cmd: &mut ::redis::Cmd) -> T {
+        match self.backend {
+            Backend::File => panic!("no Redis here"),
+            Backend::Redis(server) => server.query(cmd),
+            Backend::Cluster(cluster) => cluster.query(cmd),
+            Backend::Sentinel(set) => {
+                let port = set.master_port();
+                let master = if port == Some(set.replica.port) {
+                    &set.replica
+                } else {
+                    &set.master
+                };
+                master.query(cmd)
+            }
         }
     }
 
@@ -92,8 +130,20 @@ impl<'a> Setup<'a> {
             .env_remove("REDISCLI_AUTH")
             .arg("--state-dir")
             .arg(self.state());
-        if let Backend::Redis(server) = self.backend {
-            c.arg("--state").arg(server.url());
+        match self.backend {
+            Backend::File => {}
+            Backend::Redis(server) => {
+                c.arg("--state").arg(server.url());
+            }
+            // A store that fails must fail the test, not pass it on the local state.
+            Backend::Cluster(cluster) => {
+                c.arg("--state").arg(cluster.url());
+                c.args(["--state-fail", "closed"]);
+            }
+            Backend::Sentinel(set) => {
+                c.arg("--state").arg(set.url());
+                c.args(["--state-fail", "closed"]);
+            }
         }
         c.args(args);
         c
@@ -123,9 +173,7 @@ impl<'a> Setup<'a> {
     pub fn stored(&self, key: &str) -> bool {
         match self.backend {
             Backend::File => self.file_of(key).exists(),
-            Backend::Redis(server) => {
-                server.query::<bool>(::redis::cmd("EXISTS").arg(format!("retry:{key}")))
-            }
+            _ => self.query::<bool>(::redis::cmd("EXISTS").arg(format!("retry:{key}"))),
         }
     }
 
@@ -141,11 +189,11 @@ impl<'a> Setup<'a> {
                     .as_u64()
                     .expect("open_for")
             }
-            Backend::Redis(server) => {
+            _ => {
                 let hash = format!("retry:{key}");
-                let state: String = server.query(::redis::cmd("HGET").arg(&hash).arg("s"));
+                let state: String = self.query(::redis::cmd("HGET").arg(&hash).arg("s"));
                 assert_eq!(state, "open");
-                server.query(::redis::cmd("HGET").arg(&hash).arg("o"))
+                self.query(::redis::cmd("HGET").arg(&hash).arg("o"))
             }
         }
     }
@@ -161,9 +209,9 @@ impl<'a> Setup<'a> {
                     String::from_utf8_lossy(&fs::read(&path).expect("state"))
                 )
             }
-            Backend::Redis(server) => {
+            _ => {
                 let mut fields: Vec<(String, String)> =
-                    server.query(::redis::cmd("HGETALL").arg(format!("retry:{key}")));
+                    self.query(::redis::cmd("HGETALL").arg(format!("retry:{key}")));
                 fields.sort();
                 format!("{fields:?}")
             }

@@ -19,9 +19,9 @@ pub const USER: &str = "retry";
 pub const PASSWORD: &str = "pw-7c1e9a-never-shown";
 /// The least a user needs, as the README gives it: the two script commands, and the commands
 /// the scripts call (Redis checks those against the user too), on keys under `retry:`; DEL for
-/// `--reset-state`; SCAN and PTTL for `--list-keys`.
-pub const ACL: &str =
-    "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del +scan +pttl";
+/// `--reset-state`; SCAN and PTTL for `--list-keys`, and CLUSTER NODES for it on a cluster;
+/// ASKING for a cluster whose slots move.
+pub const ACL: &str = "~retry:* resetchannels -@all +evalsha +eval +time +hgetall +hset +pexpire +del +scan +pttl +cluster|nodes +asking";
 
 /// A running server, killed on drop.
 pub struct Server {
@@ -52,14 +52,27 @@ impl Server {
         Server::start_with(Some(certs), None)
     }
 
+    /// Starts a server with these arguments added (a cluster node's, a replica's).
+    pub fn start_with_args(extra: &[String]) -> Option<Server> {
+        Server::start_full(None, None, extra)
+    }
+
     fn start_with(tls: Option<&Path>, requirepass: Option<&str>) -> Option<Server> {
+        Server::start_full(tls, requirepass, &[])
+    }
+
+    fn start_full(
+        tls: Option<&Path>,
+        requirepass: Option<&str>,
+        extra: &[String],
+    ) -> Option<Server> {
         if !super::have("redis-server", "apt-get install redis-server") {
             return None;
         }
         // Another process may take the free port before the server binds it: then try again.
         let mut last = String::new();
         for _ in 0..5 {
-            match Server::try_start(tls, requirepass) {
+            match Server::try_start(tls, requirepass, extra) {
                 Ok(server) => return Some(server),
                 Err(log) => last = log,
             }
@@ -67,7 +80,11 @@ impl Server {
         panic!("redis-server did not start: {last}");
     }
 
-    fn try_start(tls: Option<&Path>, requirepass: Option<&str>) -> Result<Server, String> {
+    fn try_start(
+        tls: Option<&Path>,
+        requirepass: Option<&str>,
+        extra: &[String],
+    ) -> Result<Server, String> {
         let dir = tempfile::tempdir().expect("temporary directory");
         let acl = dir.path().join("users.acl");
         fs::write(
@@ -95,6 +112,7 @@ impl Server {
             Some(password) => command.args(["--requirepass", password]),
         };
         let mut child = command
+            .args(extra)
             .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"])
             .arg("--dir")
@@ -125,6 +143,12 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Kills the server at once, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// The server's process id.
@@ -163,4 +187,259 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// A Redis Cluster of three masters (no replicas) on loopback ports, made by `redis-cli
+/// --cluster create`, each node with the same users as a lone server.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// Starts the cluster, or returns `None` (having said so loudly) without `redis-server` or
+    /// `redis-cli`, unless `CI` is set.
+    pub fn start() -> Option<Cluster> {
+        if !super::have("redis-cli", "apt-get install redis-tools") {
+            return None;
+        }
+        let args: Vec<String> = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "2000",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            nodes.push(Server::start_with_args(&args)?);
+        }
+        let mut create = Command::new("redis-cli");
+        create.args([
+            "--user",
+            "admin",
+            "--pass",
+            "admin",
+            "--no-auth-warning",
+            "--cluster",
+            "create",
+        ]);
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli runs");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let cluster = Cluster { nodes };
+        // Every node knows every slot's master before the test starts.
+        let started = std::time::Instant::now();
+        while !cluster.nodes.iter().all(|n| {
+            n.query::<String>(::redis::cmd("CLUSTER").arg("INFO"))
+                .contains("cluster_state:ok")
+        }) {
+            assert!(started.elapsed() < PATIENCE, "the cluster never came up");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(cluster)
+    }
+
+    /// The URL retry is given: one node only, as the others are found from it.
+    pub fn url(&self) -> String {
+        format!(
+            "redis+cluster://{USER}:{PASSWORD}@127.0.0.1:{}",
+            self.nodes[0].port
+        )
+    }
+
+    /// A command as `admin`, on the node that holds its key.
+    pub fn query<T: ::redis::FromRedisValue>(&self, cmd: &mut ::redis::Cmd) -> T {
+        let mut last = None;
+        for node in &self.nodes {
+            match cmd.query::<T>(&mut node.admin()) {
+                Ok(v) => return v,
+                Err(e) if e.redirect_node().is_some() => last = Some(e),
+                Err(e) => panic!("admin command: {e}"),
+            }
+        }
+        panic!("no node holds the key: {last:?}")
+    }
+
+    /// The node that holds `hash`.
+    pub fn holder(&self, hash: &str) -> &Server {
+        let slot: u16 = self.nodes[0].query(::redis::cmd("CLUSTER").arg("KEYSLOT").arg(hash));
+        self.nodes
+            .iter()
+            .find(|n| {
+                let slots: Vec<(u16, u16)> = n
+                    .query::<Vec<::redis::Value>>(::redis::cmd("CLUSTER").arg("SLOTS"))
+                    .iter()
+                    .filter_map(|range| match range {
+                        ::redis::Value::Array(items) => match (&items[0], &items[1], &items[2]) {
+                            (
+                                ::redis::Value::Int(lo),
+                                ::redis::Value::Int(hi),
+                                ::redis::Value::Array(master),
+                            ) => {
+                                let port = match master.get(1) {
+                                    Some(::redis::Value::Int(p)) => *p as u16,
+                                    _ => 0,
+                                };
+                                (port == n.port).then_some((*lo as u16, *hi as u16))
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                slots.iter().any(|(lo, hi)| (*lo..=*hi).contains(&slot))
+            })
+            .expect("a node holds every slot")
+    }
+}
+
+/// A master, its replica and three sentinels that watch them as `mymaster`, with a short
+/// down-after time so that a failover takes a second or two.
+pub struct Sentinels {
+    pub master: Server,
+    pub replica: Server,
+    sentinels: Vec<(Child, u16, TempDir)>,
+}
+
+/// The name the sentinels know the master by.
+pub const MASTER_NAME: &str = "mymaster";
+
+impl Sentinels {
+    pub fn start() -> Option<Sentinels> {
+        if !super::have("redis-cli", "apt-get install redis-tools") {
+            return None;
+        }
+        let master = Server::start()?;
+        let replica = Server::start_with_args(
+            &[
+                "--replicaof",
+                "127.0.0.1",
+                &master.port.to_string(),
+                "--masteruser",
+                "admin",
+                "--masterauth",
+                "admin",
+            ]
+            .map(String::from),
+        )?;
+        let started = std::time::Instant::now();
+        while !master
+            .query::<String>(::redis::cmd("INFO").arg("replication"))
+            .contains("connected_slaves:1")
+        {
+            assert!(started.elapsed() < PATIENCE, "the replica never connected");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let mut sentinels = Vec::new();
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let port = free_port();
+            let conf = dir.path().join("sentinel.conf");
+            fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndir {}\n\
+                     sentinel monitor {MASTER_NAME} 127.0.0.1 {} 2\n\
+                     sentinel down-after-milliseconds {MASTER_NAME} 500\n\
+                     sentinel failover-timeout {MASTER_NAME} 3000\n\
+                     sentinel auth-user {MASTER_NAME} admin\n\
+                     sentinel auth-pass {MASTER_NAME} admin\n",
+                    dir.path().display(),
+                    master.port
+                ),
+            )
+            .expect("sentinel.conf");
+            let child = Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server --sentinel starts");
+            sentinels.push((child, port, dir));
+        }
+        let set = Sentinels {
+            master,
+            replica,
+            sentinels,
+        };
+        // Every sentinel knows the master and its replica, and the others.
+        let started = std::time::Instant::now();
+        while !set.ready() {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the sentinels never got ready"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Some(set)
+    }
+
+    fn ready(&self) -> bool {
+        self.sentinels.iter().all(|(_, port, _)| {
+            let con = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
+                .and_then(|c| c.get_connection());
+            let Ok(mut con) = con else { return false };
+            let replicas: Result<Vec<::redis::Value>, _> = ::redis::cmd("SENTINEL")
+                .arg("replicas")
+                .arg(MASTER_NAME)
+                .query(&mut con);
+            let sentinels: Result<Vec<::redis::Value>, _> = ::redis::cmd("SENTINEL")
+                .arg("sentinels")
+                .arg(MASTER_NAME)
+                .query(&mut con);
+            matches!((replicas, sentinels), (Ok(r), Ok(s)) if r.len() == 1 && s.len() == 2)
+        })
+    }
+
+    /// The URL retry is given: the three sentinels and the master's name.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|(_, port, _)| format!("127.0.0.1:{port}"))
+            .collect();
+        format!(
+            "redis-sentinel://{USER}:{PASSWORD}@{}/0?sentinelMasterId={MASTER_NAME}",
+            hosts.join(",")
+        )
+    }
+
+    /// The master's port, as the first sentinel that answers says.
+    pub fn master_port(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|(_, port, _)| {
+            let mut con = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
+                .and_then(|c| c.get_connection())
+                .ok()?;
+            ::redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(MASTER_NAME)
+                .query::<Option<(String, u16)>>(&mut con)
+                .ok()
+                .flatten()
+                .map(|(_, port)| port)
+        })
+    }
+}
+
+impl Drop for Sentinels {
+    fn drop(&mut self) {
+        for (child, _, _) in &mut self.sentinels {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
