@@ -335,9 +335,10 @@ impl Sentinels {
             .map(String::from),
         )?;
         let started = std::time::Instant::now();
-        while !master
+        // The replica has synced and follows the master's writes.
+        while !replica
             .query::<String>(::redis::cmd("INFO").arg("replication"))
-            .contains("connected_slaves:1")
+            .contains("master_link_status:up")
         {
             assert!(started.elapsed() < PATIENCE, "the replica never connected");
             std::thread::sleep(std::time::Duration::from_millis(50));
