@@ -394,8 +394,10 @@ impl Replay {
                         }
                         Ok(got)
                     }
-                    Err(e) => {
-                        self.lost = Some(e);
+                    Err(unkept) => {
+                        // What was taken reached the attempt (by tee) but not the record.
+                        self.lost = Some(unkept.error);
+                        n -= unkept.taken;
                         continue;
                     }
                 }
