@@ -81,7 +81,11 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
     };
     let mut rng = match policy.seed {
         Some(seed) => StdRng::seed_from_u64(seed),
-        None => rand::make_rng(),
+        // Seeded from the system directly, not through the thread's generator: that one
+        // makes a block at once (and asks the CPU which instructions it has, which in a
+        // virtual machine costs about as much as a system call), while this generator makes
+        // its first block only when a wait is jittered.
+        None => StdRng::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| rand::make_rng()),
     };
     let mut world = match process::Process::new(policy, signals, start, transcript.as_ref()) {
         Ok(world) => world,

@@ -2,11 +2,15 @@
 //! signal and wakes the loop through a self-pipe, and SIGCHLD wakes it when an attempt ends.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
+use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+use nix::libc;
+use nix::sys::signal::{
+    SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask, sigaction,
+};
 use nix::unistd::pipe2;
 
 /// The signals retry handles: the first four cancel the run, the others are only passed on.
@@ -32,6 +36,26 @@ pub fn cancelling_arrived() -> bool {
     })
 }
 
+/// The write end of the self-pipe, for the handler; -1 before it exists.
+static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+/// The one handler of every signal retry handles: counts it (SIGCHLD is not counted: an ended
+/// child is found by waiting for it), then wakes the loop. The count is raised before the
+/// wake-up, so the loop never wakes to find it not yet raised.
+extern "C" fn on_signal(signal: libc::c_int) {
+    let errno = Errno::last_raw();
+    if let Some(i) = HANDLED.iter().position(|s| *s as libc::c_int == signal) {
+        ARRIVED[i].fetch_add(1, Ordering::SeqCst);
+    }
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // A full pipe already holds a wake-up; the count above is what matters.
+        // SAFETY: write(2) of one byte from a static buffer is async-signal-safe.
+        let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+    }
+    Errno::set_raw(errno);
+}
+
 /// The receiving end of retry's signal handlers.
 pub struct Signals {
     wake: OwnedFd,
@@ -47,26 +71,20 @@ impl Signals {
     /// longer end retry: the loop decides what each one does.
     pub fn install() -> io::Result<Signals> {
         let (wake, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
-        // The write end lives as long as retry: the handlers may run until it exits.
-        let write: &'static OwnedFd = Box::leak(Box::new(write));
-        let wake_up = move || {
-            // A full pipe already holds a wake-up; the count below is what matters.
-            let _ = nix::unistd::write(write, b"x");
-        };
-        for (i, signal) in HANDLED.iter().enumerate() {
-            let count = &ARRIVED[i];
-            // SAFETY: the action only increments an atomic and writes one byte to a pipe,
-            // both async-signal-safe (the registry keeps errno intact around it). The count is
-            // raised before the wake-up, so the loop never wakes to find it not yet raised.
-            unsafe {
-                signal_hook::low_level::register(*signal as i32, move || {
-                    count.fetch_add(1, Ordering::SeqCst);
-                    wake_up();
-                })
-            }?;
+        // The write end lives as long as retry: the handler may run until it exits. (A run
+        // installs the handlers once.)
+        WAKE.store(write.as_raw_fd(), Ordering::SeqCst);
+        std::mem::forget(write);
+        let action = SigAction::new(
+            SigHandler::Handler(on_signal),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        for signal in HANDLED.iter().chain([&Signal::SIGCHLD]) {
+            // SAFETY: the handler only increments an atomic and writes one byte to a pipe,
+            // both async-signal-safe, and keeps errno intact around them.
+            unsafe { sigaction(*signal, &action) }?;
         }
-        // SAFETY: as above, without a count: an ended child is found by waiting for it.
-        unsafe { signal_hook::low_level::register(Signal::SIGCHLD as i32, wake_up) }?;
         // A launcher may start retry with signals blocked (some Python and Java ones do, and
         // pass the mask on through exec): a blocked SIGCHLD would never wake the loop when an
         // attempt ends, and a blocked SIGTERM could not stop it. GNU timeout unblocks what it

@@ -10,6 +10,15 @@ use nix::fcntl::{SpliceFFlags, splice};
 
 /// Bytes kept in memory before the rest goes to a temporary file.
 pub const MEMORY_LIMIT: usize = 1 << 20;
+/// At most this much is read at once from a pipe on its way to the file.
+const PASSAGE: usize = 1 << 20;
+
+/// Bytes taken from a pipe that could not be kept: the file failed.
+pub struct Unkept {
+    pub error: io::Error,
+    /// How many were taken from the pipe all the same.
+    pub taken: usize,
+}
 
 /// An append-only store of bytes that can be read back from any position.
 #[derive(Default)]
@@ -19,6 +28,8 @@ pub struct Spool {
     /// created unlinked (mode 0600), so it vanishes when retry exits, however it exits.
     file: Option<File>,
     len: u64,
+    /// What passes from a pipe to the file, on its way.
+    passage: Vec<u8>,
 }
 
 impl Spool {
@@ -49,24 +60,37 @@ impl Spool {
     }
 
     /// Takes up to `n` bytes from the pipe `from` and appends them: read into memory while it
-    /// has room, then spliced into the file, never through a buffer of retry's. Returns how
-    /// many (0 at the end of the pipe). On an error of the file, nothing was taken.
-    pub fn append_from(&mut self, from: BorrowedFd<'_>, n: usize) -> io::Result<usize> {
+    /// has room, then into the file. Returns how many (0 at the end of the pipe).
+    ///
+    /// The bytes for the file are read, then written, rather than spliced from the pipe to
+    /// the file: splice(2) holds the pipe's lock while the file system writes, and the writer
+    /// at the other end of the pipe, waiting for it, would go at the file system's pace.
+    pub fn append_from(&mut self, from: BorrowedFd<'_>, n: usize) -> Result<usize, Unkept> {
+        let unkept = |error: io::Error| Unkept { error, taken: 0 };
         let room = MEMORY_LIMIT.saturating_sub(self.memory.len()).min(n);
         let got = if self.file.is_none() && room > 0 {
             let old = self.memory.len();
             self.memory.resize(old + room, 0);
             let read = retrying(|| nix::unistd::read(from, &mut self.memory[old..]));
             self.memory.truncate(old + *read.as_ref().unwrap_or(&0));
-            read?
+            read.map_err(|e| unkept(e.into()))?
         } else {
             let file = match &mut self.file {
                 Some(file) => file,
-                None => self.file.insert(tempfile::tempfile()?),
+                None => self.file.insert(tempfile::tempfile().map_err(unkept)?),
             };
-            let mut at = i64::try_from(self.len - self.memory.len() as u64)
-                .map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
-            retrying(|| splice(from, None, &*file, Some(&mut at), n, SpliceFFlags::empty()))?
+            let want = n.min(PASSAGE);
+            if self.passage.len() < want {
+                self.passage.resize(want, 0);
+            }
+            let passage = &mut self.passage[..want];
+            let got =
+                retrying(|| nix::unistd::read(from, passage)).map_err(|e| unkept(e.into()))?;
+            let at = self.len - self.memory.len() as u64;
+            if let Err(error) = file.write_all_at(&self.passage[..got], at) {
+                return Err(Unkept { error, taken: got });
+            }
+            got
         };
         self.len += got as u64;
         Ok(got)

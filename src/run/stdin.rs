@@ -23,6 +23,10 @@ const PAGE: usize = 4096;
 const BIG: usize = 1 << 20;
 /// Reading in this size when stdin cannot be peeked at (a socket).
 const CHUNK: usize = 64 * 1024;
+/// Once an attempt has read this much of stdin, it streams: retry takes stdin as fast as the
+/// attempt's pipe takes it, up to that pipe's size ahead of what the attempt has read, rather
+/// than waiting for the attempt to have read everything before taking more.
+const STREAM_AFTER: u64 = 1 << 20;
 /// How soon, then how seldom at most, to look whether an attempt has read all it was given,
 /// when its pipe is large: no poll event says "this pipe is empty".
 const DRAIN_FIRST: Duration = Duration::from_micros(100);
@@ -98,13 +102,18 @@ impl Input {
 
 /// A pipe or socket on stdin, recorded as the attempts read it.
 ///
-/// From a pipe, nothing is taken that no attempt read: bytes are first copied to the attempt
-/// with tee(2), which leaves them in retry's stdin, and taken from stdin into the record only
-/// once the attempt has read them all. So `cmd | while read l; do retry -- true; done` keeps
-/// its lines. The attempt's pipe holds one page until the attempt has read one; then it, and
-/// retry's stdin, grow to a MiB, and the bytes move a MiB at a time, by tee and splice, without
-/// passing through retry. A socket cannot be peeked at that way; from one, retry reads at most
-/// a page ahead of an attempt that has not shown it reads stdin.
+/// From a pipe, until an attempt has read [`STREAM_AFTER`] bytes, nothing is taken that no
+/// attempt read: bytes are first copied to the attempt with tee(2), which leaves them in
+/// retry's stdin, and taken from stdin into the record only once the attempt has read them
+/// all. So `cmd | while read l; do retry -- true; done` keeps its lines, and so does any
+/// command that reads a little and exits. The attempt's pipe holds one page until the attempt
+/// has read one; then it, and retry's stdin, grow to a MiB. Once the attempt has read
+/// [`STREAM_AFTER`] bytes it streams: each tee(2) into its pipe is taken into the record at
+/// once, so the bytes move as fast as the attempt reads them, retry waits only in poll(2), and
+/// what it took and the attempt did not read is at most what the attempt's pipe holds (a MiB).
+/// A later attempt is given the record first, through a pipe of a MiB from the start. A socket
+/// cannot be peeked at that way; from one, retry reads at most a page ahead of an attempt that
+/// has not shown it reads stdin.
 #[derive(Default)]
 pub struct Replay {
     record: Spool,
@@ -137,6 +146,8 @@ struct Feed {
     big: Option<usize>,
     /// The next look for an empty pipe, when it is big.
     drain_in: Duration,
+    /// The attempt has read [`STREAM_AFTER`] bytes: stdin is taken as the pipe takes it.
+    streaming: bool,
 }
 
 /// What the replay waits for next.
@@ -166,10 +177,10 @@ fn read_stdin(buf: &mut [u8]) -> nix::Result<usize> {
 nix::ioctl_read_bad!(fionread, nix::libc::FIONREAD, nix::libc::c_int);
 
 /// How many bytes wait unread in a pipe.
-fn unread(pipe: &OwnedFd) -> usize {
+fn unread(pipe: &impl AsFd) -> usize {
     let mut n: nix::libc::c_int = 0;
     // SAFETY: FIONREAD writes one int through a valid pointer.
-    match unsafe { fionread(pipe.as_raw_fd(), &mut n) } {
+    match unsafe { fionread(pipe.as_fd().as_raw_fd(), &mut n) } {
         Ok(_) => usize::try_from(n).unwrap_or(0),
         Err(_) => 0,
     }
@@ -200,7 +211,12 @@ impl Replay {
             unkept: Vec::new(),
             big: None,
             drain_in: DRAIN_FIRST,
+            streaming: false,
         });
+        if self.record.len() > 0 {
+            // The record is not taken from stdin: it may go as fast as the attempt reads it.
+            self.grow();
+        }
         self.settle();
         Ok(ChildFd::Pipe(read))
     }
@@ -248,6 +264,7 @@ impl Replay {
             self.take(peeked);
         }
         self.send();
+        self.stream();
     }
 
     /// The time to look has come: if the attempt has read all it was given, take it from
@@ -264,7 +281,10 @@ impl Replay {
         feed.drain_in = DRAIN_FIRST;
         feed.room = true;
         let peeked = std::mem::take(&mut feed.peeked);
+        // The attempt has read everything it was given.
+        feed.streaming = feed.sent + peeked as u64 >= STREAM_AFTER;
         self.take(peeked);
+        self.stream();
     }
 
     /// The attempt reads: its pipe, and retry's stdin pipe, grow, so that the bytes move a
@@ -284,6 +304,10 @@ impl Replay {
     /// retry's stdin is readable: give the attempt what it holds, as far as the pipe takes it.
     pub fn on_input(&mut self) {
         let Some(feed) = &mut self.feed else { return };
+        if feed.streaming && !self.no_tee {
+            self.stream();
+            return;
+        }
         if !self.no_tee {
             let size = feed.big.unwrap_or(PAGE);
             match tee(
@@ -318,6 +342,46 @@ impl Replay {
         self.send();
     }
 
+    /// An attempt that reads a lot, with the record all sent: copies stdin into its pipe and
+    /// takes the same bytes into the record at once, until the pipe is full or stdin is empty.
+    fn stream(&mut self) {
+        loop {
+            let Some(feed) = &mut self.feed else { return };
+            if !feed.streaming
+                || self.no_tee
+                || self.eof
+                || !feed.room
+                || feed.peeked > 0
+                || feed.sent < self.record.len()
+                || !feed.unkept.is_empty()
+            {
+                return;
+            }
+            let size = feed.big.unwrap_or(PAGE);
+            match tee(
+                io::stdin(),
+                &feed.pipe,
+                size,
+                SpliceFFlags::SPLICE_F_NONBLOCK,
+            ) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.take(n),
+                // Either the attempt's pipe is full or stdin is empty: wait for the one that is.
+                Err(Errno::EAGAIN) => {
+                    if unread(&io::stdin()) > 0 {
+                        feed.room = false;
+                    }
+                    return;
+                }
+                Err(Errno::EINTR) => {}
+                // The attempt closed its stdin: it wants no more.
+                Err(Errno::EPIPE) => self.feed = None,
+                Err(_) => self.no_tee = true,
+            }
+            self.settle();
+        }
+    }
+
     /// Takes `n` bytes that an attempt has read from stdin into the record.
     fn take(&mut self, mut n: usize) {
         let mut scratch = Vec::new();
@@ -330,8 +394,10 @@ impl Replay {
                         }
                         Ok(got)
                     }
-                    Err(e) => {
-                        self.lost = Some(e);
+                    Err(unkept) => {
+                        // What was taken reached the attempt (by tee) but not the record.
+                        self.lost = Some(unkept.error);
+                        n -= unkept.taken;
                         continue;
                     }
                 }
@@ -395,6 +461,14 @@ impl Replay {
                     return;
                 }
             }
+        }
+        // All of the record is sent: if the attempt has read enough of it, it streams on.
+        if !feed.streaming
+            && feed.big.is_some()
+            && feed.sent == self.record.len()
+            && feed.peeked == 0
+        {
+            feed.streaming = feed.sent.saturating_sub(unread(&feed.reader) as u64) >= STREAM_AFTER;
         }
         self.settle();
     }

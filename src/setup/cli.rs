@@ -28,17 +28,17 @@ use crate::setup::presets::{self, Preset};
     override_usage = USAGE,
     before_help = QUICK,
     help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}{all-args}{after-help}",
-    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. See --help for more.",
-    after_long_help = after_long_help()
+    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. See --help for more."
 )]
 pub struct Cli {
     /// Total attempts, the first included (at least 1) [default: 5].
-    #[arg(short = 'n', long, value_name = "N", value_parser = attempts,
+    #[arg(allow_hyphen_values = true, short = 'n', long, value_name = "N", value_parser = attempts,
           conflicts_with_all = ["retries", "forever"], help_heading = "When to stop")]
     pub attempts: Option<u32>,
 
     /// Retries after the first attempt: the same as --attempts N+1.
     #[arg(
+        allow_hyphen_values = true,
         long,
         value_name = "N",
         value_parser = retries,
@@ -52,32 +52,33 @@ pub struct Cli {
     pub forever: bool,
 
     /// Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1).
-    #[arg(short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
+    #[arg(allow_hyphen_values = true, short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub max_time: Option<Duration>,
 
     /// An attempt that ran at least DUR before it failed starts afresh: the next delay is
     /// --delay again, and --attempts counts from it (a worker that ran well for an hour does
     /// not inherit the backoff of its last crash). Attempt numbers keep counting.
-    #[arg(long, value_name = "DUR", value_parser = span, help_heading = "When to stop")]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span, help_heading = "When to stop")]
     pub reset_after: Option<Duration>,
 
     /// Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means
     /// none.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub attempt_timeout: Option<Duration>,
 
     /// Base delay before the first retry.
-    #[arg(short = 'd', long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::DELAY, help_heading = "How long to wait")]
     pub delay: Duration,
 
     /// How the delay grows from retry to retry.
-    #[arg(short = 'b', long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential,
+    #[arg(allow_hyphen_values = true, short = 'b', long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential,
           conflicts_with = "delays", help_heading = "How long to wait")]
     pub backoff: BackoffKind,
 
     /// Multiplier for exponential backoff (at least 1; fractions allowed).
     #[arg(
+        allow_hyphen_values = true,
         long,
         value_name = "F",
         value_parser = factor,
@@ -88,71 +89,71 @@ pub struct Cli {
 
     /// Cap on any single delay, jitter included [default: 1m, or the longest delay asked for
     /// by --delay or --delays]. A smaller cap than --delay caps it.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           help_heading = "How long to wait")]
     pub max_delay: Option<Duration>,
 
     /// Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_delimiter = ',', value_parser = duration::parse,
           help_heading = "How long to wait")]
     pub delays: Option<Vec<Duration>>,
 
     /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
-    #[arg(short = 'j', long, value_name = "KIND", default_value_t = defaults::JITTER,
+    #[arg(allow_hyphen_values = true, short = 'j', long, value_name = "KIND", default_value_t = defaults::JITTER,
           value_parser = Offered::new(jitter, || vec!["none", "full", "equal", "decorrelated", "10%"]),
           hide_possible_values = true,
           help_heading = "How long to wait")]
     pub jitter: Jitter,
 
     /// Seed for the random source, for a reproducible schedule.
-    #[arg(long, value_name = "N", value_parser = seed, help_heading = "How long to wait")]
+    #[arg(allow_hyphen_values = true, long, value_name = "N", value_parser = seed, help_heading = "How long to wait")]
     pub seed: Option<u64>,
 
     /// Statuses that count as success, e.g. 0,3 (replaces the default 0).
-    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub success_on: Option<CodeSet>,
 
     /// Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal.
-    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub retry_on: Option<CodeSet>,
 
     /// Never retry these statuses (added to 126 and 127; wins over --retry-on).
-    #[arg(long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = code_list, help_heading = "Which results are retried")]
     pub fatal_on: Option<CodeSet>,
 
     /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
     /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
     /// fatal one.
-    #[arg(long, value_name = "NAME", value_parser = Offered::new(preset, preset_names),
+    #[arg(allow_hyphen_values = true, long, value_name = "NAME", value_parser = Offered::new(preset, preset_names),
           hide_possible_values = true, help_heading = "Which results are retried")]
     pub preset: Option<&'static Preset>,
 
     /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).
-    #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
+    #[arg(allow_hyphen_values = true, long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
           help_heading = "Which results are retried")]
     pub retry_if_output: Vec<regex::bytes::Regex>,
 
     /// Never retry when a line of output matches REGEX; wins over every retry rule (repeatable).
-    #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
+    #[arg(allow_hyphen_values = true, long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append,
           help_heading = "Which results are retried")]
     pub fatal_if_output: Vec<regex::bytes::Regex>,
 
     /// The output streams the output rules read.
-    #[arg(long, value_name = "STREAM", value_enum, default_value_t = defaults::MATCH_STREAM,
+    #[arg(allow_hyphen_values = true, long, value_name = "STREAM", value_enum, default_value_t = defaults::MATCH_STREAM,
           help_heading = "Which results are retried")]
     pub match_stream: MatchStream,
 
     /// HTTP statuses, from a header dump in the hint file, that are retried.
-    #[arg(long, value_name = "LIST", value_parser = CodeSet::http,
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = CodeSet::http,
           default_value = defaults::text::RETRY_ON_HTTP, help_heading = "HTTP and hints")]
     pub retry_on_http: CodeSet,
 
     /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
-    #[arg(long, value_name = "LIST", value_parser = CodeSet::http, help_heading = "HTTP and hints")]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = CodeSet::http, help_heading = "HTTP and hints")]
     pub fatal_on_http: Option<CodeSet>,
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::RETRY_AFTER_MAX,
           help_heading = "HTTP and hints")]
     pub retry_after_max: Duration,
@@ -164,27 +165,27 @@ pub struct Cli {
     pub hints: bool,
 
     /// Signal sent to the attempt's process group when it times out.
-    #[arg(long, value_name = "SIG", value_parser = Offered::new(signal, || NAMES.to_vec()),
+    #[arg(allow_hyphen_values = true, long, value_name = "SIG", value_parser = Offered::new(signal, || NAMES.to_vec()),
           hide_possible_values = true,
           default_value = defaults::text::KILL_SIGNAL,
           help_heading = "The child process")]
     pub kill_signal: i32,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::KILL_AFTER,
           help_heading = "The child process")]
     pub kill_after: Duration,
 
     /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
     /// passes a terminal through; replay, pass and null force a mode.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STDIN,
+    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STDIN,
           help_heading = "The child process")]
     pub stdin: StdinMode,
 
     /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
     /// the run to stdout (retried attempts' output goes to stderr).
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STDOUT,
+    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STDOUT,
           help_heading = "The child process")]
     pub stdout: StdoutMode,
 
@@ -205,12 +206,17 @@ pub struct Cli {
     pub quiet: u8,
 
     /// Log as text lines or as JSON lines.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT,
+    #[arg(allow_hyphen_values = true, long, value_name = "FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT,
           help_heading = "Logging")]
     pub log_format: LogFormat,
 
     /// Write the log to this file (appending) instead of stderr.
-    #[arg(long, value_name = "PATH", help_heading = "Logging")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "PATH",
+        help_heading = "Logging"
+    )]
     pub log_file: Option<PathBuf>,
 
     /// Begin each text log line with the local time, for CI logs that have none (always in
@@ -220,67 +226,97 @@ pub struct Cli {
 
     /// Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS
     /// (the failed attempt's status) and RETRY_NEXT_DELAY_MS. Its failure is only logged.
-    #[arg(long, value_name = "CMD", help_heading = "Hooks and reports")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "CMD",
+        help_heading = "Hooks and reports"
+    )]
     pub on_retry: Option<String>,
 
     /// Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS
     /// and RETRY_REASON. Its failure is only logged.
-    #[arg(long, value_name = "CMD", help_heading = "Hooks and reports")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "CMD",
+        help_heading = "Hooks and reports"
+    )]
     pub on_giveup: Option<String>,
 
     /// Longest a hook may run before its process group is stopped.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::HOOK_TIMEOUT,
           help_heading = "Hooks and reports")]
     pub hook_timeout: Duration,
 
     /// Write a JSON summary of the run to FILE at the end (attempts, statuses, time running
     /// and waiting, outcome, reason).
-    #[arg(long, value_name = "FILE", help_heading = "Hooks and reports")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "FILE",
+        help_heading = "Hooks and reports"
+    )]
     pub summary: Option<PathBuf>,
 
     /// Write Prometheus metrics to FILE at the end, atomically, for node_exporter's textfile
     /// collector; counters carry on from the file's previous version.
-    #[arg(long, value_name = "FILE", help_heading = "Hooks and reports")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "FILE",
+        help_heading = "Hooks and reports"
+    )]
     pub metrics: Option<PathBuf>,
 
     /// The job's name in the summary and the metrics' `name` label [default: the command's
     /// file name].
-    #[arg(long, value_name = "NAME", help_heading = "Hooks and reports")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "NAME",
+        help_heading = "Hooks and reports"
+    )]
     pub name: Option<String>,
 
     /// Share a circuit breaker and a retry budget with every run that uses this key: name the
     /// target (a host or an API), not "everything".
-    #[arg(long, value_name = "NAME", value_parser = key, help_heading = "Shared state (--key)")]
+    #[arg(allow_hyphen_values = true, long, value_name = "NAME", value_parser = key, help_heading = "Shared state (--key)")]
     pub key: Option<String>,
 
     /// Where the keys' state lives [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry,
     /// else ~/.local/state/retry].
-    #[arg(long, value_name = "DIR", help_heading = "Shared state (--key)")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "DIR",
+        help_heading = "Shared state (--key)"
+    )]
     pub state_dir: Option<PathBuf>,
 
     /// Consecutive failed attempts (0 to 1000), of any runs on the key, that open the breaker;
     /// 0 turns it off.
-    #[arg(long, value_name = "N", default_value_t = defaults::BREAKER_FAILURES,
+    #[arg(allow_hyphen_values = true, long, value_name = "N", default_value_t = defaults::BREAKER_FAILURES,
           value_parser = breaker_failures,
           help_heading = "Shared state (--key)")]
     pub breaker_failures: u32,
 
     /// Failures older than this do not count towards opening the breaker.
-    #[arg(long, value_name = "DUR", value_parser = span,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
           default_value = defaults::text::BREAKER_WINDOW,
           help_heading = "Shared state (--key)")]
     pub breaker_window: Duration,
 
     /// How long the breaker stays open the first time: runs exit 75 without running the
     /// command; then one run probes. Doubles after each failed probe.
-    #[arg(long, value_name = "DUR", value_parser = span,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
           default_value = defaults::text::BREAKER_OPEN,
           help_heading = "Shared state (--key)")]
     pub breaker_open: Duration,
 
     /// The longest the breaker stays open.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::BREAKER_OPEN_MAX,
           help_heading = "Shared state (--key)")]
     pub breaker_open_max: Duration,
@@ -288,6 +324,7 @@ pub struct Cli {
     /// Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0
     /// turns the budget off.
     #[arg(
+        allow_hyphen_values = true,
         long,
         value_name = "N",
         value_parser = tokens,
@@ -298,6 +335,7 @@ pub struct Cli {
 
     /// Tokens a successful attempt adds to the budget.
     #[arg(
+        allow_hyphen_values = true,
         long,
         value_name = "F",
         value_parser = ratio,
@@ -307,7 +345,7 @@ pub struct Cli {
     pub budget_ratio: f64,
 
     /// One token comes back to the budget every DUR, whatever happens.
-    #[arg(long, value_name = "DUR", value_parser = span,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
           default_value = defaults::text::BUDGET_REFILL,
           help_heading = "Shared state (--key)")]
     pub budget_refill: Duration,
@@ -318,6 +356,7 @@ pub struct Cli {
     /// [default: $RETRY_STATE_URL, else the state directory]. A password may come from
     /// $REDISCLI_AUTH instead.
     #[arg(
+        allow_hyphen_values = true,
         long = "state",
         value_name = "URL",
         help_heading = "Shared state (--key)"
@@ -325,14 +364,14 @@ pub struct Cli {
     pub state_url: Option<String>,
 
     /// The longest a run waits for the --state store, all its calls together.
-    #[arg(long, value_name = "DUR", value_parser = span,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
           default_value = defaults::text::STATE_TIMEOUT,
           help_heading = "Shared state (--key)")]
     pub state_timeout: Duration,
 
     /// When the --state store cannot be reached in time before the command starts: open runs
     /// with this host's local state and warns; closed exits 75 without running the command.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = defaults::STATE_FAIL,
+    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STATE_FAIL,
           help_heading = "Shared state (--key)")]
     pub state_fail: FailMode,
 
@@ -347,7 +386,12 @@ pub struct Cli {
 
     /// Read settings from this config file instead of $RETRY_CONFIG or
     /// ~/.config/retry/config.toml.
-    #[arg(long, value_name = "PATH", help_heading = "Configuration")]
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "PATH",
+        help_heading = "Configuration"
+    )]
     pub config: Option<PathBuf>,
 
     /// Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend
@@ -356,13 +400,14 @@ pub struct Cli {
     pub no_config: bool,
 
     /// Use this profile of the config file, or a built-in preset of that name.
-    #[arg(short = 'p', long, value_name = "NAME", help_heading = "Configuration",
+    #[arg(allow_hyphen_values = true, short = 'p', long, value_name = "NAME", help_heading = "Configuration",
           value_parser = Offered::new(|s: &str| Ok(s.to_string()), preset_names),
           hide_possible_values = true)]
     pub profile: Option<String>,
 
     /// Print the man page or a shell's completion script, and exit (for packagers).
     #[arg(
+        allow_hyphen_values = true,
         long,
         value_name = "KIND",
         value_enum,
@@ -379,37 +424,37 @@ pub struct Cli {
     /// service that is down for --outage, and print what they do to it (calls, peaks, calls
     /// per job, goodput, time to recover) and what it assumed, beside the same policy without
     /// jitter and without shared state; with --log-format json, as one JSON object per line.
-    #[arg(long, value_name = "N", requires = "explain", value_parser = processes,
+    #[arg(allow_hyphen_values = true, long, value_name = "N", requires = "explain", value_parser = processes,
           help_heading = "Explain a fleet")]
     pub fleet: Option<u32>,
 
     /// With --fleet: how long the service is down.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::OUTAGE,
           help_heading = "Explain a fleet")]
     pub outage: Duration,
 
     /// With --fleet: how often each process runs the job (a cron interval).
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::EVERY,
           help_heading = "Explain a fleet")]
     pub every: Duration,
 
     /// With --fleet: the N processes are spread over H hosts; with --key and no --state, the
     /// processes on one host share that host's state [default: N, one process a host].
-    #[arg(long, value_name = "H", value_parser = processes,
+    #[arg(allow_hyphen_values = true, long, value_name = "H", value_parser = processes,
           help_heading = "Explain a fleet")]
     pub hosts: Option<u32>,
 
     /// With --fleet: each process runs at its own random offset within DUR of the cron tick;
     /// 0 starts every process at the same instant, as cron fires a fleet at the same second
     /// [default: --every, runs spread over it].
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           help_heading = "Explain a fleet")]
     pub splay: Option<Duration>,
 
     /// With --fleet: how long one call of the job takes, failed or not.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse,
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
           default_value = defaults::text::CALL_TIME,
           help_heading = "Explain a fleet")]
     pub call_time: Duration,
@@ -645,17 +690,18 @@ pub enum BackoffKind {
 }
 
 /// The clap definition, for completions and the man page.
+///
+/// A flag's value may begin with a dash (each is marked `allow_hyphen_values`): `-n -1` is a bad
+/// number of attempts, said as such, not an unknown flag `-1`; and `--retry-if-output '-ERR'`
+/// works.
 pub fn command() -> clap::Command {
-    // A flag's value may begin with a dash: `-n -1` is a bad number of attempts, said as
-    // such, not an unknown flag `-1`; and `--retry-if-output '-ERR'` works.
-    Cli::command().mut_args(|arg| {
-        let takes_value = arg.get_action().takes_values();
-        if takes_value && !arg.is_positional() {
-            arg.allow_hyphen_values(true)
-        } else {
-            arg
-        }
-    })
+    parsing_command().after_long_help(after_long_help())
+}
+
+/// [`command`] without the text that only `--help` shows, which is long to make: what every
+/// run parses its flags with.
+pub fn parsing_command() -> clap::Command {
+    Cli::command()
 }
 
 /// A value parser that offers names to the shells' completions: retry's own parser `parse`,
@@ -867,6 +913,21 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         command().debug_assert();
+    }
+
+    /// A flag's value may begin with a dash (`-n -1` is a bad number, `--retry-if-output
+    /// -ERR` a pattern): every flag that takes a value says so.
+    #[test]
+    fn every_flag_that_takes_a_value_takes_one_that_begins_with_a_dash() {
+        for arg in command().get_arguments() {
+            if arg.get_action().takes_values() && !arg.is_positional() {
+                assert!(
+                    arg.is_allow_hyphen_values_set(),
+                    "--{} needs allow_hyphen_values",
+                    arg.get_id()
+                );
+            }
+        }
     }
 
     /// The defaults as the help shows them parse back to the constants they were rendered

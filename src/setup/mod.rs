@@ -40,9 +40,19 @@ pub struct Setup {
 /// Parses the arguments (the first is the program name), with the config file's settings,
 /// into a policy; or prints why it cannot and returns how to exit.
 pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
-    let matches = cli::command()
-        .try_get_matches_from(&args)
-        .map_err(clap_error)?;
+    let mut command = cli::parsing_command();
+    let mut matches = match command.try_get_matches_from_mut(&args) {
+        Ok(matches) => matches,
+        // The help is made again with the text that only it shows.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            let full = cli::command().try_get_matches_from(&args).err();
+            return Err(clap_error(full.unwrap_or(e)));
+        }
+        Err(e) => return Err(clap_error(e)),
+    };
+    // The definition and the matches live until retry exits: freeing their thousand small
+    // allocations one by one would cost a run more than parsing the flags did.
+    std::mem::forget(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
         return Err(match generate::print(*kind) {
@@ -65,13 +75,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
     }
     let (cli, origins) = match config::resolve(args, &matches) {
         Ok(None) => {
-            let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
-            // Where each value came from matters only to --explain.
-            let origins = if cli.explain {
+            // Where each value came from matters only to --explain; taking the values out
+            // of the matches (rather than copying them all) forgets it.
+            let origins = if matches.get_flag("explain") {
                 config::given(&matches)
             } else {
                 Default::default()
             };
+            let cli = Cli::from_arg_matches_mut(&mut matches).map_err(clap_error)?;
             (cli, origins)
         }
         Ok(Some(resolved)) => {
@@ -86,6 +97,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
             return Err(Exit::FAILURE);
         }
     };
+    std::mem::forget(matches);
     let (explain, reset_state) = (cli.explain, cli.reset_state);
     let fleet = match cli
         .fleet

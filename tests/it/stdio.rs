@@ -608,3 +608,89 @@ fn output_on_failure_prints_nothing_on_success_and_everything_on_failure() {
         "{err}"
     );
 }
+
+#[test]
+fn a_big_stdin_reaches_every_attempt_byte_for_byte_whatever_each_read_before() {
+    // 24 MiB: past the first MiB an attempt that reads is streamed to, and a later attempt is
+    // given the record, then the rest of the pipe. The first attempt stops halfway.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = binary(24 << 20);
+    let half = (12 << 20) + 12345;
+    let mut child = retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "0",
+            "-qq",
+            "--",
+            "sh",
+            "-c",
+            "if [ \"$RETRY_ATTEMPT\" = 1 ]; then head -c \"$1\"; else cat; fi > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
+        ])
+        .arg(dir.path())
+        .arg(half.to_string())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feed = data.clone();
+    let writer = thread::spawn(move || stdin.write_all(&feed));
+    assert_eq!(wait(&mut child).code(), Some(1));
+    writer.join().expect("writer").expect("write stdin");
+    let first = fs::read(dir.path().join("in.1")).expect("the first attempt's copy");
+    assert!(
+        first[..] == data[..half],
+        "attempt 1 read {} bytes, not the first {half}",
+        first.len()
+    );
+    for attempt in 2..=3 {
+        let got = fs::read(dir.path().join(format!("in.{attempt}"))).expect("attempt's copy");
+        assert!(
+            got == data,
+            "attempt {attempt} read {} bytes, not the same",
+            got.len()
+        );
+    }
+}
+
+#[test]
+fn an_attempt_that_reads_a_little_and_exits_takes_nothing_more_from_the_pipe() {
+    // Each attempt reads 500,000 bytes of 3 MiB and exits: what follows is still in the pipe.
+    assert_eq!(
+        shell(
+            "head -c 3145728 /dev/zero | { \"$0\" -n 2 -d 0 -qq -- sh -c 'head -c 500000 >/dev/null; exit 1'; wc -c; }",
+            std::ffi::OsStr::new("")
+        )
+        .trim(),
+        (3_145_728 - 500_000).to_string()
+    );
+}
+
+#[test]
+fn an_attempt_that_reads_a_lot_leaves_all_but_at_most_a_pipe_of_what_it_did_not_read() {
+    // Past its first MiB an attempt is streamed to: retry takes stdin ahead of it, by what
+    // the attempt's pipe holds (a MiB) at most.
+    let left: usize = shell(
+        "head -c 8388608 /dev/zero | { \"$0\" -qq -- sh -c 'head -c 2097152 >/dev/null'; wc -c; }",
+        std::ffi::OsStr::new(""),
+    )
+    .trim()
+    .parse()
+    .expect("a count");
+    assert!(
+        (5 << 20..=6 << 20).contains(&left),
+        "{left} bytes left of the 6 MiB not read"
+    );
+}
+
+#[test]
+fn a_while_read_loop_whose_commands_each_read_a_line_keeps_every_line() {
+    // The loop reads one line, the command the next: nothing is lost between them.
+    let out = shell(
+        "seq 1 60 | while read l; do \"$0\" -- sh -c 'read x; echo \"$x\"'; done",
+        std::ffi::OsStr::new(""),
+    );
+    let expected: Vec<String> = (1..=30).map(|i| (2 * i).to_string()).collect();
+    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+}

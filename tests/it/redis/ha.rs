@@ -146,8 +146,16 @@ fn what_a_failover_loses() {
         };
         let s = Setup::sentinel(&set);
         let open = [
-            "--key", "api", "--breaker-failures", "3", "--breaker-open", "1h", "-n", "1",
-            "--state-timeout", "200ms",
+            "--key",
+            "api",
+            "--breaker-failures",
+            "3",
+            "--breaker-open",
+            "1h",
+            "-n",
+            "1",
+            "--state-timeout",
+            "200ms",
         ];
         let started = Instant::now();
         let mut killed = false;
@@ -176,9 +184,15 @@ fn what_a_failover_loses() {
         }
         let calls = s.ran();
         println!("trial {trial} (master killed: {kill}): {calls} calls");
-        if kill { with_kill.push(calls) } else { without.push(calls) }
+        if kill {
+            with_kill.push(calls)
+        } else {
+            without.push(calls)
+        }
     }
     with_kill.sort_unstable();
     without.sort_unstable();
-    println!("calls into a 4 s outage, 160 runs: master killed at 1 s {with_kill:?}, no failover {without:?}");
+    println!(
+        "calls into a 4 s outage, 160 runs: master killed at 1 s {with_kill:?}, no failover {without:?}"
+    );
 }
