@@ -249,8 +249,8 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
     })?;
     if url.place.tls() && !cfg!(feature = "tls") {
         return Err(UsageError(format!(
-            "a TLS store for {name}: {}; this retry was built without TLS: build it with \
-             `--features tls`, or use redis://",
+            "a TLS store for {name}: {}; this retry was built without TLS \
+             (--no-default-features): build it with the default features, or use redis://",
             url.redacted()
         )));
     }
