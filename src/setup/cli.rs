@@ -414,7 +414,7 @@ pub struct Cli {
         exclusive = true,
         hide_short_help = true
     )]
-    pub generate: Option<crate::setup::generate::Kind>,
+    pub generate: Option<Generate>,
 
     /// Print the resolved policy and the schedule it implies, run nothing, and exit.
     #[arg(long)]
@@ -672,6 +672,17 @@ fn after_long_help() -> String {
         out.push('\n');
     }
     out.trim_end().to_string()
+}
+
+/// What `--generate` writes: the man page, or a shell's completion script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
 }
 
 /// How the delay grows between retries.

@@ -5,19 +5,9 @@
 
 use std::io::{self, Write};
 
-use clap::ValueEnum;
 use clap_complete::Shell;
 
-/// What `--generate` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Kind {
-    Man,
-    Bash,
-    Zsh,
-    Fish,
-    Elvish,
-    Powershell,
-}
+pub use super::cli::Generate as Kind;
 
 /// The rendered file: the man page in roff, or the shell's script.
 pub fn render(kind: Kind) -> Vec<u8> {
