@@ -73,14 +73,19 @@ where
     run::run(policy, start)
 }
 
-/// `--list-keys`: every key with state, changing nothing.
-fn list_keys(policy: &policy::Policy, place: &policy::StateSettings) -> Exit {
+/// A flag that runs nothing was given a command: says that it was not run.
+fn not_run(policy: &policy::Policy, flag: &str) {
     if !policy.command.is_empty() {
         eprintln!(
-            "retry: warning: --list-keys runs nothing; the command was not run: {}",
+            "retry: warning: {flag} runs nothing; the command was not run: {}",
             policy.command_line()
         );
     }
+}
+
+/// `--list-keys`: every key with state, changing nothing.
+fn list_keys(policy: &policy::Policy, place: &policy::StateSettings) -> Exit {
+    not_run(policy, "--list-keys");
     match state::list::list(place) {
         Ok(listing) => {
             let text = match policy.log.format {
@@ -104,12 +109,7 @@ fn reset_state(policy: &policy::Policy) -> Exit {
     let Some(settings) = &policy.state else {
         return Exit::FAILURE;
     };
-    if !policy.command.is_empty() {
-        eprintln!(
-            "retry: warning: --reset-state runs nothing; the command was not run: {}",
-            policy.command_line()
-        );
-    }
+    not_run(policy, "--reset-state");
     match state::open(settings).forget() {
         Ok(state::Forgot::State) => {
             eprintln!("retry: forgot the state of key '{}'", settings.key);

@@ -211,7 +211,6 @@ impl Log {
             None => Box::new(io::stderr()),
         };
         let mut log = Log::to(settings, sink);
-        log.stamped = settings.time && settings.format == LogFormat::Text;
         let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
             && io::stderr().is_terminal();
@@ -221,15 +220,8 @@ impl Log {
         Ok(log)
     }
 
-    /// A log held for later (`--output-on-failure`): text lines as on stderr, with no
-    /// countdown and no colour.
-    pub fn held(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
-        let mut log = Log::to(settings, sink);
-        log.stamped = settings.time && settings.format == LogFormat::Text;
-        log
-    }
-
-    /// A log that writes to `sink`.
+    /// A log that writes to `sink`: no countdown and no colour (a log held for later, with
+    /// `--output-on-failure`, or a test's), text lines stamped as the settings say.
     pub fn to(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
         Log {
             level: settings.level,
@@ -238,7 +230,7 @@ impl Log {
             countdown: false,
             showing: false,
             colour: false,
-            stamped: false,
+            stamped: settings.time && settings.format == LogFormat::Text,
             depth: settings.depth,
         }
     }
@@ -329,10 +321,7 @@ fn text(e: &Entry, colour: bool) -> String {
             word.to_string()
         }
     };
-    let attempt = match e.max_attempts {
-        Some(max) => format!("attempt {}/{max}", e.attempt),
-        None => format!("attempt {}", e.attempt),
-    };
+    let attempt = attempt_label(e.attempt, e.max_attempts);
     let reason = e.reason.as_deref().unwrap_or("");
     match e.event {
         Event::Policy => format!("retry: policy: {reason}"),
@@ -536,6 +525,14 @@ fn json(e: &Entry, level: u32) -> String {
     };
     // A struct of plain fields always serializes.
     serde_json::to_string(&record).unwrap_or_default()
+}
+
+/// `attempt 2/5`, or `attempt 2` without a limit.
+pub fn attempt_label(attempt: u32, max: Option<u32>) -> String {
+    match max {
+        Some(max) => format!("attempt {attempt}/{max}"),
+        None => format!("attempt {attempt}"),
+    }
 }
 
 fn plural(n: u32, word: &str) -> String {

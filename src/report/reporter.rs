@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::log::{Entry, Event, KeyFields, Log, PolicyFields};
+use super::log::{Entry, Event, KeyFields, Log, PolicyFields, attempt_label};
 use super::summary::{AttemptSummary, KeySummary, Outcome, RefusedBy, StoreSummary, Summary};
 use super::words::{self, OpenedBy};
 use crate::exit::Exit;
@@ -332,10 +332,7 @@ impl<'a> Reporter<'a> {
 
     /// How the attempt was cancelled and how it ended, for the one line of a cancelled run.
     fn cancel_line(&self, how: Stopping, end: &Ended) -> String {
-        let attempt = match self.max_attempts {
-            Some(max) => format!("attempt {}/{max}", self.attempt),
-            None => format!("attempt {}", self.attempt),
-        };
+        let attempt = attempt_label(self.attempt, self.max_attempts);
         let ended = format!("the command ended after {}: {}", human(end.ran), end.status);
         match how {
             Stopping::Cancel(sig) => format!(

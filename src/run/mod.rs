@@ -44,7 +44,7 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         .output_on_failure
         .then(transcript::Transcript::default);
     let opened = match (&transcript, &policy.log.file) {
-        (Some(held), None) => Ok(Log::held(&policy.log, held.log())),
+        (Some(held), None) => Ok(Log::to(&policy.log, held.log())),
         _ => Log::open(&policy.log),
     };
     let mut log = match opened {

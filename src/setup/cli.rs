@@ -124,7 +124,7 @@ pub struct Cli {
     /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
     /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
     /// fatal one.
-    #[arg(allow_hyphen_values = true, long, value_name = "NAME", value_parser = Offered::new(preset, preset_names),
+    #[arg(allow_hyphen_values = true, long, value_name = "NAME", value_parser = Offered::new(preset, presets::names),
           hide_possible_values = true, help_heading = "Which results are retried")]
     pub preset: Option<&'static Preset>,
 
@@ -401,7 +401,7 @@ pub struct Cli {
 
     /// Use this profile of the config file, or a built-in preset of that name.
     #[arg(allow_hyphen_values = true, short = 'p', long, value_name = "NAME", help_heading = "Configuration",
-          value_parser = Offered::new(|s: &str| Ok(s.to_string()), preset_names),
+          value_parser = Offered::new(|s: &str| Ok(s.to_string()), presets::names),
           hide_possible_values = true)]
     pub profile: Option<String>,
 
@@ -752,10 +752,6 @@ impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Offer
     }
 }
 
-fn preset_names() -> Vec<&'static str> {
-    presets::ALL.iter().map(|p| p.name).collect()
-}
-
 /// A state key: a name of printable characters.
 fn key(s: &str) -> Result<String, BadValue> {
     if s.is_empty() || s.len() > 200 || s.chars().any(char::is_control) {
@@ -770,7 +766,7 @@ fn key(s: &str) -> Result<String, BadValue> {
 
 fn preset(s: &str) -> Result<&'static Preset, BadValue> {
     presets::find(s).ok_or_else(|| {
-        let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
+        let names = presets::names();
         BadValue::new(
             "no such preset",
             s,

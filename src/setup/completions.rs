@@ -75,9 +75,5 @@ complete -c retry -s p -l profile -x -a '{presets} (__retry_profiles)'
 }
 
 fn preset_names() -> String {
-    presets::ALL
-        .iter()
-        .map(|p| p.name)
-        .collect::<Vec<_>>()
-        .join(" ")
+    presets::names().join(" ")
 }

@@ -94,7 +94,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
                 line: 0,
             }],
             None => {
-                let names: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
+                let names = presets::names();
                 let known = profiles
                     .keys()
                     .map(String::as_str)
@@ -150,7 +150,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
 
 /// The settings the command line gives itself.
 pub fn given(matches: &ArgMatches) -> Origins {
-    cli::command()
+    cli::parsing_command()
         .get_arguments()
         .map(|arg| arg.get_id().as_str())
         .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
@@ -327,7 +327,7 @@ fn setting(
         |what: &str, fix: &str| UsageError(format!("{place}: {}", BadValue::new(what, key, fix)));
     // Keys are named as the file writes them, without dashes.
     let name = |flag: &str| flag.trim_start_matches('-').to_string();
-    let command = cli::command();
+    let command = cli::parsing_command();
     let Some(arg) = command
         .get_arguments()
         .find(|a| a.get_long() == Some(key) && !NOT_SETTINGS.contains(&key))
@@ -339,7 +339,7 @@ fn setting(
             ));
         }
         // clap's own suggestion, as for a misspelled flag.
-        let suggestion = cli::command()
+        let suggestion = cli::parsing_command()
             .try_get_matches_from([
                 "retry".to_string(),
                 format!("--{key}"),
@@ -409,7 +409,7 @@ fn setting(
     let mut probe = vec![OsString::from("retry")];
     probe.extend(args.iter().cloned());
     probe.extend(["--".into(), "true".into()]);
-    if let Err(e) = cli::command().try_get_matches_from(probe) {
+    if let Err(e) = cli::parsing_command().try_get_matches_from(probe) {
         return Err(UsageError(format!(
             "{place}: {}",
             usage::describe(&e, name)

@@ -86,7 +86,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
             (cli, origins)
         }
         Ok(Some(resolved)) => {
-            let matches = cli::command()
+            let matches = cli::parsing_command()
                 .try_get_matches_from(&resolved.args)
                 .map_err(clap_error)?;
             let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;

@@ -587,6 +587,11 @@ pub const APT: Preset = Preset {
 
 pub const ALL: &[&Preset] = &[&CURL, &SYSEXITS, &SSH, &GIT, &APT];
 
+/// The built-in presets' names, in the order the help lists them.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|p| p.name).collect()
+}
+
 /// The built-in preset of this name, if there is one.
 pub fn find(name: &str) -> Option<&'static Preset> {
     // dpkg's lock is apt's lock.

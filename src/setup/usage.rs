@@ -45,7 +45,7 @@ pub fn instead(e: &clap::Error, setting: impl Fn(&str) -> String) -> Option<Stri
     let mut letters = name.chars();
     if let (Some(letter), None) = (letters.next(), letters.next())
         && unknown.starts_with("--")
-        && let Some(arg) = super::cli::command()
+        && let Some(arg) = super::cli::parsing_command()
             .get_arguments()
             .find(|a| a.get_short() == Some(letter))
     {

@@ -35,23 +35,18 @@ pub fn list(settings: &StateSettings) -> Result<Listing, Error> {
             let mut keys = Vec::new();
             for key in redis.keys()? {
                 redis.switch_to(&key);
-                let read = redis.view(&settings.shared);
+                let (view, now) = match redis.view(&settings.shared) {
+                    Ok(reply) => (Ok(reply.view), reply.now),
+                    Err(e) => (Err(e.to_string()), 0),
+                };
                 let ago = redis.last_used(&settings.shared).ok().flatten();
                 let changed =
                     ago.and_then(|ms| SystemTime::now().checked_sub(Duration::from_millis(ms)));
-                keys.push(match read {
-                    Ok(reply) => Listed {
-                        key,
-                        view: Ok(reply.view),
-                        now: reply.now,
-                        changed,
-                    },
-                    Err(e) => Listed {
-                        key,
-                        view: Err(e.to_string()),
-                        now: 0,
-                        changed,
-                    },
+                keys.push(Listed {
+                    key,
+                    view,
+                    now,
+                    changed,
                 });
             }
             Ok(Listing {

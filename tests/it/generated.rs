@@ -35,22 +35,21 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
 /// What `retry --generate KIND` prints is the checked-in file.
 #[test]
 fn generate_prints_the_checked_in_files() {
-    for kind in ["man", "bash", "zsh", "fish", "elvish", "powershell"] {
+    use clap::ValueEnum;
+    use retry::setup::generate::{Kind, file_name};
+    for kind in Kind::value_variants() {
+        let name = kind.to_possible_value().expect("a name");
         let out = support::retry()
-            .args(["--generate", kind])
+            .args(["--generate", name.get_name()])
             .output()
             .expect("run retry --generate");
-        assert_eq!(out.status.code(), Some(0), "{kind}");
-        let path = match kind {
-            "man" => "man/retry.1",
-            "bash" => "completions/retry.bash",
-            "zsh" => "completions/_retry",
-            "fish" => "completions/retry.fish",
-            "elvish" => "completions/retry.elv",
-            _ => "completions/_retry.ps1",
-        };
-        let file = std::fs::read(root().join(path)).expect("the checked-in file");
-        assert!(out.stdout == file, "--generate {kind} differs from {path}");
+        assert_eq!(out.status.code(), Some(0), "{kind:?}");
+        let path = file_name(*kind);
+        let file = std::fs::read(root().join(&path)).expect("the checked-in file");
+        assert!(
+            out.stdout == file,
+            "--generate {kind:?} differs from {path}"
+        );
     }
     let out = support::retry()
         .args(["--generate", "tcsh"])
