@@ -1,6 +1,7 @@
-//! The built-in defaults, each defined once and named after its flag: the command line shows
-//! and parses them (`setup::cli`), the policy is built from them (`setup::validate`), and the
-//! simulator uses them where a flag is not given (`--explain --fleet` beside a key). Pure data.
+//! The built-in defaults, each defined once and named after its flag: the help shows them
+//! (`setup::cli`), the policy is built from them where a flag is not given
+//! (`setup::validate`), and the simulator uses them (`--explain --fleet` beside a key). Pure
+//! data.
 
 use std::time::Duration;
 
@@ -72,25 +73,6 @@ pub const OUTAGE: Duration = Duration::from_secs(5 * 60);
 pub const EVERY: Duration = Duration::from_secs(5 * 60);
 /// `--call-time`: how long one call of the job `--explain --fleet` simulates takes.
 pub const CALL_TIME: Duration = Duration::from_millis(100);
-
-/// The defaults clap shows and parses as text, written out: formatting them would cost every
-/// run at start-up. `setup::cli`'s tests parse each back and compare it with its constant.
-pub mod text {
-    pub const DELAY: &str = "1s";
-    pub const RETRY_ON_HTTP: &str = "408,425,429,500,502,503,504";
-    pub const RETRY_AFTER_MAX: &str = "5m";
-    pub const KILL_SIGNAL: &str = "TERM";
-    pub const KILL_AFTER: &str = "10s";
-    pub const HOOK_TIMEOUT: &str = "30s";
-    pub const BREAKER_WINDOW: &str = "1h";
-    pub const BREAKER_OPEN: &str = "1m";
-    pub const BREAKER_OPEN_MAX: &str = "15m";
-    pub const BUDGET_REFILL: &str = "1m";
-    pub const STATE_TIMEOUT: &str = "500ms";
-    pub const OUTAGE: &str = "5m";
-    pub const EVERY: &str = "5m";
-    pub const CALL_TIME: &str = "100ms";
-}
 
 impl Default for BreakerSettings {
     /// `--breaker-failures`, `--breaker-window`, `--breaker-open` and `--breaker-open-max`.

@@ -67,14 +67,20 @@ pub struct Cli {
     pub attempt_timeout: Option<Duration>,
 
     /// Base delay before the first retry.
-    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::DELAY, help_heading = "How long to wait")]
-    pub delay: Duration,
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DUR", value_parser = duration::parse, help_heading = "How long to wait")]
+    pub delay: Option<Duration>,
 
     /// How the delay grows from retry to retry.
-    #[arg(allow_hyphen_values = true, short = 'b', long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential,
-          conflicts_with = "delays", help_heading = "How long to wait")]
-    pub backoff: BackoffKind,
+    #[arg(
+        allow_hyphen_values = true,
+        short = 'b',
+        long,
+        value_name = "KIND",
+        value_enum,
+        conflicts_with = "delays",
+        help_heading = "How long to wait"
+    )]
+    pub backoff: Option<BackoffKind>,
 
     /// Multiplier for exponential backoff (at least 1; fractions allowed).
     #[arg(
@@ -82,10 +88,9 @@ pub struct Cli {
         long,
         value_name = "F",
         value_parser = factor,
-        default_value_t = defaults::FACTOR,
         help_heading = "How long to wait"
     )]
-    pub factor: f64,
+    pub factor: Option<f64>,
 
     /// Cap on any single delay, jitter included [default: 1m, or the longest delay asked for
     /// by --delay or --delays]. A smaller cap than --delay caps it.
@@ -99,11 +104,11 @@ pub struct Cli {
     pub delays: Option<Vec<Duration>>,
 
     /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
-    #[arg(allow_hyphen_values = true, short = 'j', long, value_name = "KIND", default_value_t = defaults::JITTER,
+    #[arg(allow_hyphen_values = true, short = 'j', long, value_name = "KIND",
           value_parser = Offered::new(jitter, || vec!["none", "full", "equal", "decorrelated", "10%"]),
           hide_possible_values = true,
           help_heading = "How long to wait")]
-    pub jitter: Jitter,
+    pub jitter: Option<Jitter>,
 
     /// Seed for the random source, for a reproducible schedule.
     #[arg(allow_hyphen_values = true, long, value_name = "N", value_parser = seed, help_heading = "How long to wait")]
@@ -139,14 +144,18 @@ pub struct Cli {
     pub fatal_if_output: Vec<regex::bytes::Regex>,
 
     /// The output streams the output rules read.
-    #[arg(allow_hyphen_values = true, long, value_name = "STREAM", value_enum, default_value_t = defaults::MATCH_STREAM,
-          help_heading = "Which results are retried")]
-    pub match_stream: MatchStream,
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "STREAM",
+        value_enum,
+        help_heading = "Which results are retried"
+    )]
+    pub match_stream: Option<MatchStream>,
 
     /// HTTP statuses, from a header dump in the hint file, that are retried.
-    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = CodeSet::http,
-          default_value = defaults::text::RETRY_ON_HTTP, help_heading = "HTTP and hints")]
-    pub retry_on_http: CodeSet,
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = CodeSet::http, help_heading = "HTTP and hints")]
+    pub retry_on_http: Option<CodeSet>,
 
     /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = CodeSet::http, help_heading = "HTTP and hints")]
@@ -154,9 +163,8 @@ pub struct Cli {
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::RETRY_AFTER_MAX,
           help_heading = "HTTP and hints")]
-    pub retry_after_max: Duration,
+    pub retry_after_max: Option<Duration>,
 
     /// Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any
     /// `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in
@@ -167,27 +175,35 @@ pub struct Cli {
     /// Signal sent to the attempt's process group when it times out.
     #[arg(allow_hyphen_values = true, long, value_name = "SIG", value_parser = Offered::new(signal, || NAMES.to_vec()),
           hide_possible_values = true,
-          default_value = defaults::text::KILL_SIGNAL,
           help_heading = "The child process")]
-    pub kill_signal: i32,
+    pub kill_signal: Option<i32>,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::KILL_AFTER,
           help_heading = "The child process")]
-    pub kill_after: Duration,
+    pub kill_after: Option<Duration>,
 
     /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
     /// passes a terminal through; replay, pass and null force a mode.
-    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STDIN,
-          help_heading = "The child process")]
-    pub stdin: StdinMode,
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "MODE",
+        value_enum,
+        help_heading = "The child process"
+    )]
+    pub stdin: Option<StdinMode>,
 
     /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
     /// the run to stdout (retried attempts' output goes to stderr).
-    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STDOUT,
-          help_heading = "The child process")]
-    pub stdout: StdoutMode,
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "MODE",
+        value_enum,
+        help_heading = "The child process"
+    )]
+    pub stdout: Option<StdoutMode>,
 
     /// Hold every attempt's stdout and stderr and retry's own log, and print them, in order
     /// and marked by attempt, only if the run fails: a run that succeeds prints nothing
@@ -206,9 +222,14 @@ pub struct Cli {
     pub quiet: u8,
 
     /// Log as text lines or as JSON lines.
-    #[arg(allow_hyphen_values = true, long, value_name = "FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT,
-          help_heading = "Logging")]
-    pub log_format: LogFormat,
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "FORMAT",
+        value_enum,
+        help_heading = "Logging"
+    )]
+    pub log_format: Option<LogFormat>,
 
     /// Write the log to this file (appending) instead of stderr.
     #[arg(
@@ -246,9 +267,8 @@ pub struct Cli {
 
     /// Longest a hook may run before its process group is stopped.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::HOOK_TIMEOUT,
           help_heading = "Hooks and reports")]
-    pub hook_timeout: Duration,
+    pub hook_timeout: Option<Duration>,
 
     /// Write a JSON summary of the run to FILE at the end (attempts, statuses, time running
     /// and waiting, outcome, reason).
@@ -297,29 +317,26 @@ pub struct Cli {
 
     /// Consecutive failed attempts (0 to 1000), of any runs on the key, that open the breaker;
     /// 0 turns it off.
-    #[arg(allow_hyphen_values = true, long, value_name = "N", default_value_t = defaults::BREAKER_FAILURES,
+    #[arg(allow_hyphen_values = true, long, value_name = "N",
           value_parser = breaker_failures,
           help_heading = "Shared state (--key)")]
-    pub breaker_failures: u32,
+    pub breaker_failures: Option<u32>,
 
     /// Failures older than this do not count towards opening the breaker.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
-          default_value = defaults::text::BREAKER_WINDOW,
           help_heading = "Shared state (--key)")]
-    pub breaker_window: Duration,
+    pub breaker_window: Option<Duration>,
 
     /// How long the breaker stays open the first time: runs exit 75 without running the
     /// command; then one run probes. Doubles after each failed probe.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
-          default_value = defaults::text::BREAKER_OPEN,
           help_heading = "Shared state (--key)")]
-    pub breaker_open: Duration,
+    pub breaker_open: Option<Duration>,
 
     /// The longest the breaker stays open.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::BREAKER_OPEN_MAX,
           help_heading = "Shared state (--key)")]
-    pub breaker_open_max: Duration,
+    pub breaker_open_max: Option<Duration>,
 
     /// Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0
     /// turns the budget off.
@@ -328,10 +345,9 @@ pub struct Cli {
         long,
         value_name = "N",
         value_parser = tokens,
-        default_value_t = defaults::BUDGET_BURST,
         help_heading = "Shared state (--key)"
     )]
-    pub budget_burst: u32,
+    pub budget_burst: Option<u32>,
 
     /// Tokens a successful attempt adds to the budget.
     #[arg(
@@ -339,16 +355,14 @@ pub struct Cli {
         long,
         value_name = "F",
         value_parser = ratio,
-        default_value_t = defaults::BUDGET_RATIO,
         help_heading = "Shared state (--key)"
     )]
-    pub budget_ratio: f64,
+    pub budget_ratio: Option<f64>,
 
     /// One token comes back to the budget every DUR, whatever happens.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
-          default_value = defaults::text::BUDGET_REFILL,
           help_heading = "Shared state (--key)")]
-    pub budget_refill: Duration,
+    pub budget_refill: Option<Duration>,
 
     /// Keep the keys' state in Redis, shared by every host that uses it:
     /// redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, redis+unix:///PATH,
@@ -365,15 +379,19 @@ pub struct Cli {
 
     /// The longest a run waits for the --state store, all its calls together.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = span,
-          default_value = defaults::text::STATE_TIMEOUT,
           help_heading = "Shared state (--key)")]
-    pub state_timeout: Duration,
+    pub state_timeout: Option<Duration>,
 
     /// When the --state store cannot be reached in time before the command starts: open runs
     /// with this host's local state and warns; closed exits 75 without running the command.
-    #[arg(allow_hyphen_values = true, long, value_name = "MODE", value_enum, default_value_t = defaults::STATE_FAIL,
-          help_heading = "Shared state (--key)")]
-    pub state_fail: FailMode,
+    #[arg(
+        allow_hyphen_values = true,
+        long,
+        value_name = "MODE",
+        value_enum,
+        help_heading = "Shared state (--key)"
+    )]
+    pub state_fail: Option<FailMode>,
 
     /// List every key with state in the state directory, or in the --state store: its
     /// breaker, failures counted, tokens left and last change. Changes nothing, runs nothing.
@@ -430,15 +448,13 @@ pub struct Cli {
 
     /// With --fleet: how long the service is down.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::OUTAGE,
           help_heading = "Explain a fleet")]
-    pub outage: Duration,
+    pub outage: Option<Duration>,
 
     /// With --fleet: how often each process runs the job (a cron interval).
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::EVERY,
           help_heading = "Explain a fleet")]
-    pub every: Duration,
+    pub every: Option<Duration>,
 
     /// With --fleet: the N processes are spread over H hosts; with --key and no --state, the
     /// processes on one host share that host's state [default: N, one process a host].
@@ -455,9 +471,8 @@ pub struct Cli {
 
     /// With --fleet: how long one call of the job takes, failed or not.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse,
-          default_value = defaults::text::CALL_TIME,
           help_heading = "Explain a fleet")]
-    pub call_time: Duration,
+    pub call_time: Option<Duration>,
 
     /// The command to run and its arguments, passed on byte for byte: run directly, not
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
@@ -686,9 +701,10 @@ pub enum Generate {
 }
 
 /// How the delay grows between retries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum BackoffKind {
     /// delay * factor^(k-1)
+    #[default]
     Exponential,
     /// delay * k
     Linear,
@@ -706,13 +722,74 @@ pub enum BackoffKind {
 /// number of attempts, said as such, not an unknown flag `-1`; and `--retry-if-output '-ERR'`
 /// works.
 pub fn command() -> clap::Command {
-    parsing_command().after_long_help(after_long_help())
+    let shown = shown_defaults();
+    parsing_command()
+        .after_long_help(after_long_help())
+        .mut_args(|arg| {
+            match shown.iter().find(|(id, _)| arg.get_id() == *id) {
+                // Made once, for the help or a generated file, and kept until retry exits.
+                Some((_, value)) => arg.default_value(&*value.clone().leak()),
+                None => arg,
+            }
+        })
 }
 
-/// [`command`] without the text that only `--help` shows, which is long to make: what every
-/// run parses its flags with.
+/// [`command`] without what only `--help`, the man page and the completions show: the long
+/// help's sections, and the flags' defaults. What every run parses its flags with: given
+/// defaults, clap would parse each one's text into a value at every start, the largest part
+/// of what a run of `retry -- true` did (a third of its instructions); a run takes the defaults
+/// of the flags it was not given typed from `policy::defaults` (`setup::validate`).
 pub fn parsing_command() -> clap::Command {
     Cli::command()
+}
+
+/// The flags' defaults as `--help` and the man page show them, each made from its constant
+/// in `policy::defaults`.
+pub fn shown_defaults() -> [(&'static str, String); 25] {
+    let named = |value: Option<clap::builder::PossibleValue>| {
+        value.map_or_else(String::new, |v| v.get_name().to_string())
+    };
+    let human = duration::human;
+    let codes = defaults::RETRY_ON_HTTP
+        .map(|code| code.to_string())
+        .join(",");
+    let signal = crate::policy::status::signal_name(defaults::KILL_SIGNAL);
+    [
+        ("delay", human(defaults::DELAY)),
+        ("backoff", named(BackoffKind::default().to_possible_value())),
+        ("factor", defaults::FACTOR.to_string()),
+        ("jitter", defaults::JITTER.to_string()),
+        (
+            "match_stream",
+            named(defaults::MATCH_STREAM.to_possible_value()),
+        ),
+        ("retry_on_http", codes),
+        ("retry_after_max", human(defaults::RETRY_AFTER_MAX)),
+        ("kill_signal", signal.trim_start_matches("SIG").to_string()),
+        ("kill_after", human(defaults::KILL_AFTER)),
+        ("stdin", named(defaults::STDIN.to_possible_value())),
+        ("stdout", named(defaults::STDOUT.to_possible_value())),
+        (
+            "log_format",
+            named(defaults::LOG_FORMAT.to_possible_value()),
+        ),
+        ("hook_timeout", human(defaults::HOOK_TIMEOUT)),
+        ("breaker_failures", defaults::BREAKER_FAILURES.to_string()),
+        ("breaker_window", human(defaults::BREAKER_WINDOW)),
+        ("breaker_open", human(defaults::BREAKER_OPEN)),
+        ("breaker_open_max", human(defaults::BREAKER_OPEN_MAX)),
+        ("budget_burst", defaults::BUDGET_BURST.to_string()),
+        ("budget_ratio", defaults::BUDGET_RATIO.to_string()),
+        ("budget_refill", human(defaults::BUDGET_REFILL)),
+        ("state_timeout", human(defaults::STATE_TIMEOUT)),
+        (
+            "state_fail",
+            named(defaults::STATE_FAIL.to_possible_value()),
+        ),
+        ("outage", human(defaults::OUTAGE)),
+        ("every", human(defaults::EVERY)),
+        ("call_time", human(defaults::CALL_TIME)),
+    ]
 }
 
 /// A value parser that offers names to the shells' completions: retry's own parser `parse`,
@@ -937,35 +1014,30 @@ mod tests {
         }
     }
 
-    /// The defaults as the help shows them parse back to the constants they were rendered
-    /// from, and the two the help writes out by hand say what the constants say.
+    /// The defaults as the help shows them, given as flags, make the policy (and the fleet)
+    /// that giving no flag makes; and the two the help writes out by hand say what the
+    /// constants say.
     #[test]
     fn the_defaults_shown_are_the_defaults_used() {
-        let cli = Cli::try_parse_from(["retry", "--", "true"]).expect("no flags parse");
-        assert_eq!(cli.delay, defaults::DELAY);
-        assert_eq!(cli.factor, defaults::FACTOR);
-        assert_eq!(cli.jitter, defaults::JITTER);
-        assert_eq!(cli.match_stream, defaults::MATCH_STREAM);
-        assert_eq!(cli.retry_on_http, CodeSet::of(&defaults::RETRY_ON_HTTP));
-        assert_eq!(cli.retry_after_max, defaults::RETRY_AFTER_MAX);
-        assert_eq!(cli.kill_signal, defaults::KILL_SIGNAL);
-        assert_eq!(cli.kill_after, defaults::KILL_AFTER);
-        assert_eq!(cli.stdin, defaults::STDIN);
-        assert_eq!(cli.stdout, defaults::STDOUT);
-        assert_eq!(cli.log_format, defaults::LOG_FORMAT);
-        assert_eq!(cli.hook_timeout, defaults::HOOK_TIMEOUT);
-        assert_eq!(cli.breaker_failures, defaults::BREAKER_FAILURES);
-        assert_eq!(cli.breaker_window, defaults::BREAKER_WINDOW);
-        assert_eq!(cli.breaker_open, defaults::BREAKER_OPEN);
-        assert_eq!(cli.breaker_open_max, defaults::BREAKER_OPEN_MAX);
-        assert_eq!(cli.budget_burst, defaults::BUDGET_BURST);
-        assert_eq!(cli.budget_ratio, defaults::BUDGET_RATIO);
-        assert_eq!(cli.budget_refill, defaults::BUDGET_REFILL);
-        assert_eq!(cli.state_timeout, defaults::STATE_TIMEOUT);
-        assert_eq!(cli.state_fail, defaults::STATE_FAIL);
-        assert_eq!(cli.outage, defaults::OUTAGE);
-        assert_eq!(cli.every, defaults::EVERY);
-        assert_eq!(cli.call_time, defaults::CALL_TIME);
+        // With a key and a store, so that the breaker's, the budget's and the store's
+        // settings are in the policy.
+        let base = ["retry", "--key", "k", "--state", "redis://127.0.0.1:1"].map(String::from);
+        let mut shown = base.to_vec();
+        for (id, value) in shown_defaults() {
+            shown.extend([format!("--{}", id.replace('_', "-")), value]);
+        }
+        let tail = ["--", "true"].map(String::from);
+        let parse = |args: Vec<String>| Cli::try_parse_from(args).expect("the flags parse");
+        let given = parse([shown, tail.to_vec()].concat());
+        let none = parse([base.to_vec(), tail.to_vec()].concat());
+        assert!(given.delay.is_some() && none.delay.is_none());
+        let fleets = [&given, &none].map(|cli| super::super::fleet(cli, 10).expect("a fleet"));
+        assert_eq!(fleets[0], fleets[1]);
+        let [given, none] = [given, none].map(|cli| {
+            let policy = crate::policy::Policy::try_from(cli).expect("a policy");
+            format!("{policy:?}")
+        });
+        assert_eq!(given, none);
         let help = |name: &str| {
             let cmd = command();
             let arg = cmd.get_arguments().find(|a| a.get_id() == name);

@@ -19,7 +19,7 @@ use clap::{FromArgMatches, Parser};
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
-use crate::policy::{Fleet, Origin, Origins, Policy};
+use crate::policy::{Fleet, Origin, Origins, Policy, defaults};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "splay", "call_time"];
@@ -132,10 +132,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
 /// The fleet `--explain --fleet N` simulates, its flags checked against each other.
 fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
     let human = |d: Duration| humantime::format_duration(d).to_string();
-    if cli.every < Duration::from_secs(1) {
+    let every = cli.every.unwrap_or(defaults::EVERY);
+    let call = cli.call_time.unwrap_or(defaults::CALL_TIME);
+    if every < Duration::from_secs(1) {
         return Err(format!(
             "--every is too short for a job's interval: {}; give 1s or more",
-            human(cli.every)
+            human(every)
         ));
     }
     let hosts = cli.hosts.unwrap_or(processes);
@@ -145,29 +147,29 @@ fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
              {processes} hosts"
         ));
     }
-    let splay = cli.splay.unwrap_or(cli.every);
-    if splay > cli.every {
+    let splay = cli.splay.unwrap_or(every);
+    if splay > every {
         return Err(format!(
             "--splay {} is longer than --every {}: a process runs once a tick, so give at most \
              --every",
             human(splay),
-            human(cli.every)
+            human(every)
         ));
     }
-    if cli.call_time.is_zero() || cli.call_time > cli.every {
+    if call.is_zero() || call > every {
         return Err(format!(
             "--call-time {} is not a call's time: give more than 0 and at most --every ({})",
-            human(cli.call_time),
-            human(cli.every)
+            human(call),
+            human(every)
         ));
     }
     Ok(Fleet {
         processes,
         hosts,
-        outage: cli.outage,
-        every: cli.every,
+        outage: cli.outage.unwrap_or(defaults::OUTAGE),
+        every,
         splay,
-        call: cli.call_time,
+        call,
     })
 }
 

@@ -9,6 +9,7 @@ use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
+use crate::policy::codes::CodeSet;
 use crate::policy::outcome::Rules;
 use crate::policy::shared::SharedSettings;
 use crate::policy::store::{self, Secret, StoreSettings, StoreUrl};
@@ -22,6 +23,11 @@ impl TryFrom<Cli> for Policy {
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
         let usage = |msg: String| Err(UsageError(msg));
+        // The defaults of the flags not given: the command line a run parses has none, so
+        // that clap does not parse each default's text at every start (cli::command).
+        let delay = cli.delay.unwrap_or(defaults::DELAY);
+        let backoff = cli.backoff.unwrap_or_default();
+        let jitter = cli.jitter.unwrap_or(defaults::JITTER);
 
         // The cap is applied, never refused: a default cap rises to the longest delay
         // the user asked for, and an explicit one caps it (--explain warns).
@@ -29,14 +35,14 @@ impl TryFrom<Cli> for Policy {
             .delays
             .iter()
             .flatten()
-            .chain([&cli.delay])
+            .chain([&delay])
             .max()
             .copied()
-            .unwrap_or(cli.delay);
+            .unwrap_or(delay);
         let max_delay = cli.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
         // 0 is no limit, as timeout(1) reads it.
         let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
-        let adaptive = match cli.backoff {
+        let adaptive = match backoff {
             BackoffKind::Adaptive if cli.key.is_none() => {
                 return usage(
                     "--backoff adaptive needs --key: the delay is learned from the recent \
@@ -44,7 +50,7 @@ impl TryFrom<Cli> for Policy {
                         .into(),
                 );
             }
-            BackoffKind::Adaptive if cli.jitter == Jitter::Decorrelated => {
+            BackoffKind::Adaptive if jitter == Jitter::Decorrelated => {
                 return usage(
                     "flags that exclude each other: --jitter decorrelated and --backoff \
                      adaptive; decorrelated jitter makes its own schedule, so choose another \
@@ -57,7 +63,7 @@ impl TryFrom<Cli> for Policy {
         };
         let shape = match cli.delays {
             Some(list) => {
-                if cli.jitter == Jitter::Decorrelated {
+                if jitter == Jitter::Decorrelated {
                     return usage(
                         "flags that exclude each other: --jitter decorrelated and --delays; \
                          decorrelated jitter makes its own schedule, so choose another jitter"
@@ -66,11 +72,11 @@ impl TryFrom<Cli> for Policy {
                 }
                 Shape::List(list)
             }
-            None => match cli.backoff {
+            None => match backoff {
                 // The adaptive delay is blended with, and falls back on, the exponential one.
-                BackoffKind::Exponential | BackoffKind::Adaptive => {
-                    Shape::Exponential { factor: cli.factor }
-                }
+                BackoffKind::Exponential | BackoffKind::Adaptive => Shape::Exponential {
+                    factor: cli.factor.unwrap_or(defaults::FACTOR),
+                },
                 BackoffKind::Linear => Shape::Linear,
                 BackoffKind::Constant => Shape::Constant,
                 BackoffKind::Fibonacci => Shape::Fibonacci,
@@ -88,22 +94,22 @@ impl TryFrom<Cli> for Policy {
         let store = match store_url(cli.state_url.as_deref(), cli.key.is_some() || cli.list_keys)? {
             Some(url) => Some(StoreSettings {
                 url,
-                timeout: cli.state_timeout,
-                fail: cli.state_fail,
+                timeout: cli.state_timeout.unwrap_or(defaults::STATE_TIMEOUT),
+                fail: cli.state_fail.unwrap_or(defaults::STATE_FAIL),
             }),
             None => None,
         };
         let shared = SharedSettings {
             breaker: BreakerSettings {
-                failures: cli.breaker_failures,
-                window: cli.breaker_window,
-                open: cli.breaker_open,
-                open_max: cli.breaker_open_max,
+                failures: cli.breaker_failures.unwrap_or(defaults::BREAKER_FAILURES),
+                window: cli.breaker_window.unwrap_or(defaults::BREAKER_WINDOW),
+                open: cli.breaker_open.unwrap_or(defaults::BREAKER_OPEN),
+                open_max: cli.breaker_open_max.unwrap_or(defaults::BREAKER_OPEN_MAX),
             },
             budget: BudgetSettings {
-                burst: cli.budget_burst,
-                ratio: cli.budget_ratio,
-                refill: cli.budget_refill,
+                burst: cli.budget_burst.unwrap_or(defaults::BUDGET_BURST),
+                ratio: cli.budget_ratio.unwrap_or(defaults::BUDGET_RATIO),
+                refill: cli.budget_refill.unwrap_or(defaults::BUDGET_REFILL),
             },
             // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
             // never 0 ms, which would let every run probe.
@@ -132,9 +138,9 @@ impl TryFrom<Cli> for Policy {
             attempt_timeout: limit(cli.attempt_timeout),
             backoff: Backoff {
                 shape,
-                delay: cli.delay,
+                delay,
                 max_delay,
-                jitter: cli.jitter,
+                jitter,
             },
             seed: cli.seed,
             rules: match cli.preset {
@@ -151,21 +157,23 @@ impl TryFrom<Cli> for Policy {
                 }
                 None => Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
             },
-            kill_signal: cli.kill_signal,
-            kill_after: cli.kill_after,
-            stdin: cli.stdin,
-            stdout: cli.stdout,
+            kill_signal: cli.kill_signal.unwrap_or(defaults::KILL_SIGNAL),
+            kill_after: cli.kill_after.unwrap_or(defaults::KILL_AFTER),
+            stdin: cli.stdin.unwrap_or(defaults::STDIN),
+            stdout: cli.stdout.unwrap_or(defaults::STDOUT),
             output_on_failure: cli.output_on_failure,
             output_rules: output_rules::Rules {
                 retry: with_preset(cli.retry_if_output, cli.preset.map(|p| p.retry_if_output))?,
                 fatal: with_preset(cli.fatal_if_output, cli.preset.map(|p| p.fatal_if_output))?,
-                stream: cli.match_stream,
+                stream: cli.match_stream.unwrap_or(defaults::MATCH_STREAM),
             },
             http: HttpRules {
-                retry: cli.retry_on_http,
+                retry: cli
+                    .retry_on_http
+                    .unwrap_or_else(|| CodeSet::of(&defaults::RETRY_ON_HTTP)),
                 fatal: cli.fatal_on_http,
             },
-            retry_after_max: cli.retry_after_max,
+            retry_after_max: cli.retry_after_max.unwrap_or(defaults::RETRY_AFTER_MAX),
             // A `{hints}` in the arguments asks for a hint file as plainly as --hints does;
             // passed on as it is, it would make curl write a file named `{hints}`.
             hints: cli.hints
@@ -178,7 +186,7 @@ impl TryFrom<Cli> for Policy {
             hooks: Hooks {
                 on_retry: cli.on_retry,
                 on_giveup: cli.on_giveup,
-                timeout: cli.hook_timeout,
+                timeout: cli.hook_timeout.unwrap_or(defaults::HOOK_TIMEOUT),
             },
             named: cli.name.is_some(),
             summary: cli.summary,
@@ -198,7 +206,7 @@ impl TryFrom<Cli> for Policy {
             log: LogSettings {
                 level: level.clamp(-1, 2) as i8,
                 depth: nesting.level,
-                format: cli.log_format,
+                format: cli.log_format.unwrap_or(defaults::LOG_FORMAT),
                 time: cli.log_time || level >= 2 || cli.log_file.is_some(),
                 file: cli.log_file,
             },
