@@ -117,7 +117,9 @@ impl Signals {
     /// Empties the self-pipe; call before looking at what arrived, so no wake-up is lost.
     pub fn drain(&mut self) {
         let mut buf = [0u8; 64];
-        while matches!(nix::unistd::read(&self.wake, &mut buf), Ok(n) if n > 0) {}
+        // A read that does not fill the buffer emptied the pipe: no second read to be told
+        // EAGAIN. A wake-up written after it stays in the pipe for the next poll.
+        while matches!(nix::unistd::read(&self.wake, &mut buf), Ok(n) if n == buf.len()) {}
     }
 
     /// Whether a signal that cancels the run has arrived and was not yet taken; it stays for
