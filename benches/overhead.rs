@@ -64,11 +64,12 @@ fn retry_bin() -> String {
 
 /// Copies the built retry into `dir`, as `cargo install` copies it into its bin directory (and
 /// dpkg writes it). The copy is what users run, and it is what the C reference is compared
-/// with: a file written the way the C compiler's linker writes its own. lld writes its output
-/// through a shared mapping, which leaves the file in the page cache as single pages, where a
-/// copy is held in large folios that the kernel maps many pages at a time; so the linker's
-/// file starts measurably slower than a copy of the same bytes (1.145-1.151 against
-/// 1.124-1.131 times the C reference in three runs of each). Section 2 prints both.
+/// with: a file written the way the C compiler's linker writes its own. The file lld wrote is
+/// held in the page cache as single pages (here also when lld writes it without a mapping, and
+/// after the page cache was dropped), where a copy is held in large folios that the kernel
+/// maps many pages at a time; so the linker's file starts measurably slower than a copy of
+/// the same bytes (1.145-1.151 against 1.124-1.131 times the C reference in three runs of
+/// each). Section 2 prints both.
 fn install(dir: &std::path::Path) -> Outcome<String> {
     let to = dir.join("retry");
     std::fs::copy(built_bin(), &to).map_err(|e| format!("copy {} there: {e}", built_bin()))?;
