@@ -5,8 +5,9 @@
 //!    with `std::process::Command`, the least any retry loop can do. Target: retry/loop ≤ 1.05.
 //! 2. Start-up, one successful attempt: `retry -- /bin/true`, run from a copy of the build as
 //!    `cargo install` makes it, and again with both read back from disk, against the least a
-//!    wrapper can do, a static C program that posix_spawns its argument and waits for it (built here with
-//!    `cc -static`), with the page faults of each (wait4's ru_minflt, the child's included);
+//!    wrapper can do, a static C program that posix_spawns its argument and waits for it
+//!    (built here with `cc -static`), with the page faults of each (wait4's ru_minflt, the
+//!    child's included);
 //!    GNU `timeout 60 /bin/true` beside them for scale. Target: ≤ 1.15.
 //! 3. retry's own peak RSS, read with wait4 on its pid (RUSAGE_CHILDREN would mix in the
 //!    attempts it ran), beside the C program's and GNU timeout's. Target: ≤ 1.6 MiB.
@@ -168,7 +169,12 @@ fn micros(d: Duration) -> f64 {
 /// retry with these arguments, its stdin /dev/null: `--stdin auto` passes that through,
 /// whatever the bench's own stdin is (a pipe there would be recorded and replayed).
 fn retry(args: &[&str]) -> Command {
-    let mut command = Command::new(retry_bin());
+    retry_at(&retry_bin(), args)
+}
+
+/// [`retry`], run from the file at `path`.
+fn retry_at(path: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(path);
     command.args(args).stdin(Stdio::null());
     command
 }
@@ -521,11 +527,7 @@ fn startup_section(spawn_c: &str, disk: &(String, String)) -> Outcome<(f64, f64)
     // Both read back from disk (see `install` and `read_back`).
     let read = pairs(
         STARTUP_PAIRS,
-        || {
-            let mut command = Command::new(&disk.0);
-            command.args(["--", "/bin/true"]).stdin(Stdio::null());
-            run(&mut command, 0).map(|r| micros(r.wall))
-        },
+        || run(&mut retry_at(&disk.0, &["--", "/bin/true"]), 0).map(|r| micros(r.wall)),
         || run(&mut spawn_c_true(&disk.1), 0).map(|r| micros(r.wall)),
     )?;
     row(
@@ -542,8 +544,7 @@ fn rss_section(spawn_c: &str, read_back: &str) -> Outcome<f64> {
     let failing = ["-n", "3", "-d", "0", "-qq", "--", "/bin/false"];
     let attempts = rss_row("retry -n 3 -d 0 -qq -- /bin/false", retry(&failing), 1)?;
     let success = rss_row("retry -- /bin/true", retry(&["--", "/bin/true"]), 0)?;
-    let mut read = Command::new(read_back);
-    read.args(["--", "/bin/true"]).stdin(Stdio::null());
+    let read = retry_at(read_back, &["--", "/bin/true"]);
     rss_row("the same, read back from disk", read, 0)?;
     rss_row("static C posix_spawn+wait", spawn_c_true(spawn_c), 0)?;
     rss_row("timeout 60 /bin/true", timeout_true(), 0)?;
