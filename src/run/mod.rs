@@ -13,6 +13,7 @@ mod gate;
 mod group;
 mod hint_dir;
 mod hooks;
+mod jitter_rng;
 #[cfg(test)]
 mod keyed_tests;
 mod output;
@@ -27,9 +28,6 @@ mod watcher;
 pub mod world;
 
 use std::time::Instant;
-
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 use crate::exit::Exit;
 use crate::policy::Policy;
@@ -79,14 +77,7 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             return Exit::FAILURE;
         }
     };
-    let mut rng = match policy.seed {
-        Some(seed) => StdRng::seed_from_u64(seed),
-        // Seeded from the system directly, not through the thread's generator: that one
-        // makes a block at once (and asks the CPU which instructions it has, which in a
-        // virtual machine costs about as much as a system call), while this generator makes
-        // its first block only when a wait is jittered.
-        None => StdRng::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| rand::make_rng()),
-    };
+    let mut rng = jitter_rng::JitterRng::new(policy.seed);
     let mut world = match process::Process::new(policy, signals, start, transcript.as_ref()) {
         Ok(world) => world,
         Err(e) => {
