@@ -488,7 +488,7 @@ impl World for Process {
                 },
                 None => None,
             };
-            let stdin = io::stdin();
+            let stdin = super::child_fd::stdin();
             let (need, pipe) = match self.input.replay() {
                 Some(replay) => replay.need(),
                 None => (Need::Nothing, None),
@@ -503,7 +503,7 @@ impl World for Process {
             let mut fds = vec![PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
             match (need, pipe) {
                 (Need::Room, Some(pipe)) => fds.push(PollFd::new(pipe, PollFlags::POLLOUT)),
-                (Need::Input, _) => fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN)),
+                (Need::Input, _) => fds.push(PollFd::new(stdin, PollFlags::POLLIN)),
                 _ => {}
             }
             let output_at = fds.len();

@@ -11,7 +11,7 @@ use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2};
 
-use super::child_fd::ChildFd;
+use super::child_fd::{self, ChildFd};
 use super::spool::Spool;
 use crate::policy::StdinMode;
 
@@ -48,14 +48,14 @@ impl Input {
             StdinMode::Null => Input::Null,
             StdinMode::Replay => Input::Replay(Replay::default()),
             StdinMode::Auto => {
-                let stdin = io::stdin();
-                let Ok(stat) = fstat(stdin.as_fd()) else {
+                let stdin = child_fd::stdin();
+                let Ok(stat) = fstat(stdin) else {
                     // No stdin at all: the attempts get none either.
                     return Input::Pass;
                 };
                 let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
                 if kind == SFlag::S_IFREG {
-                    match lseek(stdin.as_fd(), 0, Whence::SeekCur) {
+                    match lseek(stdin, 0, Whence::SeekCur) {
                         Ok(offset) => Input::Rewind(offset as u64),
                         Err(_) => Input::Replay(Replay::default()),
                     }
@@ -74,7 +74,7 @@ impl Input {
             Input::Pass => Ok(ChildFd::Inherit),
             Input::Null => Ok(ChildFd::Null),
             Input::Rewind(offset) => {
-                lseek(io::stdin().as_fd(), *offset as i64, Whence::SeekSet)?;
+                lseek(child_fd::stdin(), *offset as i64, Whence::SeekSet)?;
                 Ok(ChildFd::Inherit)
             }
             Input::Replay(replay) => replay.start(),
@@ -167,7 +167,7 @@ pub enum Need {
 /// from the pipe than asked for, and what it took would be lost to whoever reads stdin next.
 fn read_stdin(buf: &mut [u8]) -> nix::Result<usize> {
     loop {
-        match nix::unistd::read(io::stdin().as_fd(), buf) {
+        match nix::unistd::read(child_fd::stdin(), buf) {
             Err(Errno::EINTR) => {}
             done => return done,
         }
@@ -297,7 +297,7 @@ impl Replay {
         if !self.stdin_grown {
             self.stdin_grown = true;
             // Not ours to keep small; a writer ahead of the attempts simply gets further.
-            let _ = grow(io::stdin().as_fd(), BIG);
+            let _ = grow(child_fd::stdin(), BIG);
         }
     }
 
@@ -311,7 +311,7 @@ impl Replay {
         if !self.no_tee {
             let size = feed.big.unwrap_or(PAGE);
             match tee(
-                io::stdin(),
+                child_fd::stdin(),
                 &feed.pipe,
                 size,
                 SpliceFFlags::SPLICE_F_NONBLOCK,
@@ -359,7 +359,7 @@ impl Replay {
             }
             let size = feed.big.unwrap_or(PAGE);
             match tee(
-                io::stdin(),
+                child_fd::stdin(),
                 &feed.pipe,
                 size,
                 SpliceFFlags::SPLICE_F_NONBLOCK,
@@ -368,7 +368,7 @@ impl Replay {
                 Ok(n) => self.take(n),
                 // Either the attempt's pipe is full or stdin is empty: wait for the one that is.
                 Err(Errno::EAGAIN) => {
-                    if unread(&io::stdin()) > 0 {
+                    if unread(&child_fd::stdin()) > 0 {
                         feed.room = false;
                     }
                     return;
@@ -387,7 +387,7 @@ impl Replay {
         let mut scratch = Vec::new();
         while n > 0 {
             let got = if self.lost.is_none() {
-                match self.record.append_from(io::stdin().as_fd(), n) {
+                match self.record.append_from(child_fd::stdin(), n) {
                     Ok(got) => {
                         if let Some(feed) = &mut self.feed {
                             feed.sent += got as u64;

@@ -47,7 +47,7 @@ impl Terminal {
                 kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
             })
         };
-        let alone = !piped(std::io::stdin().as_fd()) && !piped(std::io::stdout().as_fd());
+        let alone = !piped(super::child_fd::stdin()) && !piped(super::child_fd::stdout());
         Some(Terminal { tty, own, alone })
     }
 
