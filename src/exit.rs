@@ -43,10 +43,12 @@ impl Exit {
     }
 
     pub fn exit(self) -> ! {
-        let _ = std::io::stdout().flush();
         if let Exit::Signal(sig) = self {
+            let _ = std::io::stdout().flush();
             raise_default(sig);
         }
+        // Flushes std's stdout, if anything made it (not `io::stdout()`, which would make its
+        // buffer to flush nothing).
         std::process::exit(self.status())
     }
 }
