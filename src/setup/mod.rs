@@ -40,7 +40,13 @@ pub struct Setup {
 /// Parses the arguments (the first is the program name), with the config file's settings,
 /// into a policy; or prints why it cannot and returns how to exit.
 pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
-    let mut command = cli::parsing_command();
+    // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
+    // the rest's locals below it would make the stack a run touches pages deeper.
+    parse_with(cli::parsing_command(), args)
+}
+
+#[inline(never)]
+fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, Exit> {
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
         // The help is made again with the text that only it shows.
