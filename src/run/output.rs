@@ -16,7 +16,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll, ppoll};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::pipe2;
 
-use super::child_fd::ChildFd;
+use super::child_fd::{self, ChildFd};
 use super::signals::Signals;
 use super::spool::Spool;
 use super::transcript::{To, Transcript};
@@ -295,9 +295,11 @@ struct Sink {
 
 impl Sink {
     fn own(stdout: bool) -> Sink {
-        // SAFETY: descriptors 1 and 2 stay open, or stay closed, for as long as retry runs:
-        // nothing in retry closes or replaces them. A closed one fails every write with EBADF.
-        let fd = unsafe { BorrowedFd::borrow_raw(if stdout { 1 } else { 2 }) };
+        let fd = if stdout {
+            child_fd::stdout()
+        } else {
+            child_fd::stderr()
+        };
         let always_ready = fstat(fd).is_ok_and(|st| {
             let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
             kind == SFlag::S_IFREG || kind == SFlag::S_IFBLK

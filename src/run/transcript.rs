@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use nix::errno::Errno;
 
+use super::child_fd;
 use super::spool::Spool;
 
 /// Where a piece of the transcript goes when it is printed.
@@ -77,7 +78,11 @@ impl Transcript {
             let len = u64::from(u32::from_le_bytes([
                 header[1], header[2], header[3], header[4],
             ]));
-            let fd = if header[0] == 1 { 1 } else { 2 };
+            let fd = if header[0] == 1 {
+                child_fd::stdout()
+            } else {
+                child_fd::stderr()
+            };
             if !copy(&held.spool, at, len, fd) {
                 break;
             }
@@ -87,7 +92,7 @@ impl Transcript {
             let line = format!(
                 "retry: warning: --output-on-failure could not hold all of the output: {why}\n"
             );
-            write_all(2, line.as_bytes());
+            write_all(child_fd::stderr(), line.as_bytes());
         }
     }
 }
@@ -117,7 +122,7 @@ fn read_exact(spool: &Spool, at: u64, buf: &mut [u8]) -> bool {
 }
 
 /// Copies `len` bytes at `at` to descriptor `fd`; false once the reader went away.
-fn copy(spool: &Spool, at: u64, len: u64, fd: i32) -> bool {
+fn copy(spool: &Spool, at: u64, len: u64, fd: BorrowedFd<'_>) -> bool {
     let mut buf = vec![0u8; 64 * 1024];
     let mut done = 0u64;
     while done < len {
@@ -139,10 +144,7 @@ fn copy(spool: &Spool, at: u64, len: u64, fd: i32) -> bool {
 
 /// Writes all of `bytes` to descriptor `fd`, waiting for a slow reader; false when the
 /// reader went away or the descriptor is closed.
-fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
-    // SAFETY: descriptors 1 and 2 stay open, or stay closed, for as long as retry runs; a
-    // closed one fails with EBADF.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {
         match nix::unistd::write(fd, bytes) {
             Ok(n) => bytes = &bytes[n..],
