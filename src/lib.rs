@@ -8,7 +8,7 @@
 pub mod arena;
 pub mod env;
 pub mod exit;
-pub mod files;
+pub mod platform;
 pub mod policy;
 pub mod report;
 pub mod run;

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod codes;
 pub mod defaults;
 pub mod duration;
+pub mod escalation;
 pub mod hints;
 pub mod outcome;
 pub mod output_rules;

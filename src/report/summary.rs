@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::log::KeyFields;
-use crate::files::{self, LockError};
+use crate::platform::files::{self, LockError};
 use crate::policy::breaker::State;
 
 /// How a run ended.

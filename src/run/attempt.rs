@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::gate::{Admission, Gate};
 use super::supervise::supervise;
-use super::world::{AttemptEnv, Event, World};
+use crate::platform::world::{AttemptEnv, Event, World};
 use crate::env;
 use crate::exit::Exit;
 use crate::policy::Policy;

@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use crate::policy::output_rules::Found;
 use crate::policy::status::Status;
 use crate::report::summary::Outcome;
-use crate::run::world::{Findings, SpawnError};
+use crate::platform::world::{Findings, SpawnError};
 
 #[test]
 fn retries_until_success_sleeping_the_backoff() {

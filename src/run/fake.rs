@@ -13,7 +13,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::attempt::Attempts;
-use super::world::{AttemptEnv, Event, Findings, SpawnError, World};
+use crate::platform::world::{AttemptEnv, Event, Findings, SpawnError, World};
 use crate::exit::Exit;
 use crate::policy::status::Status;
 use crate::report::log::Log;

@@ -4,32 +4,18 @@
 pub mod attempt;
 #[cfg(test)]
 mod attempt_tests;
-mod child_fd;
-mod ended;
-mod escalation;
 #[cfg(test)]
 mod fake;
 mod gate;
-mod group;
-mod hint_dir;
-mod hooks;
 mod jitter_rng;
 #[cfg(test)]
 mod keyed_tests;
-mod output;
-mod process;
-mod signals;
-mod spool;
-mod stdin;
 mod supervise;
-mod terminal;
-mod transcript;
-mod watcher;
-pub mod world;
 
 use std::time::Instant;
 
 use crate::exit::Exit;
+use crate::platform::{process, signals, transcript};
 use crate::policy::Policy;
 use crate::report::log::{Entry, Event, Log};
 use crate::report::summary::Summary;

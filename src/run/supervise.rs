@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use super::escalation::Escalation;
-use super::world::{Event, World};
+use crate::policy::escalation::Escalation;
+use crate::platform::world::{Event, World};
 use crate::policy::Policy;
 use crate::policy::status::{Status, cancels};
 use crate::policy::verdict::{Ended, Stop};

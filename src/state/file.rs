@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::Clock;
 use super::{Error, Forgot, Local, Reply};
-use crate::files::{Dir, Entry};
+use crate::platform::files::{Dir, Entry};
 use crate::policy::adaptive::KEPT;
 use crate::policy::breaker::Breaker;
 use crate::policy::shared::{KeyState, SharedSettings};
@@ -324,11 +324,11 @@ impl FileStore {
         let path = dir.join(&name);
         let file = dir.lock_file(&name, 0o600).map_err(|e| {
             match dir.entry(&name) {
-                Ok(Some(stat)) if crate::files::kind(&stat) != "a regular file" => {
+                Ok(Some(stat)) if crate::platform::files::kind(&stat) != "a regular file" => {
                     Error::Unusable(format!(
                         "the lock file '{}' is {}, not a regular file; to use the key again, remove it: rm -r '{}'",
                         path.display(),
-                        crate::files::kind(&stat),
+                        crate::platform::files::kind(&stat),
                         path.display()
                     ))
                 }

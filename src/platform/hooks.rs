@@ -11,7 +11,7 @@ use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::ended::status_of;
-use super::escalation::{Escalation, STRAGGLER_POLL};
+use crate::policy::escalation::{Escalation, STRAGGLER_POLL};
 use super::group::group_alive;
 use super::signals::Signals;
 use crate::env;
