@@ -8,12 +8,12 @@
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, RenameFlags};
+use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{FileStat, Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
@@ -248,15 +248,21 @@ impl Dir {
     /// [`io::ErrorKind::AlreadyExists`] if it does. The entry is moved as it is (a link, a
     /// directory), never followed.
     pub fn rename_new(&self, from: &str, to: &str) -> io::Result<()> {
-        match nix::fcntl::renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE) {
-            Ok(()) => Ok(()),
-            // A file system without RENAME_NOREPLACE: look first. The caller holds a lock
-            // that every process renaming here holds too.
-            Err(Errno::EINVAL) => match self.entry(to)? {
-                Some(_) => Err(io::ErrorKind::AlreadyExists.into()),
-                None => Ok(nix::fcntl::renameat(&self.fd, from, &self.fd, to)?),
-            },
-            Err(e) => Err(e.into()),
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        {
+            use nix::fcntl::RenameFlags;
+            match nix::fcntl::renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE)
+            {
+                Ok(()) => return Ok(()),
+                // A file system without RENAME_NOREPLACE: look first, as below.
+                Err(Errno::EINVAL) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The caller holds a lock that every process renaming here holds too.
+        match self.entry(to)? {
+            Some(_) => Err(io::ErrorKind::AlreadyExists.into()),
+            None => Ok(nix::fcntl::renameat(&self.fd, from, &self.fd, to)?),
         }
     }
 
@@ -279,6 +285,73 @@ impl Dir {
 
 fn not_regular(kind: &'static str) -> io::Error {
     io::Error::other(format!("it is {kind}, not a regular file"))
+}
+
+
+/// The effective user id retry runs as.
+pub fn euid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Whether this user may create files in the directory `path` (write and search permission),
+/// as the kernel would decide.
+pub fn can_enter_and_write(path: &Path) -> io::Result<()> {
+    use nix::unistd::{AccessFlags, access};
+    access(path, AccessFlags::W_OK | AccessFlags::X_OK).map_err(io::Error::from)
+}
+
+/// `path` with its symlinks followed, and whether it is a regular file or none.
+pub fn resolve(path: &Path) -> io::Result<(PathBuf, bool)> {
+    let mut at = path.to_path_buf();
+    // As many links as the kernel follows (MAXSYMLINKS).
+    for _ in 0..40 {
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = fs::read_link(&at)?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            Ok(meta) if meta.is_dir() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "it is a directory",
+                ));
+            }
+            Ok(meta) => return Ok((at, meta.is_file())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((at, true)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::from_raw_os_error(nix::libc::ELOOP))
+}
+
+/// Writes into a device or a FIFO as it is, without waiting for a FIFO's reader.
+pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => io::Error::other("it is a FIFO that no process reads"),
+            _ => e,
+        })?;
+    if file.metadata()?.file_type().is_fifo() {
+        // The reader is there: wait for it to take it all.
+        nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+        )?;
+    }
+    file.write_all(bytes)
+}
+
+/// Makes a FIFO at `path`, readable and writable by its owner: for tests of what retry does
+/// when one is planted where it expects a file.
+#[cfg(test)]
+pub fn make_fifo(path: &Path) -> io::Result<()> {
+    Ok(nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600))?)
 }
 
 #[cfg(test)]

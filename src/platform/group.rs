@@ -1,7 +1,5 @@
 //! What is left of an attempt's process group once its first process ended.
 
-use std::os::unix::ffi::OsStrExt;
-
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
@@ -9,12 +7,20 @@ use nix::unistd::Pid;
 /// zombies too: when an attempt's first process dies before the others, they are adopted by
 /// PID 1 (or a subreaper), and one that reaps slowly or never, as in a container started
 /// without an init, leaves them as zombies, which no signal can end. A group of zombies only
-/// is gone. Where /proc cannot tell (not mounted, or it hides the group's processes), a group
-/// that signals reach counts as alive.
+/// is gone. Where /proc cannot tell (not mounted, or it hides the group's processes, or on
+/// another system than Linux, or in the portable build), a group that signals reach counts as
+/// alive: its zombies are then waited for until `--kill-after` has passed.
 pub fn group_alive(group: Pid) -> bool {
     if killpg(group, None).is_err() {
         return false;
     }
+    not_only_zombies(group)
+}
+
+/// Whether /proc shows a process of `group` that is not a zombie, or cannot tell.
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+fn not_only_zombies(group: Pid) -> bool {
+    use std::os::unix::ffi::OsStrExt;
     let Ok(proc) = std::fs::read_dir("/proc") else {
         return true;
     };
@@ -47,4 +53,10 @@ pub fn group_alive(group: Pid) -> bool {
         }
     }
     !seen
+}
+
+/// Without /proc, a group that signals reach counts as alive.
+#[cfg(not(all(target_os = "linux", not(retry_portable))))]
+fn not_only_zombies(_group: Pid) -> bool {
+    true
 }

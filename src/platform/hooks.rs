@@ -5,16 +5,15 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::signal::{Signal, killpg};
-use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::ended::status_of;
-use crate::policy::escalation::{Escalation, STRAGGLER_POLL};
 use super::group::group_alive;
 use super::signals::Signals;
 use crate::env;
+use crate::policy::escalation::{Escalation, STRAGGLER_POLL};
 use crate::policy::status::Status;
 
 /// Between SIGTERM and SIGKILL to a hook's process group.
@@ -104,7 +103,7 @@ pub fn run(
         let left = wake.saturating_sub(now).max(Duration::from_millis(1));
         let mut fds = [PollFd::new(signals.fd(), PollFlags::POLLIN)];
         // The hook's end (SIGCHLD) or a signal wakes this; EINTR is one of them.
-        let _ = ppoll(&mut fds, Some(TimeSpec::from_duration(left)), None);
+        let _ = super::pipe::wait(&mut fds, Some(left));
         signals.drain();
     }
 }

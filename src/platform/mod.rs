@@ -6,18 +6,22 @@
 //! it is chosen by `cfg`, and `RUSTFLAGS='--cfg retry_portable'` turns every such path off on
 //! Linux too, so that the POSIX code is built and tested where there is no Mac.
 
-pub mod child_fd;
-pub mod ended;
+mod child_fd;
+pub mod clock;
+mod ended;
+pub mod exit;
 pub mod files;
-pub mod group;
-pub mod hint_dir;
-pub mod hooks;
-pub mod output;
+mod group;
+mod hint_dir;
+mod hooks;
+mod output;
+mod pipe;
 pub mod process;
 pub mod signals;
-pub mod spool;
-pub mod stdin;
-pub mod terminal;
+mod spool;
+mod stdin;
+mod terminal;
+pub mod time;
 pub mod transcript;
-pub mod watcher;
+mod watcher;
 pub mod world;

@@ -12,9 +12,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll, ppoll};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::{SFlag, fstat};
-use nix::unistd::pipe2;
 
 use super::child_fd::{self, ChildFd};
 use super::signals::Signals;
@@ -75,7 +74,7 @@ impl Stream {
         if !self.hold && !self.scan && self.record.is_none() {
             return Ok(ChildFd::Inherit);
         }
-        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        let (read, write) = super::pipe::pipe(false)?;
         fcntl(&read, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         self.current = Some(Capture {
             pipe: Some(read),
@@ -266,7 +265,7 @@ impl Out {
                 PollFd::new(signals.fd(), PollFlags::POLLIN),
             ];
             // EINTR is a signal arriving, which is looked at below.
-            let _ = ppoll(&mut fds, None, None);
+            let _ = super::pipe::wait(&mut fds, None);
             signals.drain();
         }
     }

@@ -14,11 +14,10 @@ use std::time::{Duration, Instant, SystemTime};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::libc::{WNOHANG, WUNTRACED};
-use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::poll::{PollFd, PollFlags};
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
 use nix::sys::signal::{SigSet, Signal, killpg};
 use nix::sys::stat::Mode;
-use nix::sys::time::TimeSpec;
 use nix::unistd::Pid;
 
 use super::child_fd::ChildFd;
@@ -483,7 +482,7 @@ impl World for Process {
             }
             let timeout = match until {
                 Some(until) => match until.checked_sub(self.elapsed()) {
-                    Some(left) if !left.is_zero() => Some(TimeSpec::from_duration(left)),
+                    Some(left) if !left.is_zero() => Some(left),
                     _ => return Event::Timer,
                 },
                 None => None,
@@ -494,10 +493,7 @@ impl World for Process {
                 None => (Need::Nothing, None),
             };
             let timeout = match need {
-                Need::Drain(after) => {
-                    let after = TimeSpec::from_duration(after);
-                    Some(timeout.map_or(after, |t| t.min(after)))
-                }
+                Need::Drain(after) => Some(timeout.map_or(after, |t| t.min(after))),
                 _ => timeout,
             };
             let mut fds = vec![PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
@@ -521,7 +517,7 @@ impl World for Process {
                 fds.push(PollFd::new(watcher.fd(), PollFlags::POLLIN));
             }
             // EINTR is a signal arriving, which the next turn of the loop picks up.
-            let polled = ppoll(&mut fds, timeout, None);
+            let polled = super::pipe::wait(&mut fds, timeout);
             let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
             let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
             let output_ready = fds[output_at..watcher_at].iter().any(ready);

@@ -1,17 +1,13 @@
-//! Signals that reach retry, turned into events of the attempt loop: each handler counts its
-//! signal and wakes the loop through a self-pipe, and SIGCHLD wakes it when an attempt ends.
+//! Signals that reach retry, turned into events of the attempt loop: each handler, registered
+//! with signal-hook, counts its signal and wakes the loop through a self-pipe, and SIGCHLD
+//! wakes it when an attempt ends.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-use nix::errno::Errno;
-use nix::fcntl::OFlag;
 use nix::libc;
-use nix::sys::signal::{
-    SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask, sigaction,
-};
-use nix::unistd::pipe2;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
 /// The signals retry handles: the first four cancel the run, the others are only passed on.
 pub const HANDLED: [Signal; 7] = [
@@ -39,11 +35,11 @@ pub fn cancelling_arrived() -> bool {
 /// The write end of the self-pipe, for the handler; -1 before it exists.
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 
-/// The one handler of every signal retry handles: counts it (SIGCHLD is not counted: an ended
-/// child is found by waiting for it), then wakes the loop. The count is raised before the
-/// wake-up, so the loop never wakes to find it not yet raised.
-extern "C" fn on_signal(signal: libc::c_int) {
-    let errno = Errno::last_raw();
+/// What each handler does, run by signal-hook's handler: counts the signal (SIGCHLD is not
+/// counted: an ended child is found by waiting for it), then wakes the loop. The count is
+/// raised before the wake-up, so the loop never wakes to find it not yet raised. (signal-hook
+/// keeps errno intact around it.)
+fn on_signal(signal: libc::c_int) {
     if let Some(i) = HANDLED.iter().position(|s| *s as libc::c_int == signal) {
         ARRIVED[i].fetch_add(1, Ordering::SeqCst);
     }
@@ -53,7 +49,19 @@ extern "C" fn on_signal(signal: libc::c_int) {
         // SAFETY: write(2) of one byte from a static buffer is async-signal-safe.
         let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
     }
-    Errno::set_raw(errno);
+}
+
+/// Whether `signal` was ignored when retry started (`nohup`, or a non-interactive shell's
+/// `&`, which ignores SIGINT and SIGQUIT): such a signal stays ignored, for retry and, through
+/// exec, for the command, as POSIX asks of a shell's `trap` and as sudo does.
+fn ignored_at_start(signal: Signal) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null new action only reads the current one into `old`, which is zeroed
+    // memory of the right type.
+    let read =
+        unsafe { libc::sigaction(signal as libc::c_int, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: sigaction filled `old` (and it was zeroed before, a valid sigaction too).
+    read == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
 
 /// The receiving end of retry's signal handlers.
@@ -67,32 +75,31 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Installs the handlers and unblocks their signals. From here on, the handled signals no
-    /// longer end retry: the loop decides what each one does.
+    /// Installs the handlers (with signal-hook) and unblocks their signals. From here on, the
+    /// handled signals no longer end retry: the loop decides what each one does. A signal that
+    /// was ignored when retry started gets no handler and stays ignored; SIGCHLD always gets
+    /// one (ignored, it would leave no child to wait for).
     pub fn install() -> io::Result<Signals> {
-        let (wake, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        let (wake, write) = super::pipe::pipe(true)?;
         // The write end lives as long as retry: the handler may run until it exits. (A run
         // installs the handlers once.)
         WAKE.store(write.as_raw_fd(), Ordering::SeqCst);
         std::mem::forget(write);
-        let action = SigAction::new(
-            SigHandler::Handler(on_signal),
-            SaFlags::SA_RESTART,
-            SigSet::empty(),
-        );
+        let mut ours = SigSet::empty();
         for signal in HANDLED.iter().chain([&Signal::SIGCHLD]) {
-            // SAFETY: the handler only increments an atomic and writes one byte to a pipe,
-            // both async-signal-safe, and keeps errno intact around them.
-            unsafe { sigaction(*signal, &action) }?;
+            if *signal != Signal::SIGCHLD && ignored_at_start(*signal) {
+                continue;
+            }
+            let number = *signal as libc::c_int;
+            // SAFETY: the action only increments an atomic and writes one byte to a pipe,
+            // both async-signal-safe.
+            unsafe { signal_hook::low_level::register(number, move || on_signal(number)) }?;
+            ours.add(*signal);
         }
         // A launcher may start retry with signals blocked (some Python and Java ones do, and
         // pass the mask on through exec): a blocked SIGCHLD would never wake the loop when an
         // attempt ends, and a blocked SIGTERM could not stop it. GNU timeout unblocks what it
         // relies on in the same way. The command still gets the mask retry was started with.
-        let mut ours = SigSet::empty();
-        for signal in HANDLED.iter().chain([&Signal::SIGCHLD]) {
-            ours.add(*signal);
-        }
         let mut inherited = SigSet::empty();
         pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&ours), Some(&mut inherited))?;
         let seen = std::array::from_fn(|i| ARRIVED[i].load(Ordering::SeqCst));

@@ -6,7 +6,6 @@ use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 
 use nix::errno::Errno;
-use nix::fcntl::{SpliceFFlags, splice};
 
 /// Bytes kept in memory before the rest goes to a temporary file.
 pub const MEMORY_LIMIT: usize = 1 << 20;
@@ -106,16 +105,9 @@ impl Spool {
         }
         match &self.file {
             Some(file) if pos < self.len => {
-                let mut at = i64::try_from(pos - in_memory).map_err(|_| Errno::EFBIG)?;
+                let at = pos - in_memory;
                 let n = (self.len - pos).min(max as u64) as usize;
-                splice(
-                    file,
-                    Some(&mut at),
-                    to,
-                    None,
-                    n,
-                    SpliceFFlags::SPLICE_F_NONBLOCK,
-                )
+                file_to_pipe(file, at, to, n)
             }
             _ => Ok(0),
         }
@@ -149,6 +141,41 @@ fn retrying<T>(mut call: impl FnMut() -> nix::Result<T>) -> nix::Result<T> {
             done => return done,
         }
     }
+}
+
+
+/// Writes up to `n` bytes of `file` from offset `at` into the non-blocking pipe `to`, as much
+/// as it takes at once: spliced, without a copy through retry, on Linux.
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+fn file_to_pipe(file: &File, at: u64, to: BorrowedFd<'_>, n: usize) -> nix::Result<usize> {
+    use nix::fcntl::{SpliceFFlags, splice};
+    let mut at = i64::try_from(at).map_err(|_| Errno::EFBIG)?;
+    splice(
+        file,
+        Some(&mut at),
+        to,
+        None,
+        n,
+        SpliceFFlags::SPLICE_F_NONBLOCK,
+    )
+}
+
+/// Writes up to `n` bytes of `file` from offset `at` into the non-blocking pipe `to`, as much
+/// as it takes at once: read, then written (what the pipe did not take is read again next
+/// time, from the file).
+#[cfg(not(all(target_os = "linux", not(retry_portable))))]
+fn file_to_pipe(file: &File, at: u64, to: BorrowedFd<'_>, n: usize) -> nix::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 16 * 1024];
+    let want = n.min(buf.len());
+    let got = retrying(|| {
+        file.read_at(&mut buf[..want], at)
+            .map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))
+    })?;
+    if got == 0 {
+        return Ok(0);
+    }
+    nix::unistd::write(to, &buf[..got])
 }
 
 #[cfg(test)]

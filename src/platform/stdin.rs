@@ -7,9 +7,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, tee};
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::sys::stat::{SFlag, fstat};
-use nix::unistd::{Whence, lseek, pipe2};
+use nix::unistd::{Whence, lseek};
 
 use super::child_fd::{self, ChildFd};
 use super::spool::Spool;
@@ -186,20 +186,19 @@ fn unread(pipe: &impl AsFd) -> usize {
     }
 }
 
-/// Asks for a pipe of `size` bytes; returns the size it has.
+/// Asks for a pipe of `size` bytes; returns the size it has, where it can be set.
 fn grow(pipe: BorrowedFd<'_>, size: usize) -> Option<usize> {
-    let _ = fcntl(pipe, FcntlArg::F_SETPIPE_SZ(i32::try_from(size).ok()?));
-    fcntl(pipe, FcntlArg::F_GETPIPE_SZ)
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
+    super::pipe::resize(pipe, size)
 }
 
 impl Replay {
     fn start(&mut self) -> io::Result<ChildFd> {
-        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        let (read, write) = super::pipe::pipe(false)?;
         fcntl(&write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-        if fcntl(&write, FcntlArg::F_SETPIPE_SZ(PAGE as i32)).is_err() {
-            // Without a one-page pipe, "room" no longer means "all read": do not peek.
+        if grow(write.as_fd(), PAGE) != Some(PAGE) {
+            // Without a one-page pipe, "room" no longer means "all read": do not peek. (So
+            // where a pipe's size cannot be set, macOS and the BSDs, stdin is read a page
+            // ahead of an attempt, as from a socket.)
             self.no_tee = true;
         }
         self.feed = Some(Feed {
@@ -310,12 +309,7 @@ impl Replay {
         }
         if !self.no_tee {
             let size = feed.big.unwrap_or(PAGE);
-            match tee(
-                child_fd::stdin(),
-                &feed.pipe,
-                size,
-                SpliceFFlags::SPLICE_F_NONBLOCK,
-            ) {
+            match super::pipe::peek_into(child_fd::stdin(), feed.pipe.as_fd(), size) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     feed.peeked = n;
@@ -358,12 +352,7 @@ impl Replay {
                 return;
             }
             let size = feed.big.unwrap_or(PAGE);
-            match tee(
-                child_fd::stdin(),
-                &feed.pipe,
-                size,
-                SpliceFFlags::SPLICE_F_NONBLOCK,
-            ) {
+            match super::pipe::peek_into(child_fd::stdin(), feed.pipe.as_fd(), size) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.take(n),
                 // Either the attempt's pipe is full or stdin is empty: wait for the one that is.

@@ -11,11 +11,10 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-use nix::fcntl::OFlag;
 use nix::libc;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, pthread_sigmask};
 use nix::sys::wait::waitpid;
-use nix::unistd::{ForkResult, Pid, fork, pipe2, setpgid};
+use nix::unistd::{ForkResult, Pid, fork, setpgid};
 
 /// The watcher of one attempt's group.
 pub struct Watcher {
@@ -32,7 +31,7 @@ impl Watcher {
     /// `None` when it cannot be started (the run goes on, with only an attempt's end by the
     /// signal to tell a Ctrl-C by).
     pub fn start(group: Pid) -> Option<Watcher> {
-        let (report, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).ok()?;
+        let (report, write) = super::pipe::pipe(true).ok()?;
         // The signals the watcher takes are blocked across the fork, so that the child never
         // runs retry's handlers: one that arrives early waits for its sigwait. retry's own are
         // unblocked again at once, and one that arrived meanwhile is delivered then.
@@ -100,7 +99,7 @@ impl Watcher {
 /// reports each SIGINT and SIGQUIT until SIGTERM or SIGHUP ends it.
 fn watch(group: Pid, report: i32) -> ! {
     // SAFETY: only async-signal-safe calls (setpgid, signal, sigemptyset, sigaddset,
-    // sigprocmask, dup2, close_range, close, sigwait, write, _exit), on values of this
+    // sigprocmask, dup2, close_range or close, sigwait, write, _exit), on values of this
     // function's own stack.
     unsafe {
         libc::setpgid(0, group.as_raw());
@@ -115,11 +114,7 @@ fn watch(group: Pid, report: i32) -> ! {
         libc::sigprocmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
         // Nothing of retry's is held open: not the attempt's pipes, not the terminal.
         if libc::dup2(report, 0) == 0 {
-            if libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32) != 0 {
-                for fd in 1..1024 {
-                    libc::close(fd);
-                }
-            }
+            close_from_1();
         } else {
             libc::_exit(1);
         }
@@ -135,5 +130,26 @@ fn watch(group: Pid, report: i32) -> ! {
             };
             libc::write(0, (&byte as *const u8).cast(), 1);
         }
+    }
+}
+
+/// Closes every descriptor from 1 up, in the forked watcher: close_range(2) on Linux, else
+/// one by one up to the descriptor limit.
+fn close_from_1() {
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    // SAFETY: close_range is a system call on integers, async-signal-safe.
+    if unsafe { libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32) } == 0 {
+        return;
+    }
+    // SAFETY: sysconf and close are async-signal-safe and take plain integers.
+    let most = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+    let most = if most > 0 {
+        most.min(65_536) as i32
+    } else {
+        1024
+    };
+    for fd in 1..most {
+        // SAFETY: as above; closing a descriptor that is not open fails harmlessly.
+        unsafe { libc::close(fd) };
     }
 }

@@ -1,26 +1,22 @@
 //! How one attempt ended: an exit code or a killing signal; and the names of signals.
 //!
-//! The names are Linux's, written out (retry runs on Linux only): what nix's `Signal` gives on
-//! the architectures with the common numbering, and glibc's and musl's real-time range. A test
-//! in `run::signals`, where nix may be used, checks every number and name against nix.
+//! The names are the platform's, written out (policy makes no system calls): Linux's common
+//! numbering, with glibc's and musl's real-time range, and the BSDs' (macOS, FreeBSD). A test in
+//! `platform::signals`, where nix may be used, checks every number and name against nix.
 
 use std::borrow::Cow;
 use std::fmt;
 
-#[cfg(not(target_os = "linux"))]
-compile_error!("policy::status names signals as Linux numbers them");
-#[cfg(any(
-    target_arch = "mips",
-    target_arch = "mips32r6",
-    target_arch = "mips64",
-    target_arch = "mips64r6",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-))]
-compile_error!("policy::status names signals by Linux's common numbering, not this architecture's");
-
-/// Linux's signals by number, from 1, as nix's `Signal` names them.
-pub const NAMES: [&str; 31] = [
+/// The signals by number, from 1, as nix's `Signal` names them.
+#[cfg(not(any(
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly"
+)))]
+pub const NAMES: &[&str] = &[
     "SIGHUP",
     "SIGINT",
     "SIGQUIT",
@@ -53,19 +49,97 @@ pub const NAMES: [&str; 31] = [
     "SIGPWR",
     "SIGSYS",
 ];
+/// The signals by number, from 1, as the BSDs number them (macOS stops at SIGUSR2).
+#[cfg(any(
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly"
+))]
+pub const NAMES: &[&str] = &[
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGEMT",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGBUS",
+    "SIGSEGV",
+    "SIGSYS",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGURG",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGCONT",
+    "SIGCHLD",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGIO",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGINFO",
+    "SIGUSR1",
+    "SIGUSR2",
+];
 
-pub const SIGHUP: i32 = 1;
-pub const SIGINT: i32 = 2;
-pub const SIGQUIT: i32 = 3;
-pub const SIGTERM: i32 = 15;
+/// The number of a signal named in [`NAMES`]; 0 for a name the platform lacks.
+const fn number(name: &str) -> i32 {
+    let mut i = 0;
+    while i < NAMES.len() {
+        if str_eq(NAMES[i], name) {
+            return i as i32 + 1;
+        }
+        i += 1;
+    }
+    0
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+pub const SIGHUP: i32 = number("SIGHUP");
+pub const SIGINT: i32 = number("SIGINT");
+pub const SIGQUIT: i32 = number("SIGQUIT");
+pub const SIGKILL: i32 = number("SIGKILL");
+pub const SIGUSR1: i32 = number("SIGUSR1");
+pub const SIGPIPE: i32 = number("SIGPIPE");
+pub const SIGTERM: i32 = number("SIGTERM");
 
 /// The first real-time signal a program may use: the C library keeps the ones below it.
-#[cfg(target_env = "musl")]
+#[cfg(all(target_os = "linux", target_env = "musl"))]
 pub const SIGRTMIN: i32 = 35;
-#[cfg(not(target_env = "musl"))]
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
 pub const SIGRTMIN: i32 = 34;
 /// The last real-time signal.
+#[cfg(target_os = "linux")]
 pub const SIGRTMAX: i32 = 64;
+/// No real-time signals by these numbers here: an empty range.
+#[cfg(not(target_os = "linux"))]
+pub const SIGRTMIN: i32 = i32::MAX;
+#[cfg(not(target_os = "linux"))]
+pub const SIGRTMAX: i32 = 0;
 
 /// The way a child process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -444,9 +444,9 @@ impl<'a> Reporter<'a> {
             e.cancelled = Some(self.cancel_line(held, end));
         }
         if let (Exit::Signal(sig), true) = (exit, outcome != Outcome::Cancelled) {
-            use nix::sys::signal::Signal;
+            use crate::policy::status::{SIGINT, SIGPIPE};
             // After SIGINT and SIGPIPE a shell says nothing.
-            if sig != Signal::SIGINT as i32 && sig != Signal::SIGPIPE as i32 {
+            if sig != SIGINT && sig != SIGPIPE {
                 e.reraises = Some(sig);
             }
         }
@@ -499,7 +499,7 @@ impl<'a> Reporter<'a> {
 
 /// The keys that send `sig` from a terminal.
 fn keys(sig: i32) -> &'static str {
-    if sig == nix::sys::signal::Signal::SIGQUIT as i32 {
+    if sig == crate::policy::status::SIGQUIT {
         "Ctrl-\\"
     } else {
         "Ctrl-C"

@@ -3,9 +3,8 @@
 
 use std::collections::VecDeque;
 use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -409,9 +408,9 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// so that runs that end together lose nothing of each other. Anything else, a device or a
 /// FIFO, is never replaced: it is written in place, a FIFO only if a process reads it.
 fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io::Result<()> {
-    let (target, regular) = resolve(path)?;
+    let (target, regular) = files::resolve(path)?;
     if !regular {
-        return write_in_place(&target, contents("").as_bytes());
+        return files::write_in_place(&target, contents("").as_bytes());
     }
     let _lock = if locked { Some(lock(&target)?) } else { None };
     let before = if locked {
@@ -420,53 +419,6 @@ fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io
         String::new()
     };
     replace(&target, contents(&before).as_bytes())
-}
-
-/// `path` with its symlinks followed, and whether it is a regular file or none.
-fn resolve(path: &Path) -> io::Result<(PathBuf, bool)> {
-    let mut at = path.to_path_buf();
-    // As many links as the kernel follows (MAXSYMLINKS).
-    for _ in 0..40 {
-        match fs::symlink_metadata(&at) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let to = fs::read_link(&at)?;
-                at = match at.parent() {
-                    Some(dir) => dir.join(to),
-                    None => to,
-                };
-            }
-            Ok(meta) if meta.is_dir() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::IsADirectory,
-                    "it is a directory",
-                ));
-            }
-            Ok(meta) => return Ok((at, meta.is_file())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((at, true)),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::from_raw_os_error(nix::libc::ELOOP))
-}
-
-/// Writes into a device or a FIFO as it is, without waiting for a FIFO's reader.
-fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ENXIO) => io::Error::other("it is a FIFO that no process reads"),
-            _ => e,
-        })?;
-    if file.metadata()?.file_type().is_fifo() {
-        // The reader is there: wait for it to take it all.
-        nix::fcntl::fcntl(
-            &file,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
-        )?;
-    }
-    file.write_all(bytes)
 }
 
 /// Takes the lock on `PATH.lock` beside `path`, waiting up to [`LOCK_WAIT`] for another run to

@@ -10,9 +10,9 @@ use rand::Rng;
 
 use super::gate::{Admission, Gate};
 use super::supervise::supervise;
-use crate::platform::world::{AttemptEnv, Event, World};
 use crate::env;
 use crate::exit::Exit;
+use crate::platform::world::{AttemptEnv, Event, World};
 use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
 use crate::policy::pacing::Pacing;

@@ -4,12 +4,12 @@ use std::time::Duration;
 
 use super::fake::*;
 use crate::exit::Exit;
-use nix::sys::signal::Signal;
+use crate::policy::status::SIGHUP;
 
+use crate::platform::world::{Findings, SpawnError};
 use crate::policy::output_rules::Found;
 use crate::policy::status::Status;
 use crate::report::summary::Outcome;
-use crate::platform::world::{Findings, SpawnError};
 
 #[test]
 fn retries_until_success_sleeping_the_backoff() {
@@ -228,9 +228,9 @@ fn a_second_int_kills_the_group_at_once() {
 
 #[test]
 fn a_signal_during_a_sleep_ends_the_run_at_once_by_that_signal() {
-    let world = Fake::new([exits(1, 10), exits(0, 10)]).signal_at(ms(300), Signal::SIGHUP as i32);
+    let world = Fake::new([exits(1, 10), exits(0, 10)]).signal_at(ms(300), SIGHUP);
     let r = run_with(&["--jitter", "none"], world);
-    assert_eq!(r.exit, Exit::Signal(Signal::SIGHUP as i32));
+    assert_eq!(r.exit, Exit::Signal(SIGHUP));
     assert_eq!(r.world.now, ms(300));
     assert_eq!(r.world.envs.len(), 1);
     assert!(r.world.killed.is_empty());

@@ -10,20 +10,20 @@ use rand::rngs::StdRng;
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
+use crate::policy::status::{SIGINT, SIGKILL, SIGTERM, SIGUSR1};
 
 use super::attempt::Attempts;
-use crate::platform::world::{AttemptEnv, Event, Findings, SpawnError, World};
 use crate::exit::Exit;
+use crate::platform::world::{AttemptEnv, Event, Findings, SpawnError, World};
 use crate::policy::status::Status;
 use crate::report::log::Log;
 use crate::report::summary::Summary;
 use crate::state::{Shared, Store};
 
-pub const TERM: i32 = Signal::SIGTERM as i32;
-pub const INT: i32 = Signal::SIGINT as i32;
-pub const KILL: i32 = Signal::SIGKILL as i32;
-pub const USR1: i32 = Signal::SIGUSR1 as i32;
+pub const TERM: i32 = SIGTERM;
+pub const INT: i32 = SIGINT;
+pub const KILL: i32 = SIGKILL;
+pub const USR1: i32 = SIGUSR1;
 
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

@@ -72,8 +72,6 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         }
     };
     let mut summary = Summary::new(&policy.name);
-    // A wait for the key's lock ends when a signal stops the run, which the loop then answers.
-    crate::state::file::stop_waiting_when(signals::cancelling_arrived);
     let shared = policy.state.as_ref().map(crate::state::open);
     let exit = attempt::Attempts::new(policy, &mut world, &mut rng, &mut log, &mut summary)
         .with_state(shared)

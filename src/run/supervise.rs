@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
+use crate::policy::status::{SIGINT, SIGKILL, SIGTERM};
 
-use crate::policy::escalation::Escalation;
 use crate::platform::world::{Event, World};
 use crate::policy::Policy;
+use crate::policy::escalation::Escalation;
 use crate::policy::status::{Status, cancels};
 use crate::policy::verdict::{Ended, Stop};
 use crate::report::reporter::{Reporter, Stopping};
@@ -52,7 +52,7 @@ pub fn supervise<W: World>(
         match world.wait(until) {
             Event::Exited(status) => ended = Some(status),
             Event::Timer if escalation.due(world.elapsed()) => {
-                world.kill(Signal::SIGKILL as i32);
+                world.kill(SIGKILL);
                 escalation.killed();
                 rep.stopping(world.elapsed(), Stopping::Killed);
             }
@@ -64,10 +64,9 @@ pub fn supervise<W: World>(
             }
             Event::Timer => {}
             Event::Signal(sig) if cancels(sig) => {
-                let again = cancelled.is_some()
-                    && [Signal::SIGINT as i32, Signal::SIGTERM as i32].contains(&sig);
+                let again = cancelled.is_some() && [SIGINT, SIGTERM].contains(&sig);
                 if again {
-                    world.kill(Signal::SIGKILL as i32);
+                    world.kill(SIGKILL);
                     escalation.killed();
                     rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
                 } else {
@@ -82,7 +81,7 @@ pub fn supervise<W: World>(
             // the user insisting: the group gets SIGKILL.
             Event::Typed(sig) => match cancelled {
                 Some(first) if first == sig => {
-                    world.kill(Signal::SIGKILL as i32);
+                    world.kill(SIGKILL);
                     escalation.killed();
                     rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
                 }

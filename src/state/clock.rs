@@ -1,10 +1,7 @@
 //! The clock a local store keeps time by: the boot-time clock, which neither a wall-clock
 //! change nor a suspend can move back, tied to the boot it belongs to.
 
-use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use nix::time::{ClockId, clock_gettime};
 
 /// A moment, on both clocks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,31 +16,18 @@ pub struct Clock {
 
 impl Clock {
     pub fn now() -> Clock {
-        // The boot does not change while retry runs: read its id once.
-        static BOOT_ID: OnceLock<String> = OnceLock::new();
-        let boot_id = BOOT_ID
-            .get_or_init(|| {
-                std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default()
-            })
-            .clone();
         let wall_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let boot_ms = clock_gettime(ClockId::CLOCK_BOOTTIME).ok().and_then(|t| {
-            let ms = i128::from(t.tv_sec()) * 1000 + i128::from(t.tv_nsec()) / 1_000_000;
-            u64::try_from(ms).ok()
-        });
-        match boot_ms {
-            Some(boot_ms) if !boot_id.is_empty() => Clock {
+        match crate::platform::clock::boot() {
+            Some((boot_id, boot_ms)) => Clock {
                 boot_id,
                 boot_ms,
                 wall_ms,
             },
             // Without a boot id (or a boot clock), the wall clock is the timeline; the clamps
             // on every time read back still bound what a clock change can do.
-            _ => Clock {
+            None => Clock {
                 boot_id: String::new(),
                 boot_ms: wall_ms,
                 wall_ms,

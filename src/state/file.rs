@@ -11,7 +11,6 @@ use std::fs::{DirBuilder, File};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -45,17 +44,10 @@ const MAX_BYTES: u64 = 256 * 1024;
 /// holds exactly; as milliseconds, 285,000 years.
 const MAX_NUMBER: u64 = 1 << 53;
 
-/// What tells a lock wait to end at once: a signal that stops the run arrived.
-static STOP_WAITING: OnceLock<fn() -> bool> = OnceLock::new();
-
-/// From now on, a wait for a key's lock ends as soon as `stop` says so (a signal that stops
-/// the run arrived), so that the run can answer it at once.
-pub fn stop_waiting_when(stop: fn() -> bool) {
-    let _ = STOP_WAITING.set(stop);
-}
-
+/// A wait for a key's lock ends as soon as a signal that stops the run arrives (once retry's
+/// handlers are installed), so that the run can answer it at once.
 fn stop_waiting() -> bool {
-    STOP_WAITING.get().is_some_and(|stop| stop())
+    crate::platform::signals::cancelling_arrived()
 }
 
 /// The file, as JSON: the state, and the moment it was written on both clocks, so that the
@@ -222,7 +214,7 @@ impl FileStore {
             Ok(Entry::Missing) => return Loaded::New,
             Ok(Entry::Special(kind)) => return Loaded::Bad(format!("it is {kind}")),
             Ok(Entry::Bytes { bytes, owner }) => {
-                let me = nix::unistd::geteuid().as_raw();
+                let me = crate::platform::files::euid();
                 if owner != me && owner != 0 {
                     return Loaded::Bad(format!("it belongs to another user (uid {owner})"));
                 }
@@ -284,7 +276,7 @@ impl FileStore {
                 matches!(
                     e.kind(),
                     io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-                ) && !nix::unistd::geteuid().is_root(),
+                ) && crate::platform::files::euid() != 0,
             ),
             None => (
                 format!("'{}' to '.9' exist", self.file("json.corrupt")),
@@ -382,7 +374,7 @@ fn turns(file: &File) -> u64 {
 /// Why a state directory with this owner and mode cannot be trusted, if it cannot: other
 /// users can write it (unless it is sticky and this user's), or it is another user's.
 fn unsafe_dir(path: &Path, owner: u32, mode: u32) -> Option<String> {
-    let me = nix::unistd::geteuid().as_raw();
+    let me = crate::platform::files::euid();
     let sticky = mode & 0o1000 != 0;
     let others_write = mode & 0o022 != 0;
     let quoted = format!("'{}'", path.display());
@@ -543,7 +535,6 @@ impl Local for FileStore {
 /// Why the state directory at `path` (or, while it does not exist, the directory it would be
 /// made in) cannot be written, if it cannot.
 fn unwritable(path: &Path) -> Option<String> {
-    use nix::unistd::{AccessFlags, access};
     let mut at = path;
     loop {
         match std::fs::metadata(at) {
@@ -551,9 +542,9 @@ fn unwritable(path: &Path) -> Option<String> {
                 return Some(format!("'{}' is not a directory", at.display()));
             }
             Ok(_) => {
-                return access(at, AccessFlags::W_OK | AccessFlags::X_OK)
+                return crate::platform::files::can_enter_and_write(at)
                     .err()
-                    .map(|e| io::Error::from(e).to_string());
+                    .map(|e| e.to_string());
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => match at.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => at = parent,

@@ -216,11 +216,7 @@ fn a_directory_or_a_fifo_as_the_state_file_is_moved_aside_under_a_free_name() {
     assert!(dir.path().join("k.json").is_file(), "the key starts afresh");
     // A FIFO: never opened, so never waited on.
     fs::remove_file(dir.path().join("k.json")).expect("removed");
-    nix::unistd::mkfifo(
-        &dir.path().join("k.json"),
-        nix::sys::stat::Mode::from_bits_truncate(0o600),
-    )
-    .expect("a FIFO");
+    crate::platform::files::make_fifo(&dir.path().join("k.json")).expect("fifo made");
     let warning = admit(&mut store, &settings()).warning.unwrap_or_default();
     assert!(warning.contains("it is a FIFO"), "{warning}");
     assert!(dir.path().join("k.json").is_file());

@@ -1,0 +1,32 @@
+//! The boot-time clock, which neither a wall-clock change nor a suspend can move back, and the
+//! id of the boot it counts from.
+
+/// This boot's id and the milliseconds since it began (suspended time included), where the
+/// system can tell both: Linux (`/proc/sys/kernel/random/boot_id` and CLOCK_BOOTTIME). `None`
+/// elsewhere, and in the portable build: the caller then keeps time by the wall clock.
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+pub fn boot() -> Option<(String, u64)> {
+    use std::sync::OnceLock;
+
+    use nix::time::{ClockId, clock_gettime};
+
+    // The boot does not change while retry runs: read its id once.
+    static BOOT_ID: OnceLock<String> = OnceLock::new();
+    let id = BOOT_ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    });
+    if id.is_empty() {
+        return None;
+    }
+    let t = clock_gettime(ClockId::CLOCK_BOOTTIME).ok()?;
+    let ms = i128::from(t.tv_sec()) * 1000 + i128::from(t.tv_nsec()) / 1_000_000;
+    Some((id.clone(), u64::try_from(ms).ok()?))
+}
+
+/// See the Linux version: no boot clock tied to a boot id here.
+#[cfg(not(all(target_os = "linux", not(retry_portable))))]
+pub fn boot() -> Option<(String, u64)> {
+    None
+}
