@@ -287,7 +287,6 @@ fn not_regular(kind: &'static str) -> io::Error {
     io::Error::other(format!("it is {kind}, not a regular file"))
 }
 
-
 /// The effective user id retry runs as.
 pub fn euid() -> u32 {
     nix::unistd::geteuid().as_raw()

@@ -143,7 +143,6 @@ fn retrying<T>(mut call: impl FnMut() -> nix::Result<T>) -> nix::Result<T> {
     }
 }
 
-
 /// Writes up to `n` bytes of `file` from offset `at` into the non-blocking pipe `to`, as much
 /// as it takes at once: spliced, without a copy through retry, on Linux.
 #[cfg(all(target_os = "linux", not(retry_portable)))]

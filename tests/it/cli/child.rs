@@ -295,3 +295,47 @@ fn a_top_level_retry_does_not_warn_about_nesting() {
         r.show()
     );
 }
+
+/// retry started with its stdin closed (`0<&-`) must not hand one of its own pipes to the
+/// command as stdin: descriptors 0, 1 and 2 are opened on /dev/null at start (std's runtime
+/// does it), so the command reads an end of file, not retry's signal pipe or replay pipe.
+#[test]
+fn a_command_started_with_stdin_closed_reads_an_end_of_file_not_a_pipe_of_retrys() {
+    let out = support::retry_in_sh(
+        r#"exec "$0" -n 2 -d 0 -- sh -c 'wc -c; [ -p /dev/stdin ] && echo pipe || echo no-pipe' 0<&-"#,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["0", "no-pipe"],
+        "{out:?}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// A write to a pipe whose reader has gone is an error retry reports (125), not a SIGPIPE
+/// that kills it: SIGPIPE is ignored in retry (std's runtime), and set back to its default for
+/// the command.
+#[test]
+fn a_closed_stdout_pipe_is_a_write_error_not_a_sigpipe() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = support::retry()
+        .args(["--explain", "--", "true"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("retry runs");
+    assert_eq!(out.status.signal(), None, "{out:?}");
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    // The command gets SIGPIPE's default back: `yes` into a closed pipe ends by SIGPIPE.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = support::retry()
+        .args(["-n", "1", "-qq", "--", "yes"])
+        .stdout(writer)
+        .output()
+        .expect("retry runs");
+    assert_eq!(out.status.signal(), Some(13), "{out:?}");
+}
