@@ -2,15 +2,16 @@
 //!
 //! 1. Per-attempt overhead at zero delay: `retry -n N -d 0 -qq -- /bin/false` (N failing
 //!    attempts) against a loop in this process that spawns and waits for `/bin/false` N times
-//!    with `std::process::Command`, the least any retry loop can do. Target: retry/loop ≤ 1.05.
+//!    with `std::process::Command`, the least any retry loop can do. Target: retry/loop ≤ 1.03.
 //! 2. Start-up, one successful attempt: `retry -- /bin/true`, run from a copy of the build as
 //!    `cargo install` makes it, and again with both read back from disk, against the least a
 //!    wrapper can do, a static C program that posix_spawns its argument and waits for it
 //!    (built here with `cc -static`), with the page faults of each (wait4's ru_minflt, the
 //!    child's included);
-//!    GNU `timeout 60 /bin/true` beside them for scale. Target: ≤ 1.15.
+//!    GNU `timeout 60 /bin/true` beside them for scale. Target: ≤ 1.40, for the ordinary build
+//!    (a PIE, glibc linked dynamically).
 //! 3. retry's own peak RSS, read with wait4 on its pid (RUSAGE_CHILDREN would mix in the
-//!    attempts it ran), beside the C program's and GNU timeout's. Target: ≤ 1.6 MiB.
+//!    attempts it ran), beside the C program's and GNU timeout's. Target: ≤ 3 MiB.
 //! 4. What `--key` adds: `retry --key K -- /bin/true` against `retry -- /bin/true`, the median
 //!    of per-pair differences. Target: ≤ 0.1 ms. Then 50 processes that update one key at once
 //!    (three failing attempts each, so each takes two tokens: two writes under the key's lock),
@@ -91,9 +92,10 @@ const SPAWN_SAMPLES: usize = 301;
 /// Runs whose largest peak RSS is reported.
 const RSS_RUNS: usize = 5;
 
-const ATTEMPT_TARGET: f64 = 1.05;
-const STARTUP_TARGET: f64 = 1.15;
-const RSS_TARGET_MIB: f64 = 1.6;
+const ATTEMPT_TARGET: f64 = 1.03;
+/// The ordinary build (a PIE, glibc linked dynamically) against the static C program.
+const STARTUP_TARGET: f64 = 1.40;
+const RSS_TARGET_MIB: f64 = 3.0;
 /// Pairs of runs in the `--key` comparison.
 const KEY_PAIRS: usize = 201;
 const KEY_TARGET_MICROS: f64 = 100.0;
