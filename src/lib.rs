@@ -5,7 +5,6 @@
 //! [`policy::Policy`]; [`run`] runs the attempts it allows; [`report`] tells what happened; and
 //! [`exit`] ends the process as the last attempt did. See ARCHITECTURE.md.
 
-pub mod arena;
 pub mod env;
 pub mod exit;
 pub mod platform;

@@ -1,14 +1,6 @@
 //! retry's entry point: the whole program is [`retry::run`], and the platform layer ends the
 //! process as its result says.
 
-/// Small allocations come from an arena in retry's own data (see `retry::arena`).
-#[global_allocator]
-static ALLOCATOR: retry::arena::Arena<ARENA> = retry::arena::Arena::new();
-
-/// The arena's size: room for the small pieces of a run's start-up (19 KiB for `retry --
-/// true`, 24 KiB for three failing attempts) and then some.
-const ARENA: usize = 64 * 1024;
-
 fn main() {
     // std's runtime has already done what retry relies on: SIGPIPE is ignored (a write to a
     // closed pipe is an error, not the end of retry) and descriptors 0, 1 and 2 are open (on
