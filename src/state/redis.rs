@@ -486,8 +486,8 @@ fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection,
         return Ok(Client::open(info)?.get_connection_with_timeout(left)?);
     }
     let (tx, rx) = mpsc::channel();
+    // Unnamed: naming a thread is a prctl on Linux, which the portable build makes none of.
     thread::Builder::new()
-        .name("redis-connect".into())
         .spawn(move || {
             let connected = Client::open(info).and_then(|c| c.get_connection_with_timeout(left));
             let _ = tx.send(connected);
