@@ -1,6 +1,7 @@
 complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1) [default: 5]' -r
 complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
-complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)' -r
+complete -c retry -s t -l times -d 'The same as --attempts N: minfrin\'s retry\'s spelling, kept for its scripts' -r
+complete -c retry -l max-time -d 'Deadline for the whole run, attempts and waits together; 0 means none, as in timeout(1)' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before it failed starts afresh: the next delay is --delay again, and --attempts counts from it (a worker that ran well for an hour does not inherit the backoff of its last crash). Attempt numbers keep counting' -r
 complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none' -r
 complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
@@ -112,16 +113,19 @@ complete -c retry -l every -d 'With --fleet: how often each process runs the job
 complete -c retry -l hosts -d 'With --fleet: the N processes are spread over H hosts; with --key and no --state, the processes on one host share that host\'s state [default: N, one process a host]' -r
 complete -c retry -l splay -d 'With --fleet: each process runs at its own random offset within DUR of the cron tick; 0 starts every process at the same instant, as cron fires a fleet at the same second [default: --every, runs spread over it]' -r
 complete -c retry -l call-time -d 'With --fleet: how long one call of the job takes, failed or not' -r
+complete -c retry -s u -l until -d 'minfrin\'s retry\'s --until: refused, naming the --success-on that says it here' -r
+complete -c retry -s w -l while -d 'minfrin\'s retry\'s --while: refused, naming the --retry-on that says it here' -r
+complete -c retry -s m -l message -d 'minfrin\'s retry\'s --message: refused, naming --name' -r
 complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
 complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
 complete -c retry -l output-on-failure -d 'Hold every attempt\'s stdout and stderr and retry\'s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic\'s behaviour, for cron, which mails whatever a job prints)'
-complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v)'
+complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v, or in a --log-file)'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -l log-time -d 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'
 complete -c retry -l list-keys -d 'List every key with state in the state directory, or in the --state store: its breaker, failures counted, tokens left and last change. Changes nothing, runs nothing'
 complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
 complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user\'s settings gives, and the way past a config file that is broken'
-complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
+complete -c retry -l explain -d 'Print the resolved policy, where each value came from, and the schedule it implies; run nothing, and exit'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'
 

@@ -290,7 +290,7 @@ fn adaptive_now(out: &mut String, params: Params, b: &Backoff, v: &View, now: u6
 
 fn origin(row: &str, origins: &Origins) -> String {
     let keys: &[&str] = match row {
-        "attempts" => &["attempts", "retries", "forever"],
+        "attempts" => &["attempts", "times", "retries", "forever"],
         "backoff" => &["backoff", "delays", "factor"],
         "retry-on" | "fatal-on" | "retry-if-output" | "fatal-if-output" => &[row, "preset"],
         "on timeout" => &["kill-signal", "kill-after"],

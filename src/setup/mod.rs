@@ -6,6 +6,7 @@ pub mod completions;
 pub mod config;
 pub mod generate;
 pub mod manual;
+mod minfrin;
 pub mod presets;
 mod usage;
 mod validate;
@@ -49,10 +50,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
 fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, Exit> {
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
-        // The help is made again with the text that only it shows.
+        // The help is made again with the text that only it shows: -h a page of what a first
+        // run needs, --help every flag.
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
-            let full = cli::command().try_get_matches_from(&args).err();
-            return Err(clap_error(full.unwrap_or(e)));
+            let ours = args.iter().skip(1).take_while(|a| *a != "--");
+            let page = if ours.into_iter().any(|a| a == "--help") {
+                cli::command()
+            } else {
+                cli::short_help_command()
+            };
+            let help = page.try_get_matches_from(&args).err();
+            return Err(clap_error(help.unwrap_or(e)));
+        }
+        // minfrin's retry printed its version for -v: say what -v is here.
+        Err(e)
+            if e.kind() == clap::error::ErrorKind::MissingRequiredArgument
+                && args.get(1..).is_some_and(|rest| rest == ["-v"]) =>
+        {
+            eprintln!("retry: error: {}", minfrin::verbose_alone());
+            return Err(Exit::FAILURE);
         }
         Err(e) => return Err(clap_error(e)),
     };

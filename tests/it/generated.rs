@@ -196,9 +196,56 @@ fn the_short_help_answers_the_common_questions_on_its_first_screen() {
     }
     let n = help
         .lines()
-        .find(|l| l.contains("--attempts"))
+        .find(|l| l.contains("-n, --attempts"))
         .expect("the -n line");
     assert!(n.contains("[default: 5]"), "{n}");
+}
+
+/// `retry -h` is a page of what a first run needs, as curl's `-h` is: at most 60 lines on an
+/// 80-column terminal, ending with where the rest is; `--help` has every flag.
+#[test]
+fn the_short_help_fits_a_screen_and_points_to_the_full_one() {
+    let help = |flag: &str| {
+        let out = support::retry()
+            .arg(flag)
+            .env("COLUMNS", "80")
+            .output()
+            .expect("run retry");
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        String::from_utf8(out.stdout).expect("UTF-8 help")
+    };
+    let short = help("-h");
+    assert!(
+        short.lines().count() <= 60,
+        "{} lines:\n{short}",
+        short.lines().count()
+    );
+    assert!(short.lines().all(|l| l.chars().count() <= 80), "{short}");
+    assert!(short.contains("retry --help lists every flag"), "{short}");
+    for flag in [
+        "--attempts",
+        "--times",
+        "--max-time",
+        "--delay",
+        "--explain",
+        "--key",
+    ] {
+        assert!(short.contains(flag), "{flag}: {short}");
+    }
+    let full = help("--help");
+    assert!(full.lines().count() > 2 * short.lines().count());
+    let mut cmd = retry::setup::cli::command();
+    cmd.build();
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        if let Some(long) = arg.get_long() {
+            assert!(
+                full.contains(&format!("--{long}")),
+                "--{long} is not in --help"
+            );
+        }
+    }
+    // minfrin's -h is a help too.
+    assert_eq!(help("-h"), short);
 }
 
 #[test]
