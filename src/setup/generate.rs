@@ -12,7 +12,7 @@ pub use super::cli::Generate as Kind;
 /// The rendered file: the man page in roff, or the shell's script.
 pub fn render(kind: Kind) -> Vec<u8> {
     let shell = match kind {
-        Kind::Man => return man_page(),
+        Kind::Man => return super::man::page(),
         Kind::Bash => Shell::Bash,
         Kind::Zsh => Shell::Zsh,
         Kind::Fish => Shell::Fish,
@@ -46,48 +46,4 @@ pub fn file_name(kind: Kind) -> String {
 /// Writes `kind` to stdout.
 pub fn print(kind: Kind) -> io::Result<()> {
     io::stdout().lock().write_all(&render(kind))
-}
-
-/// The man page: clap's title, synopsis, description and options, then the manual's sections
-/// and the exit status, environment, files and examples from the same source as `--help`.
-fn man_page() -> Vec<u8> {
-    let man = clap_mangen::Man::new(super::cli::command());
-    let mut out = Vec::new();
-    let render = |out: &mut Vec<u8>| -> io::Result<()> {
-        man.render_title(out)?;
-        man.render_name_section(out)?;
-        // clap_mangen's synopsis lists every flag; the help's usage line reads better.
-        let mut synopsis = roff::Roff::new();
-        synopsis.control("SH", ["SYNOPSIS"]);
-        synopsis.text([
-            roff::bold("retry"),
-            roff::roman(" ["),
-            roff::italic("OPTIONS"),
-            roff::roman("] ["),
-            roff::bold("--"),
-            roff::roman("] "),
-            roff::italic("COMMAND"),
-            roff::roman(" ["),
-            roff::italic("ARG"),
-            roff::roman("]..."),
-        ]);
-        synopsis.to_writer(out)?;
-        man.render_description_section(out)?;
-        man.render_options_section(out)?;
-        let mut sections = roff::Roff::new();
-        let manual = super::manual::MANUAL;
-        for &(title, items) in manual.iter().chain(&super::cli::SECTIONS) {
-            sections.control("SH", [title]);
-            for (term, text) in items {
-                sections.control("TP", []);
-                sections.text([roff::bold(*term)]);
-                sections.text([roff::roman(*text)]);
-            }
-        }
-        sections.to_writer(out)?;
-        man.render_version_section(out)
-    };
-    // Writing to a Vec cannot fail.
-    let _ = render(&mut out);
-    out
 }

@@ -5,7 +5,7 @@
 /// Each section: its title, and its entries as (term, text).
 pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
     (
-        "CONFIGURATION",
+        "CONFIGURATION FILE",
         &[
             (
                 "file",

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod completions;
 pub mod config;
 pub mod generate;
+pub mod man;
 pub mod manual;
 mod minfrin;
 pub mod presets;

@@ -83,7 +83,7 @@ fn the_man_page_has_the_exit_status_and_environment() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     for needle in [
-        ".SH CONFIGURATION",
+        ".SH \"CONFIGURATION FILE\"",
         ".SH \"SHARED STATE\"",
         ".SH \"LOG FORMAT\"",
         ".SH \"EXIT STATUS\"",
@@ -130,6 +130,59 @@ fn the_man_page_renders_without_warnings() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// mandoc's lint, which Debian's lintian runs too: no warning, and not even a remark on style
+/// (a long line, a lower-case title, a missing date).
+#[test]
+fn mandoc_finds_nothing_to_say_about_the_man_page() {
+    if !support::have("mandoc", "apt-get install mandoc") {
+        return;
+    }
+    let out = std::process::Command::new("mandoc")
+        .args(["-Tlint", "-W", "style", "man/retry.1"])
+        .current_dir(root())
+        .output()
+        .expect("run mandoc");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.trim().is_empty(), "{said}");
+    assert!(out.status.success(), "{said}");
+}
+
+/// Each section and subsection of the man page has a title of its own, and the title line a
+/// date that does not change from build to build.
+#[test]
+fn the_man_pages_sections_are_unique_and_it_has_a_fixed_date() {
+    let (_, man) = rendered().pop().expect("the man page is rendered last");
+    let man = String::from_utf8(man).expect("UTF-8 roff");
+    let mut titles: Vec<String> = man
+        .lines()
+        .filter(|l| l.starts_with(".SH ") || l.starts_with(".SS "))
+        .map(|l| l[4..].trim_matches('"').to_lowercase())
+        .collect();
+    let count = titles.len();
+    titles.sort();
+    titles.dedup();
+    assert_eq!(titles.len(), count, "a title twice: {man}");
+    let (version, date) = retry::setup::man::RELEASE;
+    assert!(
+        man.contains(&format!(".TH RETRY 1 {date} \"retry-wrapper {version}\"")),
+        "{}",
+        man.lines()
+            .find(|l| l.starts_with(".TH"))
+            .unwrap_or_default()
+    );
+    assert_eq!(
+        render_again(),
+        man,
+        "the page differs from one rendering to the next"
+    );
+}
+
+fn render_again() -> String {
+    use retry::setup::generate::{Kind, render};
+    String::from_utf8(render(Kind::Man)).expect("UTF-8 roff")
 }
 
 #[test]
@@ -253,13 +306,13 @@ fn the_man_page_has_the_synopsis_command_hint_files_and_see_also() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     let synopsis = &man[man.find(".SH SYNOPSIS").expect("a synopsis")..];
-    let synopsis = &synopsis[..synopsis[4..].find(".SH").expect("a section after it")];
+    let synopsis = &synopsis[..4 + synopsis[4..].find(".SH").expect("a section after it")];
     assert!(
         synopsis.contains("[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fICOMMAND\\fR [\\fIARG\\fR]..."),
         "{synopsis}"
     );
     for needle in [
-        ".SH COMMAND",
+        ".SS Command",
         "retry\\-after=30s",
         "stop",
         ".SH \"SEE ALSO\"",
