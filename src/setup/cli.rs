@@ -545,9 +545,12 @@ const SHORT_HELP: [(&str, &str); 19] = [
     ("delay", "Base delay before the first retry [default: 1s]"),
     (
         "backoff",
-        "exponential (default), linear, constant, fibonacci",
+        "How delays grow: exponential (default), linear, constant, fibonacci",
     ),
-    ("jitter", "full (default), none, equal, decorrelated, or N%"),
+    (
+        "jitter",
+        "Jitter: full (default), none, equal, decorrelated, or N%",
+    ),
     (
         "retry_on",
         "Retry only these failing statuses; others are fatal",
@@ -849,6 +852,14 @@ pub fn command() -> clap::Command {
                 None => arg,
             }
         })
+}
+
+/// A flag's help in the few words `retry -h` gives it, if it shows the flag.
+pub fn short_help(id: &str) -> Option<&'static str> {
+    SHORT_HELP
+        .iter()
+        .find(|(shown, _)| *shown == id)
+        .map(|(_, help)| *help)
 }
 
 /// The definition `retry -h` is shown from: the flags of [`SHORT_HELP`], each with its few

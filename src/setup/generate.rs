@@ -13,22 +13,31 @@ pub use super::cli::Generate as Kind;
 pub fn render(kind: Kind) -> Vec<u8> {
     let shell = match kind {
         Kind::Man => return super::man::page(),
-        Kind::Bash => Shell::Bash,
-        Kind::Zsh => Shell::Zsh,
-        Kind::Fish => Shell::Fish,
+        Kind::Bash => return super::completions::bash().into_bytes(),
+        Kind::Zsh => return super::completions::zsh().into_bytes(),
+        Kind::Fish => return super::completions::fish().into_bytes(),
         Kind::Elvish => Shell::Elvish,
         Kind::Powershell => Shell::PowerShell,
     };
     let mut cmd = super::cli::command();
     let mut bytes = Vec::new();
     clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    match shell {
-        Shell::Bash => super::completions::bash(&text),
-        Shell::Fish => super::completions::fish(&text),
-        _ => text,
+    // clap_complete's elvish and PowerShell scripts offer hidden flags too: minfrin's, which
+    // are refused. Each is a line with its help, quoted as both shells quote ('' for ').
+    let hidden: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| a.is_hide_set())
+        .filter_map(|a| a.get_help())
+        .map(|h| h.to_string().replace('\'', "''"))
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        if !hidden.iter().any(|h| line.contains(h.as_str())) {
+            kept.push_str(line);
+        }
     }
-    .into_bytes()
+    kept.into_bytes()
 }
 
 /// Where the checked-in copy of each kind lives, under the crate's root.

@@ -13,6 +13,7 @@
 mod support;
 
 mod cli;
+mod completions;
 mod config;
 mod fleet;
 mod generated;
