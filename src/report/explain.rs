@@ -228,10 +228,15 @@ fn shared_state(
         }
     };
     let left = |t: u64| human(Duration::from_millis(t.saturating_sub(report.now)));
+    let opened_by = match v.opened_by {
+        0 => String::new(),
+        1 => "; 1 failure opened it".to_string(),
+        n => format!("; {n} failures in a row opened it"),
+    };
     let state = match (v.open_until, v.lease_until) {
         (Some(until), _) if until > report.now => {
             format!(
-                "open for another {}: runs exit {}",
+                "open for another {}: runs exit {}{opened_by}",
                 left(until),
                 Exit::REFUSED.status()
             )
