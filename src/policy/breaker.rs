@@ -524,9 +524,16 @@ mod tests {
         }
         assert_eq!(b.state(), State::Open);
         assert_eq!(b.failure_times(), &(0..opening).collect::<Vec<_>>());
-        assert_eq!(b.failures(&s, opening), 0, "none counts towards opening it again");
+        assert_eq!(
+            b.failures(&s, opening),
+            0,
+            "none counts towards opening it again"
+        );
         assert_eq!(b.enter(&s, 2 * MIN, LEASE), Admission::Probe);
-        assert_eq!((b.state(), b.opened_by()), (State::HalfOpen, opening as usize));
+        assert_eq!(
+            (b.state(), b.opened_by()),
+            (State::HalfOpen, opening as usize)
+        );
         let Change::Opened { .. } = b.record(&s, 2 * MIN + 1, true, Attempt::Failure, 0.0) else {
             panic!("a failed probe opens it again: {b:?}");
         };

@@ -134,6 +134,11 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
         }
     };
     let sources = sources(&cli, &origins);
+    let origins = if explain {
+        explained(origins, &cli)
+    } else {
+        origins
+    };
     match Policy::try_from(cli) {
         Ok(mut policy) => {
             policy.rules.sources = sources;
@@ -217,6 +222,42 @@ fn sources(cli: &Cli, origins: &Origins) -> Sources {
             (_, None) => own("fatal-on"),
         },
     }
+}
+
+/// Where `--explain`'s rows came from beyond the flags and settings given: the lists a preset
+/// fills (alone, or joined to the user's own), and the `{hints}` that turns hints on.
+fn explained(mut origins: Origins, cli: &Cli) -> Origins {
+    if let Some(preset) = cli.preset {
+        let by = Box::new(origins.get("preset").cloned().unwrap_or(Origin::Flag));
+        let mut filled = vec!["fatal-on"];
+        // --retry-on replaces the preset's retried statuses; the other lists join.
+        if cli.retry_on.is_none() {
+            filled.push("retry-on");
+        }
+        if !preset.retry_if_output.is_empty() {
+            filled.push("retry-if-output");
+        }
+        if !preset.fatal_if_output.is_empty() {
+            filled.push("fatal-if-output");
+        }
+        for key in filled {
+            let own = origins.remove(key).map(Box::new);
+            let origin = Origin::Preset {
+                name: preset.name,
+                by: by.clone(),
+                own,
+            };
+            origins.insert(key.to_string(), origin);
+        }
+    }
+    let placeholder = cli
+        .command
+        .iter()
+        .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
+    if !origins.contains_key("hints") && placeholder {
+        origins.insert("hints".into(), Origin::HintsInCommand);
+    }
+    origins
 }
 
 /// A path with the home folder written `~`, as people write it.
