@@ -15,6 +15,7 @@ mod support;
 mod cli;
 mod completions;
 mod config;
+mod docs;
 mod fleet;
 mod generated;
 mod hooks;
