@@ -192,3 +192,38 @@ fn did_you_mean_knows_times() {
     let line = assert_one_line_error(&["--time", "3"], "--time", &["--hook-timeout"]);
     assert!(line.ends_with("did you mean --times?"), "{line}");
 }
+
+/// The README's "Coming from minfrin's retry" gives minfrin's bare form said here; it means
+/// what minfrin's meant: no limit, 10 s apart, no growth and no jitter, stdout held.
+#[test]
+fn the_readmes_equivalent_of_minfrins_bare_form_means_it() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("## Coming from minfrin's retry")
+        .nth(1)
+        .expect("the section");
+    let line = section
+        .lines()
+        .find(|l| l.starts_with("retry --forever"))
+        .expect("the equivalent");
+    assert_eq!(
+        line,
+        "retry --forever -d 10 -b constant -j none --stdout hold -- COMMAND"
+    );
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let text = explain(&args);
+    for (name, value) in [
+        ("attempts", "unlimited"),
+        ("backoff", "constant"),
+        ("delay", "10s"),
+        ("jitter", "none"),
+        ("stdout", "hold"),
+    ] {
+        assert!(row(&text, name).contains(value), "{name}: {text}");
+    }
+    let (worst, _) = totals(&explain(&[
+        "-n", "4", "-d", "10", "-b", "constant", "-j", "none",
+    ]));
+    assert_eq!(worst, Duration::from_secs(30), "three waits of 10s");
+}
