@@ -1,141 +1,210 @@
-complete -c retry -s n -l attempts -d 'Total attempts, the first included (at least 1) [default: 5]' -r
-complete -c retry -l retries -d 'Retries after the first attempt: the same as --attempts N+1' -r
-complete -c retry -s t -l max-time -d 'Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1)' -r
-complete -c retry -l reset-after -d 'An attempt that ran at least DUR before it failed starts afresh: the next delay is --delay again, and --attempts counts from it (a worker that ran well for an hour does not inherit the backoff of its last crash). Attempt numbers keep counting' -r
-complete -c retry -l attempt-timeout -d 'Limit for one attempt; a timed-out attempt counts as status 124 (retryable). 0 means none' -r
-complete -c retry -s d -l delay -d 'Base delay before the first retry' -r
-complete -c retry -s b -l backoff -d 'How the delay grows from retry to retry' -r -f -a "exponential\t'delay * factor^(k-1)'
-linear\t'delay * k'
-constant\t'always delay'
-fibonacci\t'delay * 1, 2, 3, 5, 8, ...'
-adaptive\t'learned from the key\'s recent outcomes (needs --key; experimental)'"
-complete -c retry -l factor -d 'Multiplier for exponential backoff (at least 1; fractions allowed)' -r
-complete -c retry -l max-delay -d 'Cap on any single delay, jitter included [default: 1m, or the longest delay asked for by --delay or --delays]. A smaller cap than --delay caps it' -r
-complete -c retry -l delays -d 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff' -r
-complete -c retry -s j -l jitter -d 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)' -r -f -a "none\t''
-full\t''
-equal\t''
-decorrelated\t''
-10%\t''"
-complete -c retry -l seed -d 'Seed for the random source, for a reproducible schedule' -r
-complete -c retry -l success-on -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)' -r
-complete -c retry -l retry-on -d 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal' -r
-complete -c retry -l fatal-on -d 'Never retry these statuses (added to 126 and 127; wins over --retry-on)' -r
-complete -c retry -l preset -d 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset\'s retryable list; --fatal-on adds to its fatal one' -r -f -a "curl\t''
-sysexits\t''
-ssh\t''
-git\t''
-apt\t''"
-complete -c retry -l retry-if-output -d 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)' -r
-complete -c retry -l fatal-if-output -d 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)' -r
-complete -c retry -l match-stream -d 'The output streams the output rules read' -r -f -a "both\t''
-stdout\t''
-stderr\t''"
-complete -c retry -l retry-on-http -d 'HTTP statuses, from a header dump in the hint file, that are retried' -r
-complete -c retry -l fatal-on-http -d 'HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx]' -r
-complete -c retry -l retry-after-max -d 'Longest wait a Retry-After header (or a retry-after= hint) can ask for' -r
-complete -c retry -l kill-signal -d 'Signal sent to the attempt\'s process group when it times out' -r -f -a "SIGHUP\t''
-SIGINT\t''
-SIGQUIT\t''
-SIGILL\t''
-SIGTRAP\t''
-SIGABRT\t''
-SIGBUS\t''
-SIGFPE\t''
-SIGKILL\t''
-SIGUSR1\t''
-SIGSEGV\t''
-SIGUSR2\t''
-SIGPIPE\t''
-SIGALRM\t''
-SIGTERM\t''
-SIGSTKFLT\t''
-SIGCHLD\t''
-SIGCONT\t''
-SIGSTOP\t''
-SIGTSTP\t''
-SIGTTIN\t''
-SIGTTOU\t''
-SIGURG\t''
-SIGXCPU\t''
-SIGXFSZ\t''
-SIGVTALRM\t''
-SIGPROF\t''
-SIGWINCH\t''
-SIGIO\t''
-SIGPWR\t''
-SIGSYS\t''"
-complete -c retry -l kill-after -d 'After --kill-signal, wait this long before sending SIGKILL' -r
-complete -c retry -l stdin -d 'What each attempt reads: auto rewinds a regular file, replays a pipe or socket and passes a terminal through; replay, pass and null force a mode' -r -f -a "auto\t'Rewind a regular file, replay a pipe or socket, pass a terminal or device through'
-replay\t'Record what the attempts read and feed it again to the next one'
-pass\t'Every attempt reads retry\'s own stdin directly; what one read, the next does not see'
-null\t'Attempts read from /dev/null'"
-complete -c retry -l stdout -d 'pass streams each attempt\'s stdout; hold keeps it and writes only the attempt that ends the run to stdout (retried attempts\' output goes to stderr)' -r -f -a "pass\t'The command writes straight to retry\'s stdout'
-hold\t'Hold each attempt\'s stdout; only the attempt that ends the run writes to stdout, the held output of retried attempts goes to stderr'"
-complete -c retry -l log-format -d 'Log as text lines or as JSON lines' -r -f -a "text\t'One line per event, prefixed `retry:`'
-json\t'One JSON object per line'"
-complete -c retry -l log-file -d 'Write the log to this file (appending) instead of stderr' -r -F
-complete -c retry -l on-retry -d 'Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS (the failed attempt\'s status) and RETRY_NEXT_DELAY_MS. Its failure is only logged' -r
-complete -c retry -l on-giveup -d 'Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS and RETRY_REASON. Its failure is only logged' -r
-complete -c retry -l hook-timeout -d 'Longest a hook may run before its process group is stopped' -r
-complete -c retry -l summary -d 'Write a JSON summary of the run to FILE at the end (attempts, statuses, time running and waiting, outcome, reason)' -r -F
-complete -c retry -l metrics -d 'Write Prometheus metrics to FILE at the end, atomically, for node_exporter\'s textfile collector; counters carry on from the file\'s previous version' -r -F
-complete -c retry -l name -d 'The job\'s name in the summary and the metrics\' `name` label [default: the command\'s file name]' -r
-complete -c retry -l key -d 'Share a circuit breaker and a retry budget with every run that uses this key: name the target (a host or an API), not "everything"' -r
-complete -c retry -l state-dir -d 'Where the keys\' state lives [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
-complete -c retry -l breaker-failures -d 'Consecutive failed attempts (0 to 1000), of any runs on the key, that open the breaker; 0 turns it off' -r
-complete -c retry -l breaker-window -d 'Failures older than this do not count towards opening the breaker' -r
-complete -c retry -l breaker-open -d 'How long the breaker stays open the first time: runs exit 75 without running the command; then one run probes. Doubles after each failed probe' -r
-complete -c retry -l breaker-open-max -d 'The longest the breaker stays open' -r
-complete -c retry -l budget-burst -d 'Tokens in a full retry budget (0 to 100000); a retry costs one, a first attempt none; 0 turns the budget off' -r
-complete -c retry -l budget-ratio -d 'Tokens a successful attempt adds to the budget' -r
-complete -c retry -l budget-refill -d 'One token comes back to the budget every DUR, whatever happens' -r
-complete -c retry -l state -d 'Keep the keys\' state in Redis, shared by every host that uses it: redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... for TLS, redis+unix:///PATH, redis-sentinel://S1[,S2...]/DB?sentinelMasterId=NAME, or redis+cluster://N1[,N2...] [default: $RETRY_STATE_URL, else the state directory]. A password may come from $REDISCLI_AUTH instead' -r
-complete -c retry -l state-timeout -d 'The longest a run waits for the --state store, all its calls together' -r
-complete -c retry -l state-fail -d 'When the --state store cannot be reached in time before the command starts: open runs with this host\'s local state and warns; closed exits 75 without running the command' -r -f -a "open\t'Run with this host\'s local state (the state directory), and warn'
-closed\t'Exit 75 without running the command'"
-complete -c retry -l config -d 'Read settings from this config file instead of $RETRY_CONFIG or ~/.config/retry/config.toml' -r -F
-complete -c retry -s p -l profile -d 'Use this profile of the config file, or a built-in preset of that name' -r -f -a "curl\t''
-sysexits\t''
-ssh\t''
-git\t''
-apt\t''"
-complete -c retry -l generate -d 'Print the man page or a shell\'s completion script, and exit (for packagers)' -r -f -a "man\t''
-bash\t''
-zsh\t''
-fish\t''
-elvish\t''
-powershell\t''"
-complete -c retry -l fleet -d 'With --explain: simulate N processes (1 to 100000) running this policy against one service that is down for --outage, and print what they do to it (calls, peaks, calls per job, goodput, time to recover) and what it assumed, beside the same policy without jitter and without shared state; with --log-format json, as one JSON object per line' -r
-complete -c retry -l outage -d 'With --fleet: how long the service is down' -r
-complete -c retry -l every -d 'With --fleet: how often each process runs the job (a cron interval)' -r
-complete -c retry -l hosts -d 'With --fleet: the N processes are spread over H hosts; with --key and no --state, the processes on one host share that host\'s state [default: N, one process a host]' -r
-complete -c retry -l splay -d 'With --fleet: each process runs at its own random offset within DUR of the cron tick; 0 starts every process at the same instant, as cron fires a fleet at the same second [default: --every, runs spread over it]' -r
-complete -c retry -l call-time -d 'With --fleet: how long one call of the job takes, failed or not' -r
-complete -c retry -l forever -d 'No limit on attempts (--max-time and fatal statuses still end the run)'
-complete -c retry -l hints -d 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
-complete -c retry -l output-on-failure -d 'Hold every attempt\'s stdout and stderr and retry\'s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic\'s behaviour, for cron, which mails whatever a job prints)'
-complete -c retry -s v -l verbose -d 'More log lines, each with the time: the resolved policy, each attempt\'s start, and a success at the first attempt (said only with -v)'
-complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
-complete -c retry -l log-time -d 'Begin each text log line with the local time, for CI logs that have none (always in a --log-file, and with -v)'
-complete -c retry -l list-keys -d 'List every key with state in the state directory, or in the --state store: its breaker, failures counted, tokens left and last change. Changes nothing, runs nothing'
-complete -c retry -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
-complete -c retry -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend on a user\'s settings gives, and the way past a config file that is broken'
-complete -c retry -l explain -d 'Print the resolved policy and the schedule it implies, run nothing, and exit'
-complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c retry -s V -l version -d 'Print version'
+# fish completion for retry, written by `retry --generate fish` from retry's flag
+# definitions. retry's flags, and the values each takes; after `--`, or at the first word that
+# is neither a flag nor a flag's value, the command and then its own completion, as for sudo.
 
-# After `--`: the command, and then its own completion, as for sudo and timeout.
-function __retry_after_dashdash
+# The command's words, from its name, when the command has begun before the word being
+# completed: after --, or at the first word that is neither a flag nor a flag's value.
+function __retry_command_words
     set -l tokens (commandline -opc)
-    set -l at (contains -i -- -- $tokens)
-    and __fish_complete_subcommand --fcs-skip=$at
+    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --splay --call-time
+    set -l i 2
+    while test $i -le (count $tokens)
+        set -l token $tokens[$i]
+        if test "$token" = --
+            set i (math $i + 1)
+            break
+        else if string match -q -- '-*' $token
+            contains -- $token $valued; and set i (math $i + 1)
+        else
+            break
+        end
+        set i (math $i + 1)
+    end
+    test $i -le (count $tokens); or return 1
+    printf '%s\n' $tokens[$i..-1]
 end
-complete -c retry -n 'contains -- -- (commandline -opc)' -f -a '(__retry_after_dashdash)'
-# The config file's profiles, beside the presets.
+
+function __retry_command_started
+    __retry_command_words >/dev/null
+end
+
+# The word being completed is the command's name: nothing before it has begun the command,
+# it is not a flag, nor the value of the flag before it.
+function __retry_at_command
+    __retry_command_started; and return 1
+    string match -q -- '-*' (commandline -ct); and return 1
+    set -l before (commandline -opc)[-1]
+    test "$before" = --; and return 0
+    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --splay --call-time
+end
+
+# The command's own completion of its words and of the word being completed.
+function __retry_complete_command
+    set -l words (__retry_command_words)
+    set -l line (string escape -- $words) (commandline -ct)
+    complete -C (string join ' ' -- $line)
+end
+
 function __retry_profiles
     set -l config $RETRY_CONFIG
-    test -n "$config"; or set config (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/retry/config.toml
-    string replace -rf '^\s*\[profiles\.([^\]]+)\].*' '$1' <$config 2>/dev/null
+    if test -z "$config"
+        set -l home $XDG_CONFIG_HOME
+        test -n "$home"; or set home $HOME/.config
+        set config $home/retry/config.toml
+    end
+    printf '%s\tpreset\n' curl sysexits ssh git apt
+    test -r "$config"; or return 0
+    string replace -rf '^\s*\[profiles\.([^\]]+)\].*' '$1\tprofile' <$config
 end
-complete -c retry -s p -l profile -x -a 'curl sysexits ssh git apt (__retry_profiles)'
+
+# The values a flag takes, each with a few words.
+function __retry_values
+    switch $argv[1]
+        case backoff
+            printf '%s\t%s\n' 'exponential' 'delay * factor^(k-1)'
+            printf '%s\t%s\n' 'linear' 'delay * k'
+            printf '%s\t%s\n' 'constant' 'always delay'
+            printf '%s\t%s\n' 'fibonacci' 'delay * 1, 2, 3, 5, 8, ...'
+            printf '%s\t%s\n' 'adaptive' 'learned from the key\'s recent outcomes (needs --key; experimental)'
+        case jitter
+            printf '%s\t%s\n' 'none' ''
+            printf '%s\t%s\n' 'full' ''
+            printf '%s\t%s\n' 'equal' ''
+            printf '%s\t%s\n' 'decorrelated' ''
+            printf '%s\t%s\n' '10%' ''
+        case preset
+            printf '%s\t%s\n' 'curl' ''
+            printf '%s\t%s\n' 'sysexits' ''
+            printf '%s\t%s\n' 'ssh' ''
+            printf '%s\t%s\n' 'git' ''
+            printf '%s\t%s\n' 'apt' ''
+        case match-stream
+            printf '%s\t%s\n' 'both' ''
+            printf '%s\t%s\n' 'stdout' ''
+            printf '%s\t%s\n' 'stderr' ''
+        case kill-signal
+            printf '%s\t%s\n' 'SIGHUP' ''
+            printf '%s\t%s\n' 'SIGINT' ''
+            printf '%s\t%s\n' 'SIGQUIT' ''
+            printf '%s\t%s\n' 'SIGILL' ''
+            printf '%s\t%s\n' 'SIGTRAP' ''
+            printf '%s\t%s\n' 'SIGABRT' ''
+            printf '%s\t%s\n' 'SIGBUS' ''
+            printf '%s\t%s\n' 'SIGFPE' ''
+            printf '%s\t%s\n' 'SIGKILL' ''
+            printf '%s\t%s\n' 'SIGUSR1' ''
+            printf '%s\t%s\n' 'SIGSEGV' ''
+            printf '%s\t%s\n' 'SIGUSR2' ''
+            printf '%s\t%s\n' 'SIGPIPE' ''
+            printf '%s\t%s\n' 'SIGALRM' ''
+            printf '%s\t%s\n' 'SIGTERM' ''
+            printf '%s\t%s\n' 'SIGSTKFLT' ''
+            printf '%s\t%s\n' 'SIGCHLD' ''
+            printf '%s\t%s\n' 'SIGCONT' ''
+            printf '%s\t%s\n' 'SIGSTOP' ''
+            printf '%s\t%s\n' 'SIGTSTP' ''
+            printf '%s\t%s\n' 'SIGTTIN' ''
+            printf '%s\t%s\n' 'SIGTTOU' ''
+            printf '%s\t%s\n' 'SIGURG' ''
+            printf '%s\t%s\n' 'SIGXCPU' ''
+            printf '%s\t%s\n' 'SIGXFSZ' ''
+            printf '%s\t%s\n' 'SIGVTALRM' ''
+            printf '%s\t%s\n' 'SIGPROF' ''
+            printf '%s\t%s\n' 'SIGWINCH' ''
+            printf '%s\t%s\n' 'SIGIO' ''
+            printf '%s\t%s\n' 'SIGPWR' ''
+            printf '%s\t%s\n' 'SIGSYS' ''
+        case stdin
+            printf '%s\t%s\n' 'auto' 'Rewind a regular file, replay a pipe or socket, pass a terminal or device through'
+            printf '%s\t%s\n' 'replay' 'Record what the attempts read and feed it again to the next one'
+            printf '%s\t%s\n' 'pass' 'Every attempt reads retry\'s own stdin directly; what one read, the next does not see'
+            printf '%s\t%s\n' 'null' 'Attempts read from /dev/null'
+        case stdout
+            printf '%s\t%s\n' 'pass' 'The command writes straight to retry\'s stdout'
+            printf '%s\t%s\n' 'hold' 'Hold each attempt\'s stdout; only the attempt that ends the run writes to stdout, the held output of retried attempts goes to stderr'
+        case log-format
+            printf '%s\t%s\n' 'text' 'One line per event, prefixed `retry:`'
+            printf '%s\t%s\n' 'json' 'One JSON object per line'
+        case state-fail
+            printf '%s\t%s\n' 'open' 'Run with this host\'s local state (the state directory), and warn'
+            printf '%s\t%s\n' 'closed' 'Exit 75 without running the command'
+        case generate
+            printf '%s\t%s\n' 'man' ''
+            printf '%s\t%s\n' 'bash' ''
+            printf '%s\t%s\n' 'zsh' ''
+            printf '%s\t%s\n' 'fish' ''
+            printf '%s\t%s\n' 'elvish' ''
+            printf '%s\t%s\n' 'powershell' ''
+    end
+end
+
+complete -c retry -f
+complete -c retry -n 'not __retry_command_started' -s n -l attempts -x -d 'Total attempts, the first included [default: 5]'
+complete -c retry -n 'not __retry_command_started' -l retries -x -d 'Retries after the first attempt: the same as --attempts N+1'
+complete -c retry -n 'not __retry_command_started' -l forever -d 'No limit on attempts'
+complete -c retry -n 'not __retry_command_started' -s t -l times -x -d 'The same as --attempts (minfrin\'s retry\'s -t)'
+complete -c retry -n 'not __retry_command_started' -l max-time -x -d 'Deadline for the whole run, attempts and waits together'
+complete -c retry -n 'not __retry_command_started' -l reset-after -x -d 'An attempt that ran at least DUR before it failed starts afresh'
+complete -c retry -n 'not __retry_command_started' -l attempt-timeout -x -d 'Limit for one attempt (status 124 when it passes)'
+complete -c retry -n 'not __retry_command_started' -s d -l delay -x -d 'Base delay before the first retry [default: 1s]'
+complete -c retry -n 'not __retry_command_started' -s b -l backoff -x -a '(__retry_values backoff)' -d 'How delays grow: exponential (default), linear, constant, fibonacci'
+complete -c retry -n 'not __retry_command_started' -l factor -x -d 'Multiplier for exponential backoff (at least 1'
+complete -c retry -n 'not __retry_command_started' -l max-delay -x -d 'Cap on any single delay, jitter included'
+complete -c retry -n 'not __retry_command_started' -l delays -x -d 'Explicit schedule, e.g. 1s,5s,30s'
+complete -c retry -n 'not __retry_command_started' -s j -l jitter -x -a '(__retry_values jitter)' -d 'Jitter: full (default), none, equal, decorrelated, or N%'
+complete -c retry -n 'not __retry_command_started' -l seed -x -d 'Seed for the random source, for a reproducible schedule'
+complete -c retry -n 'not __retry_command_started' -l success-on -x -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)'
+complete -c retry -n 'not __retry_command_started' -l retry-on -x -d 'Retry only these failing statuses; others are fatal'
+complete -c retry -n 'not __retry_command_started' -l fatal-on -x -d 'Never retry these statuses (added to 126 and 127)'
+complete -c retry -n 'not __retry_command_started' -l preset -x -a '(__retry_values preset)' -d 'Status lists for curl, sysexits, ssh, git or apt'
+complete -c retry -n 'not __retry_command_started' -l retry-if-output -x -d 'Retry when a line of output matches REGEX, even after exit status 0'
+complete -c retry -n 'not __retry_command_started' -l fatal-if-output -x -d 'Never retry when a line of output matches REGEX'
+complete -c retry -n 'not __retry_command_started' -l match-stream -x -a '(__retry_values match-stream)' -d 'The output streams the output rules read'
+complete -c retry -n 'not __retry_command_started' -l retry-on-http -x -d 'HTTP statuses, from a header dump in the hint file, that are retried'
+complete -c retry -n 'not __retry_command_started' -l fatal-on-http -x -d 'HTTP statuses that are never retried'
+complete -c retry -n 'not __retry_command_started' -l retry-after-max -x -d 'Longest wait a Retry-After header (or a retry-after= hint) can ask for'
+complete -c retry -n 'not __retry_command_started' -l hints -d 'Give each attempt a private hint file'
+complete -c retry -n 'not __retry_command_started' -l kill-signal -x -a '(__retry_values kill-signal)' -d 'Signal sent to the attempt\'s process group when it times out'
+complete -c retry -n 'not __retry_command_started' -l kill-after -x -d 'After --kill-signal, wait this long before sending SIGKILL'
+complete -c retry -n 'not __retry_command_started' -l stdin -x -a '(__retry_values stdin)' -d 'What each attempt reads'
+complete -c retry -n 'not __retry_command_started' -l stdout -x -a '(__retry_values stdout)' -d 'pass streams each attempt\'s stdout'
+complete -c retry -n 'not __retry_command_started' -l output-on-failure -d 'Print output and log only if the run fails (cron)'
+complete -c retry -n 'not __retry_command_started' -s v -l verbose -d 'More log lines: the policy, each start, a first-try success'
+complete -c retry -n 'not __retry_command_started' -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
+complete -c retry -n 'not __retry_command_started' -l log-format -x -a '(__retry_values log-format)' -d 'Log as text lines or as JSON lines'
+complete -c retry -n 'not __retry_command_started' -l log-file -r -F -d 'Write the log to this file (appending), not stderr'
+complete -c retry -n 'not __retry_command_started' -l log-time -d 'Begin each text log line with the local time, for CI logs that have none'
+complete -c retry -n 'not __retry_command_started' -l on-retry -x -d 'Run CMD through `sh -c` before each wait, with the RETRY_* environment'
+complete -c retry -n 'not __retry_command_started' -l on-giveup -x -d 'Run CMD through `sh -c` when retry gives up'
+complete -c retry -n 'not __retry_command_started' -l hook-timeout -x -d 'Longest a hook may run before its process group is stopped'
+complete -c retry -n 'not __retry_command_started' -l summary -r -F -d 'Write a JSON summary of the run to FILE at the end'
+complete -c retry -n 'not __retry_command_started' -l metrics -r -F -d 'Write Prometheus metrics to FILE at the end, atomically'
+complete -c retry -n 'not __retry_command_started' -l name -x -d 'The job\'s name in the summary and the metrics\' `name` label'
+complete -c retry -n 'not __retry_command_started' -l key -x -d 'Share a breaker and a retry budget with every run on this key'
+complete -c retry -n 'not __retry_command_started' -l state-dir -x -a '(__fish_complete_directories)' -d 'Where the keys\' state lives'
+complete -c retry -n 'not __retry_command_started' -l breaker-failures -x -d 'Consecutive failed attempts'
+complete -c retry -n 'not __retry_command_started' -l breaker-window -x -d 'Failures older than this do not count towards opening the breaker'
+complete -c retry -n 'not __retry_command_started' -l breaker-open -x -d 'How long the breaker stays open the first time'
+complete -c retry -n 'not __retry_command_started' -l breaker-open-max -x -d 'The longest the breaker stays open'
+complete -c retry -n 'not __retry_command_started' -l budget-burst -x -d 'Tokens in a full retry budget (0 to 100000)'
+complete -c retry -n 'not __retry_command_started' -l budget-ratio -x -d 'Tokens a successful attempt adds to the budget'
+complete -c retry -n 'not __retry_command_started' -l budget-refill -x -d 'One token comes back to the budget every DUR, whatever happens'
+complete -c retry -n 'not __retry_command_started' -l state -x -d 'Keep the keys\' state in Redis, shared by every host that uses it'
+complete -c retry -n 'not __retry_command_started' -l state-timeout -x -d 'The longest a run waits for the --state store, all its calls together'
+complete -c retry -n 'not __retry_command_started' -l state-fail -x -a '(__retry_values state-fail)' -d 'When the --state store cannot be reached in time before the command'
+complete -c retry -n 'not __retry_command_started' -l list-keys -d 'List every key with state in the state directory'
+complete -c retry -n 'not __retry_command_started' -l reset-state -d 'Forget the key\'s breaker and budget, run nothing, and exit'
+complete -c retry -n 'not __retry_command_started' -l config -r -F -d 'Read settings from this config file instead of $RETRY_CONFIG'
+complete -c retry -n 'not __retry_command_started' -l no-config -d 'Read no config file at all, not even $RETRY_CONFIG'
+complete -c retry -n 'not __retry_command_started' -s p -l profile -x -a '(__retry_profiles)' -d 'Use this profile of the config file, or a built-in preset of that name'
+complete -c retry -n 'not __retry_command_started' -l generate -x -a '(__retry_values generate)' -d 'Print the man page or a shell\'s completion script, and exit'
+complete -c retry -n 'not __retry_command_started' -l explain -d 'Show the policy and its schedule; run nothing'
+complete -c retry -n 'not __retry_command_started' -l fleet -x -d 'With --explain: simulate N processes'
+complete -c retry -n 'not __retry_command_started' -l outage -x -d 'With --fleet: how long the service is down'
+complete -c retry -n 'not __retry_command_started' -l every -x -d 'With --fleet: how often each process runs the job (a cron interval)'
+complete -c retry -n 'not __retry_command_started' -l hosts -x -d 'With --fleet: the N processes are spread over H hosts'
+complete -c retry -n 'not __retry_command_started' -l splay -x -d 'With --fleet: each process runs at its own random offset within DUR'
+complete -c retry -n 'not __retry_command_started' -l call-time -x -d 'With --fleet: how long one call of the job takes, failed or not'
+complete -c retry -n 'not __retry_command_started' -s h -l help -d 'Print this help (-h), or every flag (--help)'
+complete -c retry -n 'not __retry_command_started' -s V -l version -d 'Print version'
+complete -c retry -n '__retry_command_started; or __retry_at_command' -x -a '(__retry_complete_command)'

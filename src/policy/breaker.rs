@@ -40,10 +40,23 @@ pub enum Breaker {
     /// oldest first, no more of them than open the breaker.
     Closed { failures: Vec<u64> },
     /// Runs are refused until `until`. `open_for` is this opening's length before it was
-    /// shortened at random: the next one doubles it.
-    Open { until: u64, open_for: u64 },
+    /// shortened at random: the next one doubles it. `failures` holds the times of the
+    /// failures that opened it (the failed probe's alone, when a probe reopened it), which
+    /// `--list-keys` counts.
+    Open {
+        until: u64,
+        open_for: u64,
+        #[serde(default)]
+        failures: Vec<u64>,
+    },
     /// One process holds the lease to probe until `lease_until`; the others are refused.
-    HalfOpen { lease_until: u64, open_for: u64 },
+    /// `failures` as when it was open.
+    HalfOpen {
+        lease_until: u64,
+        open_for: u64,
+        #[serde(default)]
+        failures: Vec<u64>,
+    },
 }
 
 impl Default for Breaker {
@@ -104,10 +117,21 @@ impl Breaker {
                 Admission::Probing { lease_until }
             }
             // Open and its time is up, or the probe's lease expired (its process died).
-            Breaker::Open { open_for, .. } | Breaker::HalfOpen { open_for, .. } => {
+            Breaker::Open {
+                open_for,
+                ref mut failures,
+                ..
+            }
+            | Breaker::HalfOpen {
+                open_for,
+                ref mut failures,
+                ..
+            } => {
+                let failures = std::mem::take(failures);
                 *self = Breaker::HalfOpen {
                     lease_until: now.saturating_add(ms(lease)),
                     open_for,
+                    failures,
                 };
                 Admission::Probe
             }
@@ -128,7 +152,9 @@ impl Breaker {
             return Change::None;
         }
         match self {
-            Breaker::HalfOpen { open_for, .. } if probe => {
+            Breaker::HalfOpen {
+                open_for, failures, ..
+            } if probe => {
                 let open_for = *open_for;
                 match result {
                     Attempt::Success => {
@@ -137,12 +163,14 @@ impl Breaker {
                     }
                     Attempt::Failure => {
                         let doubled = open_for.saturating_mul(2).min(ms(s.open_max));
-                        self.open(now, doubled, u)
+                        self.open(now, doubled, u, vec![now])
                     }
                     Attempt::Uncounted => {
+                        let failures = std::mem::take(failures);
                         *self = Breaker::Open {
                             until: now,
                             open_for,
+                            failures,
                         };
                         Change::Released
                     }
@@ -162,7 +190,8 @@ impl Breaker {
                         failures.drain(..failures.len() - keep);
                     }
                     if failures.len() >= keep {
-                        self.open(now, s.first_open(), u)
+                        let failures = std::mem::take(failures);
+                        self.open(now, s.first_open(), u, failures)
                     } else {
                         Change::None
                     }
@@ -175,12 +204,33 @@ impl Breaker {
         }
     }
 
-    /// Opens for `open_for`, shortened at random by up to a fifth.
-    fn open(&mut self, now: u64, open_for: u64, u: f64) -> Change {
+    /// Opens for `open_for`, shortened at random by up to a fifth, after `failures`.
+    fn open(&mut self, now: u64, open_for: u64, u: f64, failures: Vec<u64>) -> Change {
         let cut = (open_for as f64 * 0.2 * u.clamp(0.0, 1.0)) as u64;
         let until = now.saturating_add(open_for - cut.min(open_for));
-        *self = Breaker::Open { until, open_for };
+        *self = Breaker::Open {
+            until,
+            open_for,
+            failures,
+        };
         Change::Opened { until }
+    }
+
+    /// The failures that opened it, while it is open or half-open.
+    pub fn opened_by(&self) -> usize {
+        match self {
+            Breaker::Closed { .. } => 0,
+            Breaker::Open { failures, .. } | Breaker::HalfOpen { failures, .. } => failures.len(),
+        }
+    }
+
+    /// The times of the failures it keeps, in whichever state.
+    pub fn failure_times(&mut self) -> &mut Vec<u64> {
+        match self {
+            Breaker::Closed { failures }
+            | Breaker::Open { failures, .. }
+            | Breaker::HalfOpen { failures, .. } => failures,
+        }
     }
 
     /// Failures that still count at `now`.
@@ -199,19 +249,21 @@ impl Breaker {
     /// lease longer than `lease`).
     pub fn clamp(&mut self, s: &BreakerSettings, now: u64, lease: Duration) {
         let max = ms(s.open_max);
+        for at in self.failure_times() {
+            *at = (*at).min(now);
+        }
         match self {
-            Breaker::Closed { failures } => {
-                for at in failures.iter_mut() {
-                    *at = (*at).min(now);
-                }
-            }
-            Breaker::Open { until, open_for } => {
+            Breaker::Closed { .. } => {}
+            Breaker::Open {
+                until, open_for, ..
+            } => {
                 *until = (*until).min(now.saturating_add(max));
                 *open_for = (*open_for).min(max);
             }
             Breaker::HalfOpen {
                 lease_until,
                 open_for,
+                ..
             } => {
                 *lease_until = (*lease_until).min(now.saturating_add(ms(lease)));
                 *open_for = (*open_for).min(max);
@@ -459,24 +511,68 @@ mod tests {
         assert_eq!(b.enter(&s, 10, LEASE), Admission::Run);
     }
 
+    /// `--list-keys` shows the failures that opened a breaker, not the 0 a closed one would
+    /// count: they are kept while it is open and half-open, and a failed probe's alone opens
+    /// it again.
+    #[test]
+    fn an_open_breaker_keeps_the_failures_that_opened_it() {
+        let s = settings();
+        let mut b = Breaker::default();
+        let opening = u64::from(s.failures);
+        for now in 0..opening {
+            b.record(&s, now, false, Attempt::Failure, 0.0);
+        }
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.failure_times(), &(0..opening).collect::<Vec<_>>());
+        assert_eq!(
+            b.failures(&s, opening),
+            0,
+            "none counts towards opening it again"
+        );
+        assert_eq!(b.enter(&s, 2 * MIN, LEASE), Admission::Probe);
+        assert_eq!(
+            (b.state(), b.opened_by()),
+            (State::HalfOpen, opening as usize)
+        );
+        let Change::Opened { .. } = b.record(&s, 2 * MIN + 1, true, Attempt::Failure, 0.0) else {
+            panic!("a failed probe opens it again: {b:?}");
+        };
+        assert_eq!(b.failure_times(), &vec![2 * MIN + 1]);
+        assert_eq!(b.enter(&s, 10 * MIN, LEASE), Admission::Probe);
+        assert_eq!(
+            b.record(&s, 10 * MIN, true, Attempt::Uncounted, 0.0),
+            Change::Released
+        );
+        assert_eq!((b.state(), b.opened_by()), (State::Open, 1));
+        assert_eq!(b.enter(&s, 11 * MIN, LEASE), Admission::Probe);
+        assert_eq!(
+            b.record(&s, 11 * MIN, true, Attempt::Success, 0.0),
+            Change::Closed
+        );
+        assert_eq!((b.state(), b.opened_by()), (State::Closed, 0));
+    }
+
     #[test]
     fn times_from_a_store_are_clamped_to_what_the_settings_allow() {
         let s = settings();
         let mut b = Breaker::Open {
             until: u64::MAX,
             open_for: u64::MAX,
+            failures: Vec::new(),
         };
         b.clamp(&s, 1000, LEASE);
         assert_eq!(
             b,
             Breaker::Open {
                 until: 1000 + 15 * MIN,
-                open_for: 15 * MIN
+                open_for: 15 * MIN,
+                failures: Vec::new(),
             }
         );
         let mut b = Breaker::HalfOpen {
             lease_until: u64::MAX,
             open_for: MIN,
+            failures: Vec::new(),
         };
         b.clamp(&s, 1000, LEASE);
         assert_eq!(b.enter(&s, 1000 + 60_000, LEASE), Admission::Probe);

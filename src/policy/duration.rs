@@ -24,6 +24,19 @@ pub fn parse(s: &str) -> Result<Duration, BadValue> {
             "the longest is 1y (365.25 days)",
         )
     };
+    // humantime reads "5 10m" as 510m and "1 30s" as 130s: it joins the digits of a number
+    // that has no unit to the next one (humantime issue 69). Every number but a lone one
+    // needs its unit.
+    if let Some(bare) = unitless(s) {
+        return Err(BadValue::new(
+            "a number without a unit in a duration",
+            given,
+            format!(
+                "give {bare} its unit, as in 1h 30m or 5m 10s (a bare number of seconds stands \
+                 alone)"
+            ),
+        ));
+    }
     let d = match s.parse::<f64>() {
         Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|_| {
             if secs.is_finite() && secs > 0.0 {
@@ -42,6 +55,27 @@ pub fn parse(s: &str) -> Result<Duration, BadValue> {
         return Err(too_long());
     }
     Ok(d)
+}
+
+/// The first number of `s` that is followed, after spaces, by another number: a number
+/// without a unit in a duration of several parts.
+fn unitless(s: &str) -> Option<&str> {
+    let mut number: Option<usize> = None;
+    let mut spaced = false;
+    for (i, c) in s.char_indices() {
+        if c.is_ascii_digit() || c == '.' {
+            match number {
+                Some(start) if spaced => return Some(s[start..i].trim_end()),
+                Some(_) => {}
+                None => number = Some(i),
+            }
+        } else if c.is_whitespace() {
+            spaced = number.is_some();
+        } else {
+            (number, spaced) = (None, false);
+        }
+    }
+    None
 }
 
 /// A duration as a person reads it: `12ms`, `1.23s`, `2m 5s`.
@@ -81,6 +115,30 @@ mod tests {
             let err = parse(bad).expect_err(bad);
             assert_eq!(err.value, bad, "{err}");
         }
+    }
+
+    /// humantime alone would read "5 10m" as 8h 30m (510 minutes).
+    #[test]
+    fn a_number_without_a_unit_beside_another_is_refused() {
+        for (bad, number) in [
+            ("5 10m", "5"),
+            ("1 30s", "1"),
+            ("1h 2 30m", "2"),
+            ("1.5 2s", "1.5"),
+            ("1  2", "1"),
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert_eq!(err.value, bad, "{err}");
+            assert_eq!(err.what, "a number without a unit in a duration");
+            assert!(
+                err.fix.starts_with(&format!("give {number} its unit")),
+                "{err}"
+            );
+        }
+        assert_eq!(parse("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse(" 2m "), Ok(Duration::from_secs(120)));
+        assert_eq!(parse("1.5"), Ok(Duration::from_millis(1500)));
     }
 
     #[test]

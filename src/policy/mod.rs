@@ -228,13 +228,22 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where a setting came from: a flag, a profile, a config file, or the built-in default.
+/// Where a setting came from: a flag, a profile, a config file, a preset, the command, or the
+/// built-in default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     Flag,
     Profile(String),
     File(PathBuf),
     Default,
+    /// A preset's list, chosen where `by` says; with `own`, joined to the user's own list.
+    Preset {
+        name: &'static str,
+        by: Box<Origin>,
+        own: Option<Box<Origin>>,
+    },
+    /// A `{hints}` in the command's arguments turns the hints on.
+    HintsInCommand,
 }
 
 impl fmt::Display for Origin {
@@ -244,6 +253,19 @@ impl fmt::Display for Origin {
             Origin::Profile(name) => write!(f, "profile {name}"),
             Origin::File(path) => write!(f, "{}", path.display()),
             Origin::Default => f.write_str("default"),
+            Origin::Preset { name, by, own } => {
+                if let Some(own) = own {
+                    write!(f, "{own}, and ")?;
+                }
+                write!(f, "preset {name}")?;
+                match by.as_ref() {
+                    Origin::Flag => Ok(()),
+                    // -p curl: a preset used as a profile.
+                    Origin::Profile(profile) if profile == name => write!(f, ", by -p {name}"),
+                    by => write!(f, ", from {by}"),
+                }
+            }
+            Origin::HintsInCommand => f.write_str("{hints} in the command"),
         }
     }
 }

@@ -88,6 +88,9 @@ pub struct View {
     pub breaker: State,
     /// Failures that count towards opening it.
     pub failures: usize,
+    /// While it is open or half-open: the failures that opened it (1 when a failed probe
+    /// reopened it); 0 while it is closed.
+    pub opened_by: usize,
     pub open_until: Option<u64>,
     pub lease_until: Option<u64>,
     pub tokens: f64,
@@ -136,8 +139,9 @@ impl KeyState {
                 t.saturating_sub(from - to)
             }
         };
+        self.breaker.failure_times().iter_mut().for_each(moved);
         match &mut self.breaker {
-            Breaker::Closed { failures } => failures.iter_mut().for_each(moved),
+            Breaker::Closed { .. } => {}
             Breaker::Open { until, .. } => moved(until),
             Breaker::HalfOpen { lease_until, .. } => moved(lease_until),
         }
@@ -255,6 +259,7 @@ impl KeyState {
         View {
             breaker: self.breaker.state(),
             failures: self.breaker.failures(&s.breaker, now),
+            opened_by: self.breaker.opened_by(),
             open_until,
             lease_until,
             tokens: self.budget.left(&s.budget, now),
@@ -342,6 +347,7 @@ pub(crate) mod tests {
         k.breaker = Breaker::Open {
             until: 100,
             open_for: 100,
+            failures: Vec::new(),
         };
         let probe = run(k.admit(&s, 100));
         assert!(probe.probe);
@@ -404,6 +410,7 @@ pub(crate) mod tests {
         k.breaker = Breaker::Open {
             until: 61_000,
             open_for: 60_000,
+            failures: Vec::new(),
         };
         k.shift(1_000, 500_000);
         assert_eq!(k.budget.at, 500_000);
@@ -427,10 +434,12 @@ pub(crate) mod tests {
             2 => Breaker::Open {
                 until: t(),
                 open_for: 60_000,
+                failures: Vec::new(),
             },
             _ => Breaker::HalfOpen {
                 lease_until: t(),
                 open_for: 60_000,
+                failures: Vec::new(),
             },
         };
         let at = t();
@@ -544,6 +553,7 @@ pub(crate) mod tests {
         k.breaker = Breaker::Open {
             until: 10,
             open_for: 10,
+            failures: Vec::new(),
         };
         let probe = run(k.admit(&s, 10));
         assert!(probe.probe);

@@ -15,7 +15,7 @@ use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
-use crate::policy::{LogFormat, Origins, Policy, StateSettings};
+use crate::policy::{LogFormat, Origins, Policy, StateSettings, StdoutMode, defaults};
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -136,6 +136,19 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
         ("stdin", value_name(p.stdin)),
         ("stdout", value_name(p.stdout)),
         (
+            "held output",
+            match (p.output_on_failure, p.stdout) {
+                (true, _) => "all of it (--output-on-failure): every attempt's stdout and \
+                              stderr and retry's log, printed only if the run fails"
+                    .into(),
+                (false, StdoutMode::Hold) => "stdout (--stdout hold): only the attempt that \
+                                              ends the run writes to stdout; retried attempts' \
+                                              goes to stderr"
+                    .into(),
+                (false, StdoutMode::Pass) => "none: the command's output passes as it comes".into(),
+            },
+        ),
+        (
             "log",
             format!(
                 "{} to {}, {}{}",
@@ -164,9 +177,9 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
         ("metrics", file(p.metrics.as_deref())),
         ("name", p.name.clone()),
     ];
-    out.push_str("Policy\n");
+    out.push_str("Policy (where each value came from in brackets)\n");
     for (name, value) in rows {
-        let origin = origin(name, origins);
+        let origin = origin(name, p, origins);
         let _ = writeln!(out, "  {name:<16} {value}{origin}");
     }
 }
@@ -228,10 +241,15 @@ fn shared_state(
         }
     };
     let left = |t: u64| human(Duration::from_millis(t.saturating_sub(report.now)));
+    let opened_by = match v.opened_by {
+        0 => String::new(),
+        1 => "; 1 failure opened it".to_string(),
+        n => format!("; {n} failures in a row opened it"),
+    };
     let state = match (v.open_until, v.lease_until) {
         (Some(until), _) if until > report.now => {
             format!(
-                "open for another {}: runs exit {}",
+                "open for another {}: runs exit {}{opened_by}",
                 left(until),
                 Exit::REFUSED.status()
             )
@@ -288,19 +306,31 @@ fn adaptive_now(out: &mut String, params: Params, b: &Backoff, v: &View, now: u6
     );
 }
 
-fn origin(row: &str, origins: &Origins) -> String {
+/// Where a row's value came from: ` (flag)`, ` (profile ci)`, ` (preset curl)`,
+/// ` (default)`; nothing for the command.
+fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
     let keys: &[&str] = match row {
-        "attempts" => &["attempts", "retries", "forever"],
+        "command" => return String::new(),
+        "attempts" => &["attempts", "times", "retries", "forever"],
         "backoff" => &["backoff", "delays", "factor"],
-        "retry-on" | "fatal-on" | "retry-if-output" | "fatal-if-output" => &[row, "preset"],
         "on timeout" => &["kill-signal", "kill-after"],
-        "hints" => &["hints", "command"],
         "log" => &["log-format", "log-file", "verbose", "quiet", "log-time"],
+        "held output" => &["output-on-failure", "stdout"],
         _ => std::slice::from_ref(&row),
     };
-    keys.iter()
-        .find_map(|k| origins.get(*k))
-        .map_or(String::new(), |o| format!("  ({o})"))
+    let given = keys.iter().find_map(|k| origins.get(*k));
+    let default = match row {
+        "name" => "the command's name",
+        // Raised to the longest delay asked for, never below it (SPEC §2).
+        "max-delay" if p.backoff.max_delay != defaults::MAX_DELAY => {
+            "default, raised to the longest delay asked for"
+        }
+        _ => "default",
+    };
+    match given {
+        Some(o) => format!("  ({o})"),
+        None => format!("  ({default})"),
+    }
 }
 
 /// A value of a `ValueEnum` as it is given on the command line.

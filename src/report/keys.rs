@@ -43,6 +43,15 @@ fn breaker(v: &View, now: u64) -> Breaker {
     }
 }
 
+/// The failures a key's breaker counts: towards opening it while it is closed, those that
+/// opened it while it is open or half-open.
+fn failures(v: &View) -> usize {
+    match v.breaker {
+        State::Closed => v.failures,
+        State::Open | State::HalfOpen => v.opened_by,
+    }
+}
+
 fn time(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -79,7 +88,7 @@ pub fn text(listing: &Listing) -> String {
                 };
                 format!(
                     "{said:<38}  {:>8}  {:>6.1}  {}",
-                    v.failures,
+                    failures(v),
                     v.tokens,
                     k.changed.map_or("-".into(), time)
                 )
@@ -127,7 +136,7 @@ fn line<'a>(k: &'a Listed, store: &'a str) -> Line<'a> {
                 breaker: Some(b.state),
                 until: b.until.map(time),
                 probing: Some(b.probing),
-                failures: Some(v.failures),
+                failures: Some(failures(v)),
                 tokens: Some((v.tokens * 10.0).round() / 10.0),
                 last_change,
                 error: None,

@@ -200,6 +200,8 @@ pub struct Log {
     stamped: bool,
     /// The nesting level each line names, when above 1.
     depth: u32,
+    /// The log goes to a `--log-file`, which records every run.
+    file: bool,
 }
 
 impl Log {
@@ -210,6 +212,7 @@ impl Log {
             None => Box::new(io::stderr()),
         };
         let mut log = Log::to(settings, sink);
+        log.file = settings.file.is_some();
         let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
             && io::stderr().is_terminal();
@@ -231,7 +234,15 @@ impl Log {
             colour: false,
             stamped: settings.time && settings.format == LogFormat::Text,
             depth: settings.depth,
+            file: false,
         }
+    }
+
+    /// Whether every run leaves a line: a `--log-file` answers "did the 14:36 run happen?",
+    /// so a success at the first attempt is written there too (not with -qq, which asks for
+    /// nothing at all).
+    pub fn records_every_run(&self) -> bool {
+        self.file && self.level >= 0
     }
 
     /// Whether waits are counted down on the terminal.
@@ -272,7 +283,7 @@ impl Log {
 
     /// Whether entries of this event would be written at all.
     pub fn shows(&self, event: Event) -> bool {
-        event.level() <= self.level
+        event.level() <= self.level || (event == Event::Success && self.records_every_run())
     }
 
     pub fn write(&mut self, entry: &Entry) {

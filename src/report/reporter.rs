@@ -390,12 +390,12 @@ impl<'a> Reporter<'a> {
     }
 
     /// The attempt succeeded: said when it was not the first; the run ends.
-    /// A success at the first attempt is said only with -v.
+    /// A success at the first attempt is said only with -v, and in a --log-file.
     pub fn succeeded(&mut self, now: Duration, end: &Ended, exit: Exit) {
         if let Some(held) = self.held.take() {
             self.stopping_now(now, held);
         }
-        if self.attempt > 1 || self.policy.log.level >= 2 {
+        if self.attempt > 1 || self.policy.log.level >= 2 || self.log.records_every_run() {
             let mut e = self.entry(Event::Success, now);
             e.status = Some(end.status);
             e.duration = Some(end.ran);

@@ -42,7 +42,8 @@ pub struct Summary {
     pub name: String,
     pub outcome: Outcome,
     pub reason: String,
-    /// retry's exit status (128+N when it ends by signal N).
+    /// retry's exit status as a shell's `$?` shows it (128+N when retry ends by signal N,
+    /// which it re-raises).
     pub exit: i32,
     /// Attempts started, in all.
     pub attempt_count: u64,

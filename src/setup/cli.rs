@@ -14,6 +14,7 @@ use crate::policy::status::{NAMES, signal_number};
 use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::policy::{defaults, duration};
+use crate::setup::minfrin;
 use crate::setup::presets::{self, Preset};
 
 /// Run a command again until it succeeds, with backoff and jitter.
@@ -28,7 +29,7 @@ use crate::setup::presets::{self, Preset};
     override_usage = USAGE,
     before_help = QUICK,
     help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}{all-args}{after-help}",
-    after_help = "Use `retry -- sh -c '...'` to run a shell pipeline. See --help for more."
+    after_help = SHORT_HELP_END
 )]
 pub struct Cli {
     /// Total attempts, the first included (at least 1) [default: 5].
@@ -51,8 +52,13 @@ pub struct Cli {
     #[arg(long, help_heading = "When to stop")]
     pub forever: bool,
 
-    /// Deadline for the whole run, attempts and sleeps together; 0 means none, as in timeout(1).
-    #[arg(allow_hyphen_values = true, short = 't', long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
+    /// The same as --attempts N: minfrin's retry's spelling, kept for its scripts.
+    #[arg(allow_hyphen_values = true, short = 't', long, value_name = "N", value_parser = minfrin::times,
+          conflicts_with_all = ["attempts", "retries", "forever"], help_heading = "When to stop")]
+    pub times: Option<u32>,
+
+    /// Deadline for the whole run, attempts and waits together; 0 means none, as in timeout(1).
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = duration::parse, help_heading = "When to stop")]
     pub max_time: Option<Duration>,
 
     /// An attempt that ran at least DUR before it failed starts afresh: the next delay is
@@ -67,7 +73,7 @@ pub struct Cli {
     pub attempt_timeout: Option<Duration>,
 
     /// Base delay before the first retry.
-    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DUR", value_parser = duration::parse, help_heading = "How long to wait")]
+    #[arg(allow_hyphen_values = true, short = 'd', long, value_name = "DUR", value_parser = minfrin::delay, help_heading = "How long to wait")]
     pub delay: Option<Duration>,
 
     /// How the delay grows from retry to retry.
@@ -212,7 +218,7 @@ pub struct Cli {
     pub output_on_failure: bool,
 
     /// More log lines, each with the time: the resolved policy, each attempt's start, and a
-    /// success at the first attempt (said only with -v).
+    /// success at the first attempt (said only with -v, or in a --log-file).
     #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Logging")]
     pub verbose: u8,
 
@@ -429,12 +435,12 @@ pub struct Cli {
         long,
         value_name = "KIND",
         value_enum,
-        exclusive = true,
-        hide_short_help = true
+        exclusive = true
     )]
     pub generate: Option<Generate>,
 
-    /// Print the resolved policy and the schedule it implies, run nothing, and exit.
+    /// Print the resolved policy, where each value came from, and the schedule it implies;
+    /// run nothing, and exit.
     #[arg(long)]
     pub explain: bool,
 
@@ -474,6 +480,21 @@ pub struct Cli {
           help_heading = "Explain a fleet")]
     pub call_time: Option<Duration>,
 
+    /// minfrin's retry's --until: refused, naming the --success-on that says it here.
+    #[arg(allow_hyphen_values = true, short = 'u', long, value_name = "CRITERIA", hide = true,
+          value_parser = minfrin::until)]
+    pub until: Option<String>,
+
+    /// minfrin's retry's --while: refused, naming the --retry-on that says it here.
+    #[arg(allow_hyphen_values = true, short = 'w', long = "while", value_name = "CRITERIA",
+          hide = true, value_parser = minfrin::while_)]
+    pub while_: Option<String>,
+
+    /// minfrin's retry's --message: refused, naming --name.
+    #[arg(allow_hyphen_values = true, short = 'm', long, value_name = "TEXT", hide = true,
+          value_parser = minfrin::message)]
+    pub message: Option<String>,
+
     /// The command to run and its arguments, passed on byte for byte: run directly, not
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.
@@ -486,18 +507,89 @@ pub struct Cli {
 /// How retry is called, for the help and the man page's synopsis.
 pub const USAGE: &str = "retry [OPTIONS] [--] COMMAND [ARG]...";
 
-/// The answers to the common questions, on the first screen of `retry -h`.
+/// The answers to the common questions, on the first screen of `retry -h`; each line fits in
+/// 80 columns.
 const QUICK: &str = "\
 Example:     retry -n 3 -d 2s -- curl -fsS https://example.com/health
-DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds; at most 1y (0 as a limit: none)
+DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds (at most 1y)
 LIST:        exit statuses, ranges and signals, as 1,5-7,75,SIGKILL
-Exit status: the last attempt's; 124 timed out; 125 bad usage or retry's own failure;
-             126/127 cannot run / not found; 1 gave up on a status 0 that is not success;
-             75 refused, the --key's breaker being open
-Presets:     curl, sysexits, ssh, git, apt (--preset NAME, or -p NAME)";
+Exit status: the last attempt's, or the signal that killed it: retry ends by it
+             too; 124 timed out; 125 bad usage or retry's own failure; 126/127
+             cannot run / not found; 75 refused, the --key's breaker being open;
+             cancelled by a signal (Ctrl-C, TERM): retry ends by that signal
+Presets:     curl, sysexits, ssh, git, apt (--preset NAME, or -p NAME)
+minfrin's:   -t N is --attempts N; see man retry, MINFRIN'S RETRY";
+
+/// The end of `retry -h`: where the rest is.
+const SHORT_HELP_END: &str = "\
+This is not the full help: retry --help lists every flag, and man retry says
+more. Use `retry -- sh -c '...'` to run a shell pipeline.";
+
+/// The flags `retry -h` shows, what a first run needs, each with its help in a few words;
+/// `--help` shows every flag with its whole help.
+const SHORT_HELP: [(&str, &str); 19] = [
+    (
+        "attempts",
+        "Total attempts, the first included [default: 5]",
+    ),
+    ("times", "The same as --attempts (minfrin's retry's -t)"),
+    ("forever", "No limit on attempts"),
+    (
+        "max_time",
+        "Deadline for the whole run, attempts and waits together",
+    ),
+    (
+        "attempt_timeout",
+        "Limit for one attempt (status 124 when it passes)",
+    ),
+    ("delay", "Base delay before the first retry [default: 1s]"),
+    (
+        "backoff",
+        "How delays grow: exponential (default), linear, constant, fibonacci",
+    ),
+    (
+        "jitter",
+        "Jitter: full (default), none, equal, decorrelated, or N%",
+    ),
+    (
+        "retry_on",
+        "Retry only these failing statuses; others are fatal",
+    ),
+    (
+        "fatal_on",
+        "Never retry these statuses (added to 126 and 127)",
+    ),
+    ("preset", "Status lists for curl, sysexits, ssh, git or apt"),
+    (
+        "output_on_failure",
+        "Print output and log only if the run fails (cron)",
+    ),
+    (
+        "verbose",
+        "More log lines: the policy, each start, a first-try success",
+    ),
+    (
+        "quiet",
+        "Fewer log lines: -q only the give-up line, -qq nothing",
+    ),
+    (
+        "log_file",
+        "Write the log to this file (appending), not stderr",
+    ),
+    (
+        "key",
+        "Share a breaker and a retry budget with every run on this key",
+    ),
+    ("explain", "Show the policy and its schedule; run nothing"),
+    (
+        "command",
+        "The command and its arguments, run directly (no shell)",
+    ),
+    ("help", "Print this help (-h), or every flag (--help)"),
+];
 
 /// The end of `--help`, and the man page's sections after the options: one source for both.
-pub const SECTIONS: [(&str, &[(&str, &str)]); 6] = [
+pub const SECTIONS: [(&str, &[(&str, &str)]); 7] = [
     (
         "EXIT STATUS",
         &[
@@ -519,9 +611,16 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 6] = [
             ),
             (
                 "killed by signal N",
-                "the last attempt was killed by N: retry ends by N too",
+                "the last attempt was killed by N: retry ends by N too (without a core dump), so a shell sees what it would have seen without retry",
             ),
-            ("128+N", "retry was cancelled by signal N between attempts"),
+            (
+                "cancelled by signal N",
+                "retry was cancelled by INT (a Ctrl-C), TERM, HUP or QUIT, during an attempt or a wait: it ends by that signal, re-raised, so a script or a shell loop around it stops too",
+            ),
+            (
+                "128+N",
+                "a shell's $? for a run that ended by signal N; retry exits 128+N itself only where the signal cannot end it (as PID 1 in a container)",
+            ),
             (
                 "75",
                 "the run was refused without running the command: the --key's breaker is open, or its --state store cannot be reached and --state-fail is closed",
@@ -622,6 +721,27 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 6] = [
             (
                 "stop",
                 "a line that asks not to be retried: the run ends with the attempt's status",
+            ),
+        ],
+    ),
+    (
+        "MINFRIN'S RETRY",
+        &[
+            (
+                "-t N, --times N",
+                "the number of attempts, as in minfrin's retry: the same as --attempts N (a deadline is --max-time, which has no short form); -t 0 is refused, -t -1 names --forever",
+            ),
+            (
+                "-d N",
+                "N seconds before the first retry; minfrin's list -d 1,2,5 is refused, naming --delays 1s,2s,5s",
+            ),
+            (
+                "-u, --until; -w, --while; -m, --message; -j SECONDS; -v alone",
+                "refused with exit 125, each naming what says it here (--success-on, --retry-on, --name, -j full, --version)",
+            ),
+            (
+                "retry COMMAND",
+                "minfrin's bare form tries forever, 10s apart, holding stdout; here it makes 5 attempts with backoff and jitter, streaming stdout. minfrin's is retry --forever -d 10 -b constant -j none --stdout hold -- COMMAND",
             ),
         ],
     ),
@@ -730,6 +850,37 @@ pub fn command() -> clap::Command {
                 // Made once, for the help or a generated file, and kept until retry exits.
                 Some((_, value)) => arg.default_value(&*value.clone().leak()),
                 None => arg,
+            }
+        })
+}
+
+/// A flag's help in the few words `retry -h` gives it, if it shows the flag.
+pub fn short_help(id: &str) -> Option<&'static str> {
+    SHORT_HELP
+        .iter()
+        .find(|(shown, _)| *shown == id)
+        .map(|(_, help)| *help)
+}
+
+/// The definition `retry -h` is shown from: the flags of [`SHORT_HELP`], each with its few
+/// words, and no defaults or possible values beside them (the words say them).
+pub fn short_help_command() -> clap::Command {
+    parsing_command()
+        .disable_help_flag(true)
+        .arg(
+            clap::Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(ArgAction::Help),
+        )
+        .mut_args(|arg| {
+            let id = arg.get_id().as_str();
+            match SHORT_HELP.iter().find(|(shown, _)| *shown == id) {
+                Some((_, help)) => {
+                    let values = arg.get_action().takes_values();
+                    arg.help(*help).hide_possible_values(values)
+                }
+                None => arg.hide_short_help(true),
             }
         })
 }
@@ -871,7 +1022,12 @@ fn regex(s: &str) -> Result<regex::bytes::Regex, BadValue> {
 }
 
 fn jitter(s: &str) -> Result<Jitter, BadValue> {
-    s.parse()
+    s.parse().map_err(|mut bad: BadValue| {
+        if let Some(hint) = minfrin::jitter_hint(s) {
+            bad.fix = hint;
+        }
+        bad
+    })
 }
 
 fn code_list(s: &str) -> Result<CodeSet, BadValue> {
@@ -997,6 +1153,19 @@ mod tests {
     #[test]
     fn the_clap_definition_is_consistent() {
         command().debug_assert();
+        short_help_command().debug_assert();
+    }
+
+    /// `retry -h` shows the flags of SHORT_HELP, each known to the definition.
+    #[test]
+    fn the_short_help_names_flags_that_exist() {
+        let cmd = command();
+        for (id, _) in SHORT_HELP {
+            assert!(
+                id == "help" || cmd.get_arguments().any(|a| a.get_id() == id),
+                "{id}"
+            );
+        }
     }
 
     /// A flag's value may begin with a dash (`-n -1` is a bad number, `--retry-if-output

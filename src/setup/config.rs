@@ -34,7 +34,7 @@ const NOT_SETTINGS: [&str; 13] = [
 
 /// Flags of which only one may be given; a setting of one hides the file's others below it.
 const EXCLUSIVE: [&[&str]; 3] = [
-    &["attempts", "retries", "forever"],
+    &["attempts", "times", "retries", "forever"],
     &["backoff", "delays"],
     &["verbose", "quiet"],
 ];

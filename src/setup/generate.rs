@@ -12,23 +12,32 @@ pub use super::cli::Generate as Kind;
 /// The rendered file: the man page in roff, or the shell's script.
 pub fn render(kind: Kind) -> Vec<u8> {
     let shell = match kind {
-        Kind::Man => return man_page(),
-        Kind::Bash => Shell::Bash,
-        Kind::Zsh => Shell::Zsh,
-        Kind::Fish => Shell::Fish,
+        Kind::Man => return super::man::page(),
+        Kind::Bash => return super::completions::bash().into_bytes(),
+        Kind::Zsh => return super::completions::zsh().into_bytes(),
+        Kind::Fish => return super::completions::fish().into_bytes(),
         Kind::Elvish => Shell::Elvish,
         Kind::Powershell => Shell::PowerShell,
     };
     let mut cmd = super::cli::command();
     let mut bytes = Vec::new();
     clap_complete::generate(shell, &mut cmd, "retry", &mut bytes);
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    match shell {
-        Shell::Bash => super::completions::bash(&text),
-        Shell::Fish => super::completions::fish(&text),
-        _ => text,
+    // clap_complete's elvish and PowerShell scripts offer hidden flags too: minfrin's, which
+    // are refused. Each is a line with its help, quoted as both shells quote ('' for ').
+    let hidden: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| a.is_hide_set())
+        .filter_map(|a| a.get_help())
+        .map(|h| h.to_string().replace('\'', "''"))
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        if !hidden.iter().any(|h| line.contains(h.as_str())) {
+            kept.push_str(line);
+        }
     }
-    .into_bytes()
+    kept.into_bytes()
 }
 
 /// Where the checked-in copy of each kind lives, under the crate's root.
@@ -46,48 +55,4 @@ pub fn file_name(kind: Kind) -> String {
 /// Writes `kind` to stdout.
 pub fn print(kind: Kind) -> io::Result<()> {
     io::stdout().lock().write_all(&render(kind))
-}
-
-/// The man page: clap's title, synopsis, description and options, then the manual's sections
-/// and the exit status, environment, files and examples from the same source as `--help`.
-fn man_page() -> Vec<u8> {
-    let man = clap_mangen::Man::new(super::cli::command());
-    let mut out = Vec::new();
-    let render = |out: &mut Vec<u8>| -> io::Result<()> {
-        man.render_title(out)?;
-        man.render_name_section(out)?;
-        // clap_mangen's synopsis lists every flag; the help's usage line reads better.
-        let mut synopsis = roff::Roff::new();
-        synopsis.control("SH", ["SYNOPSIS"]);
-        synopsis.text([
-            roff::bold("retry"),
-            roff::roman(" ["),
-            roff::italic("OPTIONS"),
-            roff::roman("] ["),
-            roff::bold("--"),
-            roff::roman("] "),
-            roff::italic("COMMAND"),
-            roff::roman(" ["),
-            roff::italic("ARG"),
-            roff::roman("]..."),
-        ]);
-        synopsis.to_writer(out)?;
-        man.render_description_section(out)?;
-        man.render_options_section(out)?;
-        let mut sections = roff::Roff::new();
-        let manual = super::manual::MANUAL;
-        for &(title, items) in manual.iter().chain(&super::cli::SECTIONS) {
-            sections.control("SH", [title]);
-            for (term, text) in items {
-                sections.control("TP", []);
-                sections.text([roff::bold(*term)]);
-                sections.text([roff::roman(*text)]);
-            }
-        }
-        sections.to_writer(out)?;
-        man.render_version_section(out)
-    };
-    // Writing to a Vec cannot fail.
-    let _ = render(&mut out);
-    out
 }

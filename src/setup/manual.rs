@@ -5,7 +5,7 @@
 /// Each section: its title, and its entries as (term, text).
 pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
     (
-        "CONFIGURATION",
+        "CONFIGURATION FILE",
         &[
             (
                 "file",
@@ -71,7 +71,7 @@ pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
             ),
             (
                 "levels",
-                "-q keeps the give-up line only, -qq nothing; -v adds the policy, each start and a first-try success.",
+                "-q keeps the give-up line only, -qq nothing; -v adds the policy, each start and a first-try success. A --log-file records every run, a first-try success included (not with -qq).",
             ),
         ],
     ),

@@ -5,7 +5,9 @@ pub mod cli;
 pub mod completions;
 pub mod config;
 pub mod generate;
+pub mod man;
 pub mod manual;
+mod minfrin;
 pub mod presets;
 mod usage;
 mod validate;
@@ -49,10 +51,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
 fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, Exit> {
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
-        // The help is made again with the text that only it shows.
+        // The help is made again with the text that only it shows: -h a page of what a first
+        // run needs, --help every flag.
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
-            let full = cli::command().try_get_matches_from(&args).err();
-            return Err(clap_error(full.unwrap_or(e)));
+            let ours = args.iter().skip(1).take_while(|a| *a != "--");
+            let page = if ours.into_iter().any(|a| a == "--help") {
+                cli::command()
+            } else {
+                cli::short_help_command()
+            };
+            let help = page.try_get_matches_from(&args).err();
+            return Err(clap_error(help.unwrap_or(e)));
+        }
+        // minfrin's retry printed its version for -v: say what -v is here.
+        Err(e)
+            if e.kind() == clap::error::ErrorKind::MissingRequiredArgument
+                && args.get(1..).is_some_and(|rest| rest == ["-v"]) =>
+        {
+            eprintln!("retry: error: {}", minfrin::verbose_alone());
+            return Err(Exit::FAILURE);
         }
         Err(e) => return Err(clap_error(e)),
     };
@@ -117,6 +134,11 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
         }
     };
     let sources = sources(&cli, &origins);
+    let origins = if explain {
+        explained(origins, &cli)
+    } else {
+        origins
+    };
     match Policy::try_from(cli) {
         Ok(mut policy) => {
             policy.rules.sources = sources;
@@ -200,6 +222,42 @@ fn sources(cli: &Cli, origins: &Origins) -> Sources {
             (_, None) => own("fatal-on"),
         },
     }
+}
+
+/// Where `--explain`'s rows came from beyond the flags and settings given: the lists a preset
+/// fills (alone, or joined to the user's own), and the `{hints}` that turns hints on.
+fn explained(mut origins: Origins, cli: &Cli) -> Origins {
+    if let Some(preset) = cli.preset {
+        let by = Box::new(origins.get("preset").cloned().unwrap_or(Origin::Flag));
+        let mut filled = vec!["fatal-on"];
+        // --retry-on replaces the preset's retried statuses; the other lists join.
+        if cli.retry_on.is_none() {
+            filled.push("retry-on");
+        }
+        if !preset.retry_if_output.is_empty() {
+            filled.push("retry-if-output");
+        }
+        if !preset.fatal_if_output.is_empty() {
+            filled.push("fatal-if-output");
+        }
+        for key in filled {
+            let own = origins.remove(key).map(Box::new);
+            let origin = Origin::Preset {
+                name: preset.name,
+                by: by.clone(),
+                own,
+            };
+            origins.insert(key.to_string(), origin);
+        }
+    }
+    let placeholder = cli
+        .command
+        .iter()
+        .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
+    if !origins.contains_key("hints") && placeholder {
+        origins.insert("hints".into(), Origin::HintsInCommand);
+    }
+    origins
 }
 
 /// A path with the home folder written `~`, as people write it.

@@ -92,6 +92,14 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
     let value = get(ContextKind::InvalidValue).unwrap_or_default();
     match e.kind() {
         ErrorKind::ValueValidation => match e.source().and_then(|s| s.downcast_ref::<BadValue>()) {
+            // A message that names the flag itself (minfrin's options) is not told it again.
+            Some(bad)
+                if bad
+                    .what
+                    .contains(&format!("--{}", arg.trim_start_matches('-'))) =>
+            {
+                bad.clone()
+            }
             Some(bad) => BadValue::new(format!("{} for {arg}", bad.what), &bad.value, &bad.fix),
             None => BadValue::new(
                 format!("invalid value for {arg}"),
@@ -147,7 +155,14 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
                     .iter()
                     .any(|m| m.split_whitespace().next() == Some(flag))
             };
-            if names("--explain") {
+            if names("--key") {
+                BadValue::new(
+                    "--reset-state forgets the state of one key, and needs --key",
+                    "--reset-state without --key",
+                    "give the key, as retry --reset-state --key api.example.com \
+                     (retry --list-keys lists every key with state)",
+                )
+            } else if names("--explain") {
                 BadValue::new(
                     "--fleet simulates a fleet for --explain, and runs nothing",
                     "--fleet without --explain",

@@ -82,7 +82,7 @@ impl TryFrom<Cli> for Policy {
                 BackoffKind::Fibonacci => Shape::Fibonacci,
             },
         };
-        let attempts = match (cli.forever, cli.attempts, cli.retries) {
+        let attempts = match (cli.forever, cli.attempts.or(cli.times), cli.retries) {
             (true, _, _) => None,
             (false, Some(n), _) => Some(n),
             // The parser keeps --retries below u32::MAX.

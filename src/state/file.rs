@@ -82,11 +82,20 @@ impl Saved {
                 }
                 times.extend(failures);
             }
-            Breaker::Open { until, open_for }
+            Breaker::Open {
+                until,
+                open_for,
+                failures,
+            }
             | Breaker::HalfOpen {
                 lease_until: until,
                 open_for,
+                failures,
             } => {
+                if failures.len() > 1000 {
+                    return Err(format!("it keeps {} failures", failures.len()));
+                }
+                times.extend(failures);
                 if *open_for == 0 {
                     return Err("its breaker is open for no time".into());
                 }

@@ -47,7 +47,11 @@ const DAY: u64 = 24 * HOUR;
 fn saved(dir: &Path, then: &Clock, until: u64, open_for: u64) -> FileStore {
     let store = FileStore::new(Some(dir.to_path_buf()), "k");
     let mut state = KeyState::new(&settings(), then.boot_ms);
-    state.breaker = Breaker::Open { until, open_for };
+    state.breaker = Breaker::Open {
+        until,
+        open_for,
+        failures: Vec::new(),
+    };
     let saved = Saved {
         version: VERSION,
         boot_id: then.boot_id.clone(),

@@ -5,7 +5,8 @@
 -- is loaded once.
 --
 -- KEYS[1]    the key's hash: g (generation), s (closed, open, half-open), f (the failures'
---            times, comma-separated), u (open until), l (lease until), o (open for),
+--            times, comma-separated: those counted while closed, those that opened it since
+--            while open or half-open), u (open until), l (lease until), o (open for),
 --            m (tokens, in thousandths), a (when m was brought up to date), h (the latest
 --            outcomes, oldest first, as time:1 for a success and time:0 for a failure,
 --            comma-separated; kept only by runs with the adaptive delay).
@@ -115,15 +116,14 @@ end
 -- or 0. The failures' times and the outcomes as text; the numbers as numbers.
 local function fields(st)
   local f, u, l, o, h = '', 0, 0, 0, ''
-  if st.s == 'closed' then
-    if #st.f > 0 then
-      local times = {}
-      for i, at in ipairs(st.f) do times[i] = fmt(at) end
-      f = table.concat(times, ',')
-    end
-  elseif st.s == 'open' then
+  if #st.f > 0 then
+    local times = {}
+    for i, at in ipairs(st.f) do times[i] = fmt(at) end
+    f = table.concat(times, ',')
+  end
+  if st.s == 'open' then
     u, o = st.u, st.o
-  else
+  elseif st.s == 'half-open' then
     l, o = st.l, st.o
   end
   if #st.h > 0 then
@@ -147,9 +147,8 @@ end
 
 -- KeyState::clamp: Breaker::clamp and Budget::clamp
 local function clamp(st)
-  if st.s == 'closed' then
-    for i, at in ipairs(st.f) do st.f[i] = math.min(at, now) end
-  elseif st.s == 'open' then
+  for i, at in ipairs(st.f) do st.f[i] = math.min(at, now) end
+  if st.s == 'open' then
     st.u = math.min(st.u, now + OPEN_MAX)
     st.o = math.min(st.o, OPEN_MAX)
   else
@@ -257,13 +256,13 @@ local function succeeded(st)
   end
 end
 
--- Breaker::open
-local function open(st, open_for, u)
+-- Breaker::open, after the failures `failures`
+local function open(st, open_for, u, failures)
   local cut = math.floor(open_for * 0.2 * math.max(0, math.min(1, u)))
   st.s = 'open'
   st.u = now + open_for - math.min(cut, open_for)
   st.o = open_for
-  st.f = {}
+  st.f = failures
   return 'opened'
 end
 
@@ -276,7 +275,7 @@ local function record(st, probe, result, u)
       st.f = {}
       return 'closed'
     elseif result == 'failure' then
-      return open(st, math.min(st.o * 2, OPEN_MAX), u)
+      return open(st, math.min(st.o * 2, OPEN_MAX), u, { now })
     end
     st.s = 'open'
     st.u = now
@@ -293,7 +292,7 @@ local function record(st, probe, result, u)
       kept[#kept + 1] = now
       while #kept > FAILURES do table.remove(kept, 1) end
       st.f = kept
-      if #kept >= FAILURES then return open(st, FIRST_OPEN, u) end
+      if #kept >= FAILURES then return open(st, FIRST_OPEN, u, kept) end
     end
   end
   return 'none'

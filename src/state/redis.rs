@@ -539,21 +539,23 @@ fn decode(fields: &[String]) -> Result<(u64, bool, KeyState, Vec<String>), Strin
         return Err(bad());
     };
     let n = |x: &String| x.parse::<u64>().map_err(|_| bad());
+    // The failures' times: those counted while it is closed, those that opened it since.
+    let failures: Vec<u64> = f
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
     let breaker = match s.as_str() {
-        "closed" => Breaker::Closed {
-            failures: f
-                .split(',')
-                .filter(|t| !t.is_empty())
-                .map(|t| t.parse::<u64>().map_err(|_| bad()))
-                .collect::<Result<_, _>>()?,
-        },
+        "closed" => Breaker::Closed { failures },
         "open" => Breaker::Open {
             until: n(u)?,
             open_for: n(o)?,
+            failures,
         },
         "half-open" => Breaker::HalfOpen {
             lease_until: n(l)?,
             open_for: n(o)?,
+            failures,
         },
         _ => return Err(bad()),
     };

@@ -168,7 +168,7 @@ fn a_built_in_preset_serves_as_a_profile() {
         .output()
         .expect("run retry");
     assert!(
-        row(&out.stdout, "retry-on").contains("75  (profile sysexits)"),
+        row(&out.stdout, "retry-on").contains("75  (preset sysexits, by -p sysexits)"),
         "{}",
         row(&out.stdout, "retry-on")
     );
@@ -257,8 +257,8 @@ fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
         .expect("run retry");
     assert!(row(&out.stdout, "attempts").ends_with("(flag)"));
     assert!(
-        !row(&out.stdout, "delay").contains('('),
-        "a default is not marked"
+        row(&out.stdout, "delay").ends_with("1s  (default)"),
+        "a default is marked so"
     );
 }
 

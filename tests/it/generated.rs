@@ -83,7 +83,7 @@ fn the_man_page_has_the_exit_status_and_environment() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     for needle in [
-        ".SH CONFIGURATION",
+        ".SH \"CONFIGURATION FILE\"",
         ".SH \"SHARED STATE\"",
         ".SH \"LOG FORMAT\"",
         ".SH \"EXIT STATUS\"",
@@ -132,42 +132,57 @@ fn the_man_page_renders_without_warnings() {
     );
 }
 
+/// mandoc's lint, which Debian's lintian runs too: no warning, and not even a remark on style
+/// (a long line, a lower-case title, a missing date).
 #[test]
-fn the_bash_completion_loads_and_completes_retry() {
-    let Some(out) = run(
-        "bash",
-        "apt-get install bash",
-        &["-c", "source completions/retry.bash && complete -p retry"],
-    ) else {
+fn mandoc_finds_nothing_to_say_about_the_man_page() {
+    if !support::have("mandoc", "apt-get install mandoc") {
         return;
-    };
-    assert!(String::from_utf8_lossy(&out.stdout).contains("retry"));
+    }
+    let out = std::process::Command::new("mandoc")
+        .args(["-Tlint", "-W", "style", "man/retry.1"])
+        .current_dir(root())
+        .output()
+        .expect("run mandoc");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.trim().is_empty(), "{said}");
+    assert!(out.status.success(), "{said}");
 }
 
+/// Each section and subsection of the man page has a title of its own, and the title line a
+/// date that does not change from build to build.
 #[test]
-fn the_zsh_completion_loads_and_completes_retry() {
-    let script = "autoload -U compinit && compinit -u -d \"$(mktemp)\" && source completions/_retry && print -r -- ${_comps[retry]}";
-    let Some(out) = run("zsh", "apt-get install zsh", &["-f", "-c", script]) else {
-        return;
-    };
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "_retry");
-}
-
-#[test]
-fn the_fish_completion_loads_and_completes_retry_flags() {
-    let script = "source completions/retry.fish; complete --do-complete 'retry --max-d'";
-    let Some(out) = run(
-        "fish",
-        "apt-get install fish",
-        &["--no-config", "-c", script],
-    ) else {
-        return;
-    };
+fn the_man_pages_sections_are_unique_and_it_has_a_fixed_date() {
+    let (_, man) = rendered().pop().expect("the man page is rendered last");
+    let man = String::from_utf8(man).expect("UTF-8 roff");
+    let mut titles: Vec<String> = man
+        .lines()
+        .filter(|l| l.starts_with(".SH ") || l.starts_with(".SS "))
+        .map(|l| l[4..].trim_matches('"').to_lowercase())
+        .collect();
+    let count = titles.len();
+    titles.sort();
+    titles.dedup();
+    assert_eq!(titles.len(), count, "a title twice: {man}");
+    let (version, date) = retry::setup::man::RELEASE;
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("--max-delay"),
+        man.contains(&format!(".TH RETRY 1 {date} \"retry-wrapper {version}\"")),
         "{}",
-        String::from_utf8_lossy(&out.stdout)
+        man.lines()
+            .find(|l| l.starts_with(".TH"))
+            .unwrap_or_default()
     );
+    assert_eq!(
+        render_again(),
+        man,
+        "the page differs from one rendering to the next"
+    );
+}
+
+fn render_again() -> String {
+    use retry::setup::generate::{Kind, render};
+    String::from_utf8(render(Kind::Man)).expect("UTF-8 roff")
 }
 
 #[test]
@@ -196,9 +211,56 @@ fn the_short_help_answers_the_common_questions_on_its_first_screen() {
     }
     let n = help
         .lines()
-        .find(|l| l.contains("--attempts"))
+        .find(|l| l.contains("-n, --attempts"))
         .expect("the -n line");
     assert!(n.contains("[default: 5]"), "{n}");
+}
+
+/// `retry -h` is a page of what a first run needs, as curl's `-h` is: at most 60 lines on an
+/// 80-column terminal, ending with where the rest is; `--help` has every flag.
+#[test]
+fn the_short_help_fits_a_screen_and_points_to_the_full_one() {
+    let help = |flag: &str| {
+        let out = support::retry()
+            .arg(flag)
+            .env("COLUMNS", "80")
+            .output()
+            .expect("run retry");
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        String::from_utf8(out.stdout).expect("UTF-8 help")
+    };
+    let short = help("-h");
+    assert!(
+        short.lines().count() <= 60,
+        "{} lines:\n{short}",
+        short.lines().count()
+    );
+    assert!(short.lines().all(|l| l.chars().count() <= 80), "{short}");
+    assert!(short.contains("retry --help lists every flag"), "{short}");
+    for flag in [
+        "--attempts",
+        "--times",
+        "--max-time",
+        "--delay",
+        "--explain",
+        "--key",
+    ] {
+        assert!(short.contains(flag), "{flag}: {short}");
+    }
+    let full = help("--help");
+    assert!(full.lines().count() > 2 * short.lines().count());
+    let mut cmd = retry::setup::cli::command();
+    cmd.build();
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        if let Some(long) = arg.get_long() {
+            assert!(
+                full.contains(&format!("--{long}")),
+                "--{long} is not in --help"
+            );
+        }
+    }
+    // minfrin's -h is a help too.
+    assert_eq!(help("-h"), short);
 }
 
 #[test]
@@ -206,13 +268,13 @@ fn the_man_page_has_the_synopsis_command_hint_files_and_see_also() {
     let (_, man) = rendered().pop().expect("the man page is rendered last");
     let man = String::from_utf8(man).expect("UTF-8 roff");
     let synopsis = &man[man.find(".SH SYNOPSIS").expect("a synopsis")..];
-    let synopsis = &synopsis[..synopsis[4..].find(".SH").expect("a section after it")];
+    let synopsis = &synopsis[..4 + synopsis[4..].find(".SH").expect("a section after it")];
     assert!(
         synopsis.contains("[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fICOMMAND\\fR [\\fIARG\\fR]..."),
         "{synopsis}"
     );
     for needle in [
-        ".SH COMMAND",
+        ".SS Command",
         "retry\\-after=30s",
         "stop",
         ".SH \"SEE ALSO\"",
@@ -250,114 +312,6 @@ fn the_readmes_cron_lines_do_not_rely_on_crons_path() {
                 "cron's PATH is /usr/bin:/bin: name retry by its full path in {job:?}"
             );
         }
-    }
-}
-
-/// What bash completes for the words `line` (the last one being completed), with the
-/// bash-completion package loaded when it is installed, as on a desktop; `None` without bash.
-fn bash_completes(line: &[&str], config: Option<&Path>) -> Option<Vec<String>> {
-    let words = line
-        .iter()
-        .map(|w| format!("'{w}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let script = format!(
-        "[ -f /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion; \
-         . completions/retry.bash; COMP_WORDS=({words}); COMP_CWORD={}; \
-         COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
-         _retry_command retry \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
-         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
-        line.len() - 1
-    );
-    if !support::have("bash", "apt-get install bash") {
-        return None;
-    }
-    let mut bash = std::process::Command::new("bash");
-    bash.args(["-c", &script]).current_dir(root());
-    if let Some(config) = config {
-        bash.env("RETRY_CONFIG", config);
-    }
-    let out = bash.output().expect("run bash");
-    Some(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect(),
-    )
-}
-
-#[test]
-fn bash_completes_the_command_after_dashes_then_hands_over_to_it() {
-    let Some(found) = bash_completes(&["retry", "-n", "3", "--", "cur"], None) else {
-        return;
-    };
-    assert!(found.iter().any(|c| c == "curl"), "{found:?}");
-    // The command's own flags, never retry's.
-    let found = bash_completes(&["retry", "--", "curl", "--fa"], None).unwrap_or_default();
-    assert!(!found.iter().any(|c| c == "--factor"), "{found:?}");
-    if std::path::Path::new("/usr/share/bash-completion/bash_completion").exists() {
-        assert!(found.iter().any(|c| c == "--fail"), "{found:?}");
-    }
-}
-
-#[test]
-fn bash_completes_presets_and_profiles_not_files() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("config.toml");
-    std::fs::write(&config, "attempts = 3\n\n[profiles.ci]\ndelay = \"1s\"\n").expect("config");
-    let Some(found) = bash_completes(&["retry", "--preset", ""], None) else {
-        return;
-    };
-    assert_eq!(found, ["curl", "sysexits", "ssh", "git", "apt"]);
-    let found = bash_completes(&["retry", "-p", ""], Some(&config)).unwrap_or_default();
-    assert!(
-        found.iter().any(|c| c == "ci") && found.iter().any(|c| c == "curl"),
-        "{found:?}"
-    );
-    for (flag, value) in [
-        ("--jitter", "decorrelated"),
-        ("--kill-signal", "SIGTERM"),
-        ("--stdin", "replay"),
-        ("--log-format", "json"),
-        ("--state-fail", "closed"),
-        ("--match-stream", "stderr"),
-        ("--backoff", "fibonacci"),
-    ] {
-        let found = bash_completes(&["retry", flag, ""], None).unwrap_or_default();
-        assert!(found.iter().any(|c| c == value), "{flag}: {found:?}");
-        assert!(
-            !found.iter().any(|c| c == "Cargo.toml"),
-            "{flag} lists files: {found:?}"
-        );
-    }
-}
-
-#[test]
-fn fish_completes_the_command_after_dashes_and_the_presets() {
-    let script = "source completions/retry.fish; complete --do-complete 'retry -n 3 -- cur'; \
-                  echo ---; complete --do-complete 'retry --preset '";
-    let Some(out) = run(
-        "fish",
-        "apt-get install fish",
-        &["--no-config", "-c", script],
-    ) else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (command, presets) = text.split_once("---").expect("two parts");
-    assert!(
-        command
-            .lines()
-            .any(|l| l.split('\t').next() == Some("curl")),
-        "{text}"
-    );
-    for preset in ["curl", "sysexits", "ssh", "git", "apt"] {
-        assert!(
-            presets
-                .lines()
-                .any(|l| l.split('\t').next() == Some(preset)),
-            "{text}"
-        );
     }
 }
 
@@ -400,28 +354,11 @@ fn the_readme_is_short_with_contents_and_the_guide_is_whole() {
     }
 }
 
-/// The README's simulated fleet is what `retry --explain --fleet` prints, line for line (the
-/// simulation is seeded), and its first command's output has the shape it shows.
+/// The README's first command (its install line's) fails twice, then succeeds, and says so as
+/// the README shows; its other examples are run by the `docs` tests.
 #[test]
 fn the_readmes_examples_are_what_retry_prints() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let block = readme
-        .split("```console\n")
-        .find(|b| b.starts_with("$ retry --explain --fleet"))
-        .expect("the fleet example");
-    let block = &block[..block.find("```").expect("its end")];
-    let (command, shown) = block.split_once('\n').expect("a command and its output");
-    let args: Vec<&str> = command
-        .trim_start_matches("$ retry ")
-        .split_whitespace()
-        .collect();
-    let out = support::retry().args(&args).output().expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        printed.starts_with(shown),
-        "the README shows:\n{shown}\nretry prints:\n{printed}"
-    );
     // The first command: fails twice, then succeeds, and says so.
     let out = support::retry()
         .args(["-d", "1ms", "--", "sh", "-c"])

@@ -692,7 +692,7 @@ fn no_attempt_starts_after_an_on_retry_hook_outlasts_max_time() {
         &[
             "-n",
             "5",
-            "-t",
+            "--max-time",
             "1s",
             "-d",
             "10ms",

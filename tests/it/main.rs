@@ -13,7 +13,9 @@
 mod support;
 
 mod cli;
+mod completions;
 mod config;
+mod docs;
 mod fleet;
 mod generated;
 mod hooks;

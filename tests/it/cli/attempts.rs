@@ -121,7 +121,7 @@ fn max_time_stops_a_running_attempt_with_124() {
 fn max_time_accepts_humantime_durations() {
     let text = explain(&["--max-time", "1h 30m"]);
     assert!(row(&text, "max-time").contains("1h 30m"), "{text}");
-    let text = explain(&["-t", "90"]);
+    let text = explain(&["--max-time", "90"]);
     assert!(row(&text, "max-time").contains("1m 30s"), "{text}");
 }
 

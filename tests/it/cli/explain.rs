@@ -285,27 +285,77 @@ fn explain_shows_the_whole_effective_policy_with_where_each_value_came_from() {
         "https://example.com",
     ]);
     for (name, value) in [
-        ("hints", "(RETRY_HINT_FILE, {hints})  (flag)"),
-        ("retry-on-http", "408,425,429,500,502-504"),
+        (
+            "hints",
+            "(RETRY_HINT_FILE, {hints})  ({hints} in the command)",
+        ),
+        ("retry-on-http", "408,425,429,500,502-504  (default)"),
         ("fatal-on-http", "404  (flag)"),
         ("retry-after-max", "2m  (flag)"),
         ("stdin", "null  (flag)"),
         ("stdout", "hold  (flag)"),
         ("log", &format!("json to {log}, a line per failure  (flag)")),
         ("on-retry", "sh -c 'echo again'  (flag)"),
-        ("on-giveup", "none"),
+        ("on-giveup", "none  (default)"),
         ("summary", "/tmp/s.json  (flag)"),
-        ("metrics", "none"),
+        ("metrics", "none  (default)"),
         ("name", "health  (flag)"),
+        ("held output", "retried attempts' goes to stderr  (flag)"),
     ] {
         let row = row(&text, name);
         assert!(row.ends_with(value), "{name}: {row:?} in\n{text}");
     }
+    // Nothing given: every row says it is the default, the hints' too (it said "flag", the
+    // command being given).
     let plain = explain(&["--", "true"]);
-    assert!(row(&plain, "hints").contains("off"), "{plain}");
     assert!(
-        row(&plain, "fatal-on-http").ends_with("every other 4xx"),
+        row(&plain, "hints").ends_with("no HTTP status or Retry-After is known  (default)"),
         "{plain}"
+    );
+    assert!(
+        row(&plain, "fatal-on-http").ends_with("every other 4xx  (default)"),
+        "{plain}"
+    );
+    assert!(
+        row(&plain, "name").ends_with("true  (the command's name)"),
+        "{plain}"
+    );
+    assert!(
+        row(&plain, "held output").starts_with("  held output      none"),
+        "{plain}"
+    );
+    assert!(row(&plain, "command").ends_with("true"), "{plain}");
+}
+
+/// A preset's lists are the preset's (they were marked as flags), joined to the user's own
+/// where they add up; --output-on-failure's held output is shown.
+#[test]
+fn explain_says_a_presets_lists_come_from_the_preset() {
+    let text = explain(&["--preset", "curl", "--fatal-on", "7", "--", "curl", "URL"]);
+    assert!(
+        row(&text, "retry-on").ends_with("  (preset curl)"),
+        "{text}"
+    );
+    assert!(
+        row(&text, "fatal-on").ends_with("  (flag, and preset curl)"),
+        "{text}"
+    );
+    assert!(
+        row(&text, "retry-if-output").ends_with("none  (default)"),
+        "{text}"
+    );
+    let text = explain(&["--preset", "curl", "--retry-on", "7", "--", "curl", "URL"]);
+    assert!(row(&text, "retry-on").ends_with("7  (flag)"), "{text}");
+    let text = explain(&["--output-on-failure", "--", "true"]);
+    assert!(
+        row(&text, "held output").contains("all of it (--output-on-failure)"),
+        "{text}"
+    );
+    assert!(row(&text, "held output").ends_with("(flag)"), "{text}");
+    let text = explain(&["-d", "2m", "--", "true"]);
+    assert!(
+        row(&text, "max-delay").ends_with("2m  (default, raised to the longest delay asked for)"),
+        "{text}"
     );
 }
 

@@ -315,6 +315,62 @@ fn log_file_can_hold_json_lines() {
     assert_eq!(events[2]["event"], "give_up");
 }
 
+/// A log file answers "did the 14:36 run happen?": a run that succeeds at once leaves its
+/// line there (not on stderr, where a first-try success stays silent), under -q too; -qq
+/// asks for nothing.
+#[test]
+fn a_log_file_records_a_run_that_succeeds_at_once() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("cron.log");
+    let file = path.to_str().expect("UTF-8");
+    for quiet in [&[][..], &["-q"]] {
+        let mut args = quiet.to_vec();
+        args.extend(["--log-file", file, "--", "true"]);
+        let r = run(&args);
+        assert_eq!(r.code(), Some(0), "{}", r.show());
+        assert_eq!(r.stderr(), "", "{}", r.show());
+    }
+    let log = std::fs::read_to_string(&path).expect("the log file");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    for line in &lines {
+        let (time, said) = line.split_once(' ').expect("a stamped line");
+        assert!(is_local_time(time), "{line}");
+        assert!(
+            said.starts_with("retry: attempt 1/5 succeeded in ")
+                && said.ends_with("; command: true"),
+            "{line}"
+        );
+    }
+    let r = run(&["-qq", "--log-file", file, "--", "true"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("log").lines().count(),
+        2
+    );
+    // JSON lines too, and with --output-on-failure, which prints nothing for a success.
+    let json = dir.path().join("cron.jsonl");
+    let json_file = json.to_str().expect("UTF-8");
+    let r = run(&[
+        "--output-on-failure",
+        "--log-format",
+        "json",
+        "--log-file",
+        json_file,
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
+    let events = json_lines(&std::fs::read_to_string(&json).expect("log file"));
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "success");
+    assert_eq!(events[0]["attempt"], 1);
+    // Without a log file, a first-try success says nothing, as before.
+    let r = run(&["--", "true"]);
+    assert_eq!(r.stderr(), "", "{}", r.show());
+}
+
 #[test]
 fn a_log_file_that_cannot_be_opened_is_one_warning_and_the_job_runs_logging_to_stderr() {
     let dir = TempDir::new().expect("temp dir");

@@ -27,6 +27,7 @@ mod classification;
 mod exit_status;
 mod explain;
 mod logs;
+mod minfrin;
 mod timeouts;
 mod usage;
 

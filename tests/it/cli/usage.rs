@@ -106,7 +106,7 @@ fn a_missing_command_is_a_usage_error() {
 
 /// Asserts that `args` is a usage error of one line in the house style that names `bad` and
 /// leaks none of `hidden`.
-fn assert_one_line_error(args: &[&str], bad: &str, hidden: &[&str]) -> String {
+pub(super) fn assert_one_line_error(args: &[&str], bad: &str, hidden: &[&str]) -> String {
     let dir = TempDir::new().expect("temp dir");
     let (mark, cmd) = marker(&dir);
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -320,4 +320,75 @@ fn reset_state_with_a_command_says_the_command_is_not_run() {
         "{}",
         r.show()
     );
+}
+
+/// humantime alone reads "5 10m" as 8h 30m and "1 30s" as 2m 10s: every duration flag, the
+/// --delays list and a config file's durations refuse a number without a unit beside another.
+#[test]
+fn a_number_without_a_unit_in_a_duration_is_refused_for_every_duration_flag() {
+    let mut cmd = retry::setup::cli::command();
+    cmd.build();
+    let mut flags: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| {
+            a.get_value_names()
+                .is_some_and(|v| v.iter().any(|n| n == "DUR"))
+        })
+        .filter_map(|a| a.get_long())
+        .map(|long| format!("--{long}"))
+        .collect();
+    assert!(flags.len() >= 15, "{flags:?}");
+    flags.push("--delays".into());
+    for flag in &flags {
+        for bad in ["5 10m", "1 30s"] {
+            let line = assert_one_line_error(&[flag, bad], bad, &[]);
+            assert!(
+                line.contains(&format!(
+                    "a number without a unit in a duration for {flag}: "
+                )),
+                "{line}"
+            );
+        }
+    }
+    let line = assert_one_line_error(&["--delays", "1s,5 10m"], "5 10m", &[]);
+    assert!(line.contains("give 5 its unit"), "{line}");
+    // Well-formed durations are read as before.
+    for (flag, value, shown) in [
+        ("--max-time", "1h 30m", "1h 30m"),
+        ("--max-time", "2m", "2m"),
+        ("--delay", "250ms", "250ms"),
+        ("--delay", "1.5", "1.5s"),
+    ] {
+        let text = explain(&[flag, value]);
+        assert!(
+            row(&text, &flag[2..]).contains(shown),
+            "{flag} {value}: {text}"
+        );
+    }
+    let dir = TempDir::new().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    write_file(&config, "attempts = 2\ndelay = \"5 10m\"\n", 0o644);
+    let path = config.display().to_string();
+    let line = assert_one_line_error(&["--config", &path], "5 10m", &[]);
+    assert!(line.contains(&format!("{path}:2: ")), "{line}");
+    assert!(
+        line.contains("a number without a unit in a duration for delay"),
+        "{line}"
+    );
+}
+
+#[test]
+fn reset_state_without_a_key_says_it_needs_one() {
+    let line = assert_one_line_error(
+        &["--reset-state"],
+        "--reset-state without --key",
+        &["COMMAND"],
+    );
+    assert!(
+        line.contains("give the key, as retry --reset-state --key"),
+        "{line}"
+    );
+    let r = run(&["--reset-state"]);
+    assert_eq!(r.code(), Some(125), "{}", r.show());
+    assert!(r.stderr().contains("needs --key"), "{}", r.show());
 }

@@ -513,6 +513,14 @@ pub fn explain_shows_the_keys_state_without_changing_it(s: &Setup) {
     assert!(text.contains("closed, 2 failures counted"), "{text}");
     assert!(text.contains("tokens now       9."), "{text}");
     assert_eq!(s.snapshot("api"), before);
+    // Opened, it says what opened it.
+    s.run(&with(&breaker("1h"), &["-n", "1"]), 1);
+    let out = output(s.retry(&with(&breaker("1h"), &["--explain"])));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(": runs exit 75; 3 failures in a row opened it"),
+        "{text}"
+    );
 }
 
 pub fn the_json_log_summary_and_metrics_carry_the_key(s: &Setup) {
@@ -677,7 +685,10 @@ pub fn list_keys_shows_every_key_and_changes_nothing(s: &Setup) {
             .unwrap_or_else(|| panic!("no {key} in\n{text}"))
             .to_string()
     };
-    assert!(row("api").contains("open until "), "{text}");
+    // The failures that opened the breaker (3 in a row), not the 0 a closed one counts.
+    let api = row("api");
+    assert!(api.contains("open until "), "{text}");
+    assert_eq!(api.split_whitespace().nth(4), Some("3"), "{text}");
     let db = row("db/main");
     assert!(
         db.contains("closed") && db.split_whitespace().nth(2) == Some("1"),
@@ -693,6 +704,7 @@ pub fn list_keys_shows_every_key_and_changes_nothing(s: &Setup) {
     let keys: Vec<&str> = lines.iter().filter_map(|l| l["key"].as_str()).collect();
     assert_eq!(keys, ["api", "db/main", "ok"]);
     assert_eq!(lines[0]["breaker"], "open");
+    assert_eq!(lines[0]["failures"], 3, "{lines:?}");
     assert!(lines[0]["until"].is_string(), "{lines:?}");
     assert_eq!(lines[1]["breaker"], "closed");
     assert_eq!(lines[1]["failures"], 1);

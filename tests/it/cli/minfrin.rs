@@ -1,0 +1,229 @@
+//! SPEC §15: every form of minfrin's `retry` (its man page and README: `-t/--times`,
+//! `-d/--delay` with seconds or a list, `-u/--until`, `-w/--while`, `-m/--message`, `-j`, `-v`,
+//! `-h`) means the same here, or is refused with 125, nothing run, naming the way to say it.
+
+use super::usage::assert_one_line_error;
+use super::*;
+
+/// How many times `retry ARGS -- sh -c 'echo x; exit 1'` ran the command.
+fn attempts_made(args: &[&str]) -> usize {
+    let r = run_sh(args, "echo attempt; exit 1");
+    assert_eq!(r.code(), Some(1), "{args:?}: {}", r.show());
+    r.lines().iter().filter(|l| *l == "attempt").count()
+}
+
+#[test]
+fn times_is_the_number_of_attempts_in_every_spelling() {
+    for args in [
+        &["-t", "3"][..],
+        &["-t3"],
+        &["--times", "3"],
+        &["--times=3"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["-d", "0"]);
+        assert_eq!(attempts_made(&all), 3, "{args:?}");
+    }
+    // What the issue saw: -t 5 -d 10 was a 5-second deadline; it is 5 attempts, and --explain
+    // says so without running anything.
+    let text = explain(&["-t", "5", "-d", "10"]);
+    assert!(row(&text, "attempts").starts_with("  attempts         5 (4 retries)"));
+    assert!(row(&text, "max-time").contains("none"), "{text}");
+}
+
+#[test]
+fn times_zero_is_refused_it_ran_nothing_in_minfrins_retry() {
+    let line = assert_one_line_error(&["-t", "0"], "0", &[]);
+    assert!(
+        line.contains("-t 0 ran nothing in minfrin's retry"),
+        "{line}"
+    );
+    assert!(line.contains("1 or more"), "{line}");
+    let line = assert_one_line_error(&["--times", "-1"], "-1", &[]);
+    assert!(line.ends_with("give --forever"), "{line}");
+}
+
+#[test]
+fn max_time_has_no_short_form_and_t_with_a_duration_names_it() {
+    let line = assert_one_line_error(&["-t", "5s"], "5s", &[]);
+    assert!(line.contains("--max-time 5s"), "{line}");
+    let text = explain(&["--max-time", "5s"]);
+    assert!(row(&text, "max-time").contains("5s"), "{text}");
+}
+
+#[test]
+fn times_excludes_the_other_limits_on_attempts() {
+    for (other, named) in [
+        (&["-n", "2"][..], "--attempts"),
+        (&["--retries", "1"], "--retries"),
+        (&["--forever"], "--forever"),
+    ] {
+        let mut args = vec!["-t", "3"];
+        args.extend(other);
+        let line = assert_one_line_error(&args, &format!("--times and {named}"), &[]);
+        assert!(line.ends_with("keep one of them"), "{line}");
+    }
+}
+
+#[test]
+fn a_delay_in_seconds_means_seconds_as_there() {
+    let text = explain(&["-d", "10"]);
+    assert!(row(&text, "delay").contains("10s"), "{text}");
+    let text = explain(&["--delay=2.5"]);
+    assert!(row(&text, "delay").contains("2.5s"), "{text}");
+}
+
+#[test]
+fn a_list_of_delays_is_refused_naming_the_schedule_here() {
+    let line = assert_one_line_error(&["-d", "1,2,4,64"], "1,2,4,64", &[]);
+    assert!(line.contains("give --delays 1s,2s,4s,64s"), "{line}");
+    let line = assert_one_line_error(&["--delay=1,2"], "1,2", &[]);
+    assert!(line.contains("--delays 1s,2s"), "{line}");
+    // What it names is taken as it is said.
+    let text = explain(&["--delays", "1s,2s,4s,64s", "-j", "none", "--seed", "1"]);
+    assert!(
+        row(&text, "backoff").contains("list 1s,2s,4s,1m 4s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn until_is_refused_naming_the_success_on_that_says_it() {
+    let line = assert_one_line_error(&["-u", "success"], "success", &[]);
+    assert!(
+        line.starts_with("retry: error: --until is an option of minfrin's retry"),
+        "{line}"
+    );
+    assert!(line.contains("leave --until out"), "{line}");
+    assert!(
+        line.contains("--forever -d 10 -b constant -j none --stdout hold"),
+        "{line}"
+    );
+    let line = assert_one_line_error(&["--until=fail"], "fail", &[]);
+    assert!(line.contains("give --success-on 1-255"), "{line}");
+    let line = assert_one_line_error(&["--until", "3,5-7"], "3,5-7", &[]);
+    assert!(line.contains("give --success-on 3,5-7"), "{line}");
+    // And what it names works: 3 ends the run, with its status.
+    let r = run_sh(&["--success-on", "3,5-7", "-d", "0"], "exit 3");
+    assert_eq!(r.code(), Some(3), "{}", r.show());
+}
+
+#[test]
+fn while_is_refused_naming_the_retry_on_that_says_it() {
+    let line = assert_one_line_error(&["-w", "1,75"], "1,75", &[]);
+    assert!(
+        line.starts_with("retry: error: --while is an option of minfrin's retry"),
+        "{line}"
+    );
+    assert!(line.contains("give --retry-on 1,75"), "{line}");
+    let line = assert_one_line_error(&["--while=fail"], "fail", &[]);
+    assert!(line.contains("leave --while out"), "{line}");
+    let line = assert_one_line_error(&["-w", "success"], "success", &[]);
+    assert!(line.contains("give --success-on 1-255"), "{line}");
+}
+
+#[test]
+fn message_is_refused_naming_name() {
+    let line = assert_one_line_error(&["-m", "nightly backup"], "nightly backup", &[]);
+    assert!(
+        line.starts_with("retry: error: --message is an option of minfrin's retry"),
+        "{line}"
+    );
+    assert!(line.contains("give --name NAME"), "{line}");
+}
+
+#[test]
+fn a_jitter_of_seconds_is_refused_naming_a_kind() {
+    let line = assert_one_line_error(&["-j", "5"], "5", &[]);
+    assert!(line.contains("minfrin's -j 5"), "{line}");
+    assert!(line.contains("-j full"), "{line}");
+}
+
+#[test]
+fn v_alone_says_what_it_is_here_and_names_version() {
+    let r = run(&["-v"]);
+    assert_eq!(r.code(), Some(125), "{}", r.show());
+    assert!(r.out.stdout.is_empty(), "{}", r.show());
+    let err = r.stderr();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("retry: error: -v is --verbose here, and there is nothing to run"),
+        "{err}"
+    );
+    assert!(err.contains("give --version or -V"), "{err}");
+    for flag in ["--version", "-V"] {
+        let r = run(&[flag]);
+        assert_eq!(r.code(), Some(0), "{}", r.show());
+        assert!(r.stdout().starts_with("retry "), "{}", r.show());
+    }
+    // -v with a command is --verbose, as before.
+    let r = run(&["-v", "--", "true"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert!(r.stderr().contains("succeeded"), "{}", r.show());
+}
+
+#[test]
+fn h_is_the_help_as_there() {
+    let r = run(&["-h"]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert!(r.stdout().contains("Usage: retry"), "{}", r.show());
+    assert!(r.stdout().contains("-t, --times <N>"), "{}", r.show());
+}
+
+#[test]
+fn a_config_file_takes_times_and_refuses_minfrins_other_keys() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    write_file(&config, "times = 3\n", 0o644);
+    let path = config.display().to_string();
+    let text = explain(&["--config", &path]);
+    assert!(row(&text, "attempts").contains("3 (2 retries)"), "{text}");
+    write_file(&config, "attempts = 2\ntimes = 3\n", 0o644);
+    assert_usage_error(&["--config", &path], "times and attempts");
+    write_file(&config, "until = \"success\"\n", 0o644);
+    assert_usage_error(
+        &["--config", &path],
+        "until is an option of minfrin's retry",
+    );
+}
+
+#[test]
+fn did_you_mean_knows_times() {
+    let line = assert_one_line_error(&["--time", "3"], "--time", &["--hook-timeout"]);
+    assert!(line.ends_with("did you mean --times?"), "{line}");
+}
+
+/// The README's "Coming from minfrin's retry" gives minfrin's bare form said here; it means
+/// what minfrin's meant: no limit, 10 s apart, no growth and no jitter, stdout held.
+#[test]
+fn the_readmes_equivalent_of_minfrins_bare_form_means_it() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("## Coming from minfrin's retry")
+        .nth(1)
+        .expect("the section");
+    let line = section
+        .lines()
+        .find(|l| l.starts_with("retry --forever"))
+        .expect("the equivalent");
+    assert_eq!(
+        line,
+        "retry --forever -d 10 -b constant -j none --stdout hold -- COMMAND"
+    );
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let text = explain(&args);
+    for (name, value) in [
+        ("attempts", "unlimited"),
+        ("backoff", "constant"),
+        ("delay", "10s"),
+        ("jitter", "none"),
+        ("stdout", "hold"),
+    ] {
+        assert!(row(&text, name).contains(value), "{name}: {text}");
+    }
+    let (worst, _) = totals(&explain(&[
+        "-n", "4", "-d", "10", "-b", "constant", "-j", "none",
+    ]));
+    assert_eq!(worst, Duration::from_secs(30), "three waits of 10s");
+}

@@ -1,0 +1,265 @@
+//! The examples of README.md and docs/ run as written, so that none goes stale: every fenced
+//! block with `$ ` lines is run, a block at a time, each line through `sh` with the built
+//! retry first on PATH, in a working folder and a home of the block's own (no config file, no
+//! state), stdout and stderr together as a terminal shows them. What follows a `$` line is
+//! what it prints, compared once what differs from run to run is set aside: durations, times
+//! of day, long fractions, the home folder's path, curl's own wording (which its version
+//! changes) and the width of aligned columns. A line `...` stands for any number of lines.
+//!
+//! A block's text is shown as written in the page; nothing here rewrites it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use regex::Regex;
+use tempfile::TempDir;
+
+use crate::support;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One `$` line of a page and what it prints.
+struct Step {
+    command: String,
+    shown: Vec<String>,
+}
+
+/// A fenced block with `$` lines: where it is, and its steps.
+struct Example {
+    page: String,
+    line: usize,
+    steps: Vec<Step>,
+}
+
+/// README.md and every page of the guide.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![root().join("README.md")];
+    let mut guide: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("a page").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    guide.sort();
+    pages.extend(guide);
+    pages
+}
+
+fn examples(page: &Path) -> Vec<Example> {
+    let text = std::fs::read_to_string(page).expect("a page");
+    let name = page
+        .strip_prefix(root())
+        .unwrap_or(page)
+        .display()
+        .to_string();
+    let mut found = Vec::new();
+    let mut block: Option<(usize, Vec<&str>)> = None;
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            match block.take() {
+                None => block = Some((n + 2, Vec::new())),
+                Some((start, lines)) => {
+                    if let Some(example) = steps(&lines) {
+                        found.push(Example {
+                            page: name.clone(),
+                            line: start,
+                            steps: example,
+                        });
+                    }
+                }
+            }
+        } else if let Some((_, lines)) = block.as_mut() {
+            lines.push(line);
+        }
+    }
+    found
+}
+
+/// A block's `$` lines and what follows each; `None` for a block without them.
+fn steps(lines: &[&str]) -> Option<Vec<Step>> {
+    if !lines.first().is_some_and(|l| l.starts_with("$ ")) {
+        return None;
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    for line in lines {
+        match line.strip_prefix("$ ") {
+            Some(command) => steps.push(Step {
+                command: command.to_string(),
+                shown: Vec::new(),
+            }),
+            None => steps
+                .last_mut()
+                .expect("a step")
+                .shown
+                .push(line.to_string()),
+        }
+    }
+    Some(steps)
+}
+
+/// What differs from run to run, set aside in both texts.
+struct Aside {
+    rules: Vec<(Regex, &'static str)>,
+    home: String,
+}
+
+impl Aside {
+    fn new(home: &Path) -> Aside {
+        let rule = |pattern: &str, with| (Regex::new(pattern).expect("a pattern"), with);
+        Aside {
+            rules: vec![
+                // 2026-11-23T23:01:35Z, 2026-11-21T02:30:04.120+01:00
+                rule(
+                    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)",
+                    "<time>",
+                ),
+                // 47ms, 54.46s, 1m 30s, 2.5h: one or more parts.
+                rule(
+                    r"\b\d+(\.\d+)?(ms|s|m|h|days?)( \d+(\.\d+)?(ms|s|m|h))*\b",
+                    "<duration>",
+                ),
+                // A duration, a timestamp or a mean in a report: 0.084, 1795292163.255202.
+                rule(r"\b\d+\.\d{3,}\b", "<number>"),
+                // The JSON summary's milliseconds.
+                rule(r#""([a-z_]*_ms)":\d+"#, "\"$1\":<number>"),
+                // curl's message after its exit status changes with its version.
+                rule(r"^curl: \((\d+)\) .*", "curl: ($1) <message>"),
+                // The width of aligned columns.
+                rule(r" {2,}", " "),
+            ],
+            home: home.display().to_string(),
+        }
+    }
+
+    fn apply(&self, line: &str) -> String {
+        let mut line = line.trim_end().replace(&self.home, "~");
+        // A page shows a home as /home/NAME.
+        line = Regex::new(r"/home/[a-z]+")
+            .expect("a pattern")
+            .replace_all(&line, "~")
+            .into_owned();
+        for (pattern, with) in &self.rules {
+            line = pattern.replace_all(&line, *with).into_owned();
+        }
+        line
+    }
+}
+
+/// Whether `printed` is what `shown` shows, `...` standing for any lines.
+fn matches(shown: &[String], printed: &[String]) -> bool {
+    match shown.split_first() {
+        None => printed.is_empty(),
+        Some((first, rest)) if first == "..." => {
+            (0..=printed.len()).any(|skip| matches(rest, &printed[skip..]))
+        }
+        Some((first, rest)) => printed
+            .split_first()
+            .is_some_and(|(line, others)| line == first && matches(rest, others)),
+    }
+}
+
+/// Runs a block's steps in a place of its own; `Err` says where and how one differs.
+fn run(example: &Example) -> Result<(), String> {
+    let dir = TempDir::new().expect("temp dir");
+    let (work, home) = (dir.path().join("work"), dir.path().join("home"));
+    std::fs::create_dir(&work).expect("work");
+    std::fs::create_dir(&home).expect("home");
+    let bin = support::bin()
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path)))
+        .expect("PATH");
+    let aside = Aside::new(&home);
+    for step in &example.steps {
+        let mut sh = Command::new("sh");
+        support::hermetic(&mut sh);
+        sh.arg("-c")
+            .arg(format!("exec 2>&1\n{}", step.command))
+            .current_dir(&work)
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("RETRY_STATE_DIR")
+            .env_remove("RETRY_STATE_URL")
+            .env_remove("COLUMNS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = sh.spawn().expect("start sh");
+        let out = support::Lines::of(child.stdout.take().expect("stdout"));
+        support::wait(&mut child);
+        let printed: Vec<String> = out.rest().iter().map(|l| aside.apply(l)).collect();
+        let shown: Vec<String> = step
+            .shown
+            .iter()
+            .map(|l| {
+                if l == "..." {
+                    l.clone()
+                } else {
+                    aside.apply(l)
+                }
+            })
+            .collect();
+        if !matches(&shown, &printed) {
+            return Err(format!(
+                "{}:{}: `$ {}` prints, with what varies set aside:\n{}\n\nbut the page shows:\n{}",
+                example.page,
+                example.line,
+                step.command,
+                printed.join("\n"),
+                shown.join("\n")
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_example_in_the_readme_and_the_guide_prints_what_it_shows() {
+    if !support::have("curl", "apt-get install curl") {
+        return;
+    }
+    let examples: Vec<Example> = pages().iter().flat_map(|p| examples(p)).collect();
+    assert!(examples.len() >= 12, "{} examples", examples.len());
+    let stale: Vec<String> = examples.iter().filter_map(|e| run(e).err()).collect();
+    assert!(
+        stale.is_empty(),
+        "{} of {} examples differ from what they show:\n\n{}",
+        stale.len(),
+        examples.len(),
+        stale.join("\n\n----\n\n")
+    );
+}
+
+#[test]
+fn what_varies_is_set_aside_and_nothing_else() {
+    let aside = Aside::new(Path::new("/tmp/home"));
+    assert_eq!(
+        aside.apply(
+            "retry: attempt 1/3 failed: exit status 7 after 47ms (retryable); retrying in 1m 30s"
+        ),
+        "retry: attempt 1/3 failed: exit status 7 after <duration> (retryable); retrying in <duration>"
+    );
+    assert_eq!(
+        aside.apply(
+            "  api   open until 2026-11-23T22:48:07Z     0     6.0  /home/ops/x /tmp/home/y"
+        ),
+        " api open until <time> 0 6.0 ~/x ~/y"
+    );
+    assert_eq!(
+        aside.apply("curl: (7) Failed to connect to 127.0.0.1 port 9 after 0 ms"),
+        "curl: (7) <message>"
+    );
+    let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(matches(
+        &lines(&["a", "...", "d"]),
+        &lines(&["a", "b", "c", "d"])
+    ));
+    assert!(matches(&lines(&["a", "...", "d"]), &lines(&["a", "d"])));
+    assert!(!matches(&lines(&["a", "...", "d"]), &lines(&["a", "b"])));
+    assert!(!matches(&lines(&["a", "b"]), &lines(&["a", "c"])));
+}
