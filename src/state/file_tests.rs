@@ -250,7 +250,7 @@ fn an_unreadable_state_file_that_cannot_be_moved_aside_says_what_to_do() {
 
 #[test]
 fn a_state_file_this_user_cannot_read_is_moved_aside() {
-    if nix::unistd::geteuid().is_root() {
+    if crate::platform::files::euid() == 0 {
         eprintln!(
             "SKIPPED a_state_file_this_user_cannot_read_is_moved_aside: root reads a file of mode 000"
         );
@@ -267,7 +267,7 @@ fn a_state_file_this_user_cannot_read_is_moved_aside() {
 
 #[test]
 fn a_state_directory_others_can_write_is_refused_unless_sticky_and_ours() {
-    let me = nix::unistd::geteuid().as_raw();
+    let me = crate::platform::files::euid();
     let path = Path::new("/some/state");
     for mode in [0o700, 0o755, 0o1777] {
         assert_eq!(unsafe_dir(path, me, mode), None, "{mode:o}");
