@@ -14,6 +14,7 @@ mod support;
 
 mod cli;
 mod config;
+mod edges;
 mod fleet;
 mod generated;
 mod hooks;
