@@ -70,3 +70,73 @@ fn no_part_of_a_password_is_in_the_error_that_rejects_a_store_url() {
         }
     }
 }
+
+#[test]
+fn a_breaker_saved_in_another_boot_under_a_clock_a_day_ahead_stays_open_no_longer_than_its_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    fs::create_dir(&state).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let boot = 900_000_000u64;
+    let saved = serde_json::json!({
+        "version": 1,
+        "boot_id": "00000000-0000-0000-0000-000000000000",
+        "boot_ms": boot,
+        "wall_ms": now_ms + 86_400_000,
+        "state": {
+            "generation": 1,
+            "breaker": {"state": "open", "until": boot + 1_500, "open_for": 1_500},
+            "budget": {"milli": 10_000, "at": boot}
+        }
+    });
+    fs::write(state.join("k.json"), saved.to_string()).unwrap();
+    let inner = |c: &mut Command| {
+        c.arg("--state-dir")
+            .arg(&state)
+            .args([
+                "--key",
+                "k",
+                "--breaker-open",
+                "1s",
+                "--breaker-open-max",
+                "2s",
+            ])
+            .args(["-n1", "--", "true"]);
+    };
+    let mut c = retry();
+    inner(&mut c);
+    assert_eq!(run(c).status.code(), Some(75), "open at first");
+    // An outer retry runs it again every 100ms while it is refused: it must be let through
+    // well before the wall clock catches up a day.
+    let started = std::time::Instant::now();
+    let mut c = retry();
+    c.args([
+        "--retry-on",
+        "75",
+        "-d",
+        "100ms",
+        "-b",
+        "constant",
+        "-j",
+        "none",
+    ])
+    .args(["--max-time", "20s", "--forever", "-qq", "--"])
+    .arg(crate::support::bin());
+    inner(&mut c);
+    let out = run(c);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "{:?}",
+        started.elapsed()
+    );
+}
