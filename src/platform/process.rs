@@ -433,8 +433,8 @@ impl World for Process {
                 Err(SpawnError {
                     status,
                     message: format!(
-                        "cannot run '{}': {}",
-                        self.program.to_string_lossy(),
+                        "cannot run {}: {}",
+                        crate::quote::quoted(std::ffi::OsStr::from_bytes(self.program.as_bytes())),
                         spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
                     ),
                 })

@@ -16,6 +16,7 @@ use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
 use crate::policy::{LogFormat, Origins, Policy, StateSettings};
+use crate::quote;
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -61,11 +62,7 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
-        p.command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
+        p.command_line()
     };
     let attempts = match p.attempts {
         Some(n) => format!(
@@ -167,6 +164,8 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     out.push_str("Policy\n");
     for (name, value) in rows {
         let origin = origin(name, origins);
+        // A value from outside (a file name, a hook, a pattern) cannot end or hide a line.
+        let (value, origin) = (quote::clean(&value), quote::clean(&origin));
         let _ = writeln!(out, "  {name:<16} {value}{origin}");
     }
 }
@@ -181,7 +180,12 @@ fn shared_state(
     backoff: &Backoff,
 ) {
     let s = &st.shared;
-    let _ = writeln!(out, "Shared state (key '{}', {})", st.key, report.place);
+    let _ = writeln!(
+        out,
+        "Shared state (key {}, {})",
+        quote::quoted(&st.key),
+        quote::clean(&report.place)
+    );
     let breaker = if s.breaker.enabled() {
         format!(
             "opens after {} failures in a row within {}; open {} at first, doubling up to {}",

@@ -12,6 +12,7 @@ use crate::policy::breaker::State;
 use crate::policy::duration::human;
 use crate::policy::status::Status;
 use crate::policy::{LogFormat, LogSettings, Policy};
+use crate::quote;
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +117,9 @@ impl Entry {
     /// `; command: CMD`, or `; job NAME: CMD` with `--name`: what ran, at the end of the
     /// give-up and success lines.
     fn job_text(&self) -> String {
-        match (&self.job, &self.command) {
+        let job = self.job.as_deref().map(quote::shown);
+        let command = self.command.as_deref().map(quote::clean);
+        match (job, command) {
             (Some(job), Some(c)) => format!("; job {job}: {c}"),
             (None, Some(c)) => format!("; command: {c}"),
             (Some(job), None) => format!("; job {job}"),
@@ -321,7 +324,9 @@ fn text(e: &Entry, colour: bool) -> String {
         }
     };
     let attempt = attempt_label(e.attempt, e.max_attempts);
-    let reason = e.reason.as_deref().unwrap_or("");
+    // A reason may quote what the store, the system or a header said: nothing in it may end
+    // or hide the line.
+    let reason = &*quote::clean(e.reason.as_deref().unwrap_or(""));
     match e.event {
         Event::Policy => format!("retry: policy: {reason}"),
         Event::Start => format!("retry: {attempt}: starting"),
@@ -363,7 +368,7 @@ fn text(e: &Entry, colour: bool) -> String {
         Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
             let command = e.job_text();
-            if let Some(how) = &e.cancelled {
+            if let Some(how) = e.cancelled.as_deref().map(quote::clean) {
                 // A cancelled attempt is one line: how, which attempt, how it ended.
                 return format!(
                     "retry: {}: {how}; no more attempts{command}",

@@ -37,14 +37,15 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             // A log that cannot be opened must not stop the job (a cron job most of all), as
             // a --summary or --metrics file that cannot be written does not: the log goes to
             // stderr, which cron mails, and says why once.
-            let path = policy
-                .log
-                .file
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""))
-                .display();
+            let path = crate::quote::quoted(
+                policy
+                    .log
+                    .file
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("")),
+            );
             eprintln!(
-                "retry: warning: cannot open --log-file '{path}': {e}; logging to stderr instead"
+                "retry: warning: cannot open --log-file {path}: {e}; logging to stderr instead"
             );
             let to_stderr = crate::policy::LogSettings {
                 file: None,

@@ -41,6 +41,149 @@ const HOSTILE: [&str; 6] = [
 ];
 
 #[test]
+fn a_forged_line_in_an_argument_stays_inside_the_give_up_line_of_the_log_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("job.log");
+    let mut c = retry();
+    c.args(["-n1", "--log-file"])
+        .arg(&log)
+        .args(["--", "sh", "-c", "exit 1", HOSTILE[0]]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    let text = fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| !l.contains("succeeded") || l.contains("giving up"))
+    );
+    assert!(
+        text.contains(r"$'v1.2\n2026-11-26T14:32:23.123+00:00 retry: attempt 1/1 succeeded"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_argument_name_or_program_can_write_a_control_character_or_begin_a_line() {
+    for value in HOSTILE {
+        for (args, program) in [
+            (vec!["-n1", "--name", value], "false"),
+            (vec!["-n1", "-v"], "false"),
+            (vec!["-n1"], value),
+        ] {
+            let mut c = retry();
+            c.args(&args).arg("--").arg(program);
+            if program == "false" {
+                c.arg(value);
+            }
+            let out = run(c);
+            assert!(!out.status.success());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(hostile(&out.stderr), None, "{value:?}: {err}");
+            // Each line is retry's, after the time -v stamps it with.
+            assert!(
+                err.lines().all(|l| l.starts_with("retry: ")
+                    || l.split_once(' ')
+                        .is_some_and(|(_, l)| l.starts_with("retry: "))),
+                "{value:?}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_is_shown_byte_by_byte_not_as_a_replacement() {
+    let mut c = retry();
+    c.args(["-n1", "--", "false"])
+        .arg(OsStr::from_bytes(b"caf\xe9"));
+    let out = run(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(r"command: false $'caf\351'"), "{err}");
+    assert!(!err.contains('\u{fffd}'), "{err}");
+}
+
+#[test]
+fn a_name_that_is_not_utf8_is_a_usage_error_naming_the_option_and_the_value() {
+    for args in [
+        vec![OsStr::new("--name"), OsStr::from_bytes(b"\xff")],
+        vec![OsStr::from_bytes(b"--name=\xff")],
+    ] {
+        let mut c = retry();
+        c.args(&args).args(["--", "true"]);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(125));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(r"retry: error: --name needs UTF-8: $'\377'"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_state_url_from_the_environment_is_shown_escaped_in_its_usage_error() {
+    let mut c = retry();
+    c.env("RETRY_STATE_URL", "redis://h:99999\x1b[2K\n::error::x")
+        .args(["--key", "k", "--", "true"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(
+        hostile(&out.stderr),
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--list-keys` lists names it did not check: a file planted in the state folder (its name
+/// decoded from `%XX`), a key any client of a shared Redis wrote.
+#[test]
+fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis() {
+    const KEY: &str = "evil\n  forged  closed  0  10.0  -\x1b[2K\x1b]0;t\x07";
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let list = |place: &[String]| {
+        let mut c = retry();
+        c.args(place).arg("--list-keys");
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(hostile(&out.stdout), None, "{text}");
+        // The heading, the column names, one row.
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.contains(r"$'evil\n  forged"), "{text}");
+    };
+    let place = vec!["--state-dir".to_string(), state.display().to_string()];
+    let mut c = retry();
+    c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
+    assert_eq!(run(c).status.code(), Some(1));
+    let planted: String = KEY
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    fs::rename(state.join("k.json"), state.join(format!("{planted}.json"))).unwrap();
+    list(&place);
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let place = vec!["--state".to_string(), server.url()];
+    let mut c = retry();
+    c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
+    assert_eq!(run(c).status.code(), Some(1));
+    let _: () = server.query(
+        ::redis::cmd("RENAME")
+            .arg("retry:k")
+            .arg(format!("retry:{KEY}")),
+    );
+    list(&place);
+}
+
+#[test]
 fn no_part_of_a_password_is_in_the_error_that_rejects_a_store_url() {
     for url in [
         "redis-sentinel://:pa/ss@h1,h2/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R",
@@ -139,4 +282,31 @@ fn a_breaker_saved_in_another_boot_under_a_clock_a_day_ahead_stays_open_no_longe
         "{:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn what_runs_nothing_reports_a_write_error_on_a_full_disk() {
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["--explain", "--", "true"],
+        &["--generate", "bash"],
+        &["--list-keys", "--state-dir", "/nonexistent/retry-tests"],
+    ] {
+        let Some(full) = dev_full() else { return };
+        let mut c = retry();
+        c.args(args).stdout(full);
+        let out = run(c);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if args[0] == "--list-keys" && !err.contains("write error") {
+            // No keys folder: an error of its own, still not 0.
+            assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        assert!(
+            err.contains("retry: error: write error: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
 }
