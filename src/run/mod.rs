@@ -97,11 +97,17 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
                 policy.attempts,
                 start.elapsed(),
             );
+            // A stream (/dev/stderr) has no folder to blame.
+            let check = if crate::platform::files::descriptor(path).is_some() {
+                "check that it is open for writing"
+            } else {
+                "check that its folder exists and is writable"
+            };
             entry.reason = Some(format!(
-                "cannot write the {flag} file ({}): {}; check that its folder exists and is \
-                 writable (retry's exit status is the command's all the same)",
+                "cannot write the {flag} file ({}): {}; {check} (retry's exit status is the \
+                 command's all the same)",
                 cause(&e),
-                path.display()
+                crate::quote::shown(path)
             ));
             log.write(&entry);
         }

@@ -215,6 +215,44 @@ fn no_part_of_a_password_is_in_the_error_that_rejects_a_store_url() {
 }
 
 #[test]
+fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_file() {
+    // Into a pipe.
+    let mut c = retry();
+    c.args([
+        "--summary",
+        "/dev/stderr",
+        "--metrics",
+        "/dev/stdout",
+        "-qq",
+    ])
+    .args(["--", "true"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let summary: serde_json::Value = serde_json::from_str(err.trim()).expect("the summary");
+    assert_eq!(summary["attempt_count"], 1, "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("retry_"));
+    // Appended to a file opened for appending, which keeps what it held.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cron.log");
+    fs::write(&log, "yesterday\n").unwrap();
+    let out = retry_in_sh(&format!(
+        "\"$0\" --summary /dev/stderr -qq -- true 2>> '{}'",
+        log.display()
+    ));
+    assert_eq!(out.status.code(), Some(0));
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("yesterday\n{"), "{text}");
+    // A regular file named as it is, is still replaced.
+    let file = dir.path().join("summary.json");
+    fs::write(&file, "old").unwrap();
+    let mut c = retry();
+    c.arg("--summary").arg(&file).args(["--", "true"]);
+    assert_eq!(run(c).status.code(), Some(0));
+    assert!(fs::read_to_string(&file).unwrap().starts_with('{'));
+}
+
+#[test]
 fn a_breaker_saved_in_another_boot_under_a_clock_a_day_ahead_stays_open_no_longer_than_its_max() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
