@@ -58,6 +58,8 @@ pub struct Process {
     rules: Rules,
     /// The attempts' hint files, with `--hints`.
     hints: Option<HintDir>,
+    /// Why there is no hint folder, said once with the first attempt's findings.
+    hints_lost: Option<String>,
     attempt: u32,
     child: Option<Pid>,
     /// The attempt's process group, until it is known to be empty.
@@ -112,6 +114,19 @@ impl Process {
             .cloned()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no command given"))?;
         let hold = p.stdout == StdoutMode::Hold;
+        // A TMPDIR that is missing or unusable costs the hints, never the run.
+        let (hints, hints_lost) = match p.hints.then(HintDir::new) {
+            None => (None, None),
+            Some(Ok(dir)) => (Some(dir), None),
+            Some(Err(e)) => (
+                None,
+                Some(format!(
+                    "warning: --hints: cannot make a private folder in {}: {}; going on without hints",
+                    crate::quote::quoted(&std::env::temp_dir()),
+                    super::files::why(&e)
+                )),
+            ),
+        };
         Ok(Process {
             program,
             argv,
@@ -125,7 +140,8 @@ impl Process {
             stderr: Stream::new(false, false, p.output_rules.reads(false)).recording(transcript),
             transcript: transcript.cloned(),
             rules: p.output_rules.clone(),
-            hints: if p.hints { Some(HintDir::new()?) } else { None },
+            hints,
+            hints_lost,
             attempt: 0,
             child: None,
             group: None,
@@ -584,7 +600,11 @@ impl World for Process {
             (Some(a), b) => Some(a.or(b)),
             (None, b) => b,
         };
-        let hint = self.hints.as_ref().and_then(|h| h.take(self.attempt));
+        let taken = self.hints.as_ref().map(|h| h.take(self.attempt));
+        let (hint, warning) = match taken {
+            Some(t) => (t.hint, t.warning),
+            None => (None, self.hints_lost.take()),
+        };
         Findings {
             output,
             http_status: hint.as_ref().and_then(|h| h.http_status),
@@ -593,6 +613,7 @@ impl World for Process {
                 .and_then(|h| h.retry_after)
                 .map(|ra| ra.wait(SystemTime::now())),
             stop: hint.is_some_and(|h| h.stop),
+            warning,
         }
     }
 

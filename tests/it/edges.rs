@@ -215,6 +215,58 @@ fn no_part_of_a_password_is_in_the_error_that_rejects_a_store_url() {
 }
 
 #[test]
+fn the_hint_folder_is_private_whatever_the_umask() {
+    for umask in ["000", "022"] {
+        let out = retry_in_sh(&format!(
+            "umask {umask}; exec \"$0\" --hints -n1 -- sh -c 'stat -c %a \"${{RETRY_HINT_FILE%/*}}\"'"
+        ));
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "700",
+            "umask {umask}"
+        );
+    }
+}
+
+#[test]
+fn a_fifo_or_a_link_as_the_hint_file_is_ignored_with_a_warning_and_never_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("root-owned");
+    fs::write(&target, "keep\n").unwrap();
+    for plant in [
+        "mkfifo \"$RETRY_HINT_FILE\"".to_string(),
+        format!("ln -s '{}' \"$RETRY_HINT_FILE\"", target.display()),
+    ] {
+        let mut c = retry();
+        c.args(["--hints", "-n2", "-d", "10ms", "--max-time", "20s", "--"])
+            .args(["sh", "-c", &format!("{plant}; exit 22")]);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(22));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("is ignored").count(), 2, "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep\n");
+    }
+}
+
+#[test]
+fn hints_without_a_usable_tmpdir_warn_and_run_the_command() {
+    let mut c = retry();
+    c.env("TMPDIR", "/nonexistent/retry-tests")
+        .args(["--hints", "-n1", "--", "sh", "-c", "echo ran"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "warning: --hints: cannot make a private folder in '/nonexistent/retry-tests'"
+        ) && err.contains("going on without hints"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_file() {
     // Into a pipe.
     let mut c = retry();
