@@ -28,7 +28,7 @@ use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
-use super::transcript::{To, Transcript};
+use super::transcript::Transcript;
 use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
@@ -199,7 +199,7 @@ impl Process {
                 .map(|m| format!("/{m}"))
                 .unwrap_or_default();
             let mark = format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt);
-            held.add(To::Stderr, mark.as_bytes());
+            held.attempt(mark.as_bytes());
         }
         let stdio = [
             self.input.for_attempt(),

@@ -203,6 +203,9 @@ pub struct Log {
     stamped: bool,
     /// The nesting level each line names, when above 1.
     depth: u32,
+    /// Where the give-up line goes as well: `--output-on-failure`'s held output, whose
+    /// printout ends with it also when the log goes to `--log-file`.
+    give_up_copy: Option<Box<dyn Write>>,
 }
 
 impl Log {
@@ -234,7 +237,14 @@ impl Log {
             colour: false,
             stamped: settings.time && settings.format == LogFormat::Text,
             depth: settings.depth,
+            give_up_copy: None,
         }
+    }
+
+    /// The give-up line goes to `copy` as well as to the log.
+    pub fn with_give_up_to(mut self, copy: Box<dyn Write>) -> Log {
+        self.give_up_copy = Some(copy);
+        self
     }
 
     /// Whether waits are counted down on the terminal.
@@ -302,6 +312,12 @@ impl Log {
         // A log that cannot be written must not change the run's outcome.
         let _ = self.sink.write_all(line.as_bytes());
         let _ = self.sink.flush();
+        if entry.event == Event::GiveUp
+            && let Some(copy) = &mut self.give_up_copy
+        {
+            let text = format!("{}\n", text(entry, false));
+            let _ = copy.write_all(text.as_bytes());
+        }
     }
 }
 

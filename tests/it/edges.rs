@@ -267,6 +267,106 @@ fn hints_without_a_usable_tmpdir_warn_and_run_the_command() {
 }
 
 #[test]
+fn output_that_cannot_be_held_passes_through_and_the_end_of_the_run_is_never_lost() {
+    // More than is held in memory, with no TMPDIR for the rest.
+    let mut c = retry();
+    c.env("TMPDIR", "/nonexistent/retry-tests").args([
+        "--output-on-failure",
+        "-n2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "head -c 1500000 /dev/zero; echo \"last error of $RETRY_ATTEMPT\" >&2; exit 1",
+    ]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot hold more output"), "{err}");
+    for line in [
+        "last error of 1",
+        "retry: attempt 1/2 failed",
+        "--- output of attempt 2/2 ---",
+        "last error of 2",
+        "retry: giving up after 2 attempts",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+    assert_eq!(out.stdout.len(), 3_000_000);
+}
+
+#[test]
+fn held_output_is_bounded_and_the_printout_says_how_many_attempts_were_left_out() {
+    let mut c = retry();
+    c.args([
+        "--output-on-failure",
+        "-n24",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "head -c 1048576 /dev/zero; echo \"end of $RETRY_ATTEMPT\" >&2; exit 1",
+    ]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.len() <= 16 << 20, "{}", out.stdout.len());
+    assert!(out.stdout.len() >= 7 << 20, "{}", out.stdout.len());
+    assert!(
+        err.starts_with("retry: --output-on-failure: the output of the ")
+            && err
+                .lines()
+                .next()
+                .unwrap()
+                .contains("earliest attempts are left out"),
+        "{err}"
+    );
+    assert!(!err.contains("end of 1\n"), "{err}");
+    assert!(err.contains("end of 24\n"), "{err}");
+    assert!(
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("retry: giving up after 24 attempts"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_printout_ends_with_the_give_up_line_also_when_the_log_goes_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("job.log");
+    let mut c = retry();
+    c.args(["--output-on-failure", "-n2", "-d", "0", "--log-file"])
+        .arg(&log)
+        .args(["--", "sh", "-c", "echo oops >&2; exit 3"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        last.starts_with("retry: giving up after 2 attempts"),
+        "{err}"
+    );
+    assert!(fs::read_to_string(&log).unwrap().contains("giving up"));
+    // A run that succeeds prints nothing.
+    let mut c = retry();
+    c.args(["--output-on-failure", "--log-file"])
+        .arg(&log)
+        .args(["--", "true"]);
+    let out = run(c);
+    assert_eq!((out.stdout.len(), out.stderr.len()), (0, 0));
+}
+
+#[test]
 fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_file() {
     // Into a pipe.
     let mut c = retry();
