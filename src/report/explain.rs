@@ -52,7 +52,7 @@ pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String
     if !warnings.is_empty() {
         out.push_str("\nWarnings\n");
         for w in warnings {
-            let _ = writeln!(out, "  - {w}");
+            let _ = writeln!(out, "  - {}", quote::clean(&w));
         }
     }
     out
@@ -227,7 +227,11 @@ fn shared_state(
     let v = match &report.view {
         Ok(v) => v,
         Err(e) => {
-            let _ = writeln!(out, "  now              cannot be read: {e}");
+            let _ = writeln!(
+                out,
+                "  now              cannot be read: {}",
+                quote::clean(e)
+            );
             return;
         }
     };
@@ -260,7 +264,7 @@ fn shared_state(
     let _ = writeln!(out, "  breaker now      {state}");
     let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
     if let Some(note) = &report.note {
-        let _ = writeln!(out, "  note             {note}");
+        let _ = writeln!(out, "  note             {}", quote::clean(note));
     }
     if let Some(params) = p_adaptive {
         adaptive_now(out, params, backoff, v, report.now);

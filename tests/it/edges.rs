@@ -91,6 +91,20 @@ fn no_argument_name_or_program_can_write_a_control_character_or_begin_a_line() {
 }
 
 #[test]
+fn explain_shows_every_value_from_outside_escaped() {
+    for value in HOSTILE {
+        let mut c = retry();
+        c.args(["--explain", "--name", value, "--summary", value, "--log-file", value])
+            .args(["--on-retry", value, "--", "true", value]);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(hostile(&out.stdout), None, "{value:?}: {text}");
+        assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");
+    }
+}
+
+#[test]
 fn an_argument_that_is_not_utf8_is_shown_byte_by_byte_not_as_a_replacement() {
     let mut c = retry();
     c.args(["-n1", "--", "false"])
