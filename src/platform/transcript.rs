@@ -302,4 +302,24 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn past_the_limit_the_earliest_attempts_are_dropped_and_the_running_one_kept() {
+        let t = Transcript::default();
+        let piece = vec![b'x'; 1 << 20];
+        for n in 1..=20 {
+            t.attempt(format!("attempt {n}\n").as_bytes());
+            for _ in 0..2 {
+                t.add(To::Stdout, &piece);
+            }
+        }
+        let held = t.0.borrow();
+        assert!(held.spool.len() <= LIMIT, "{}", held.spool.len());
+        assert!(held.dropped > 0);
+        assert_eq!(held.attempts.len() as u32 + held.dropped, 20);
+        // What is kept begins with an attempt's mark.
+        let mut start = [0u8; 5 + 7];
+        assert!(read_exact(&held.spool, 0, &mut start));
+        assert_eq!(&start[5..], b"attempt");
+    }
 }

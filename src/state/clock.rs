@@ -119,6 +119,18 @@ mod tests {
     }
 
     #[test]
+    fn a_state_from_another_boot_or_under_a_clock_ahead_is_foreign() {
+        let now = clock("b", 5_000, 1_000_000);
+        assert!(!now.foreign(&clock("b", 4_000, 2_000_000)));
+        assert!(now.foreign(&clock("a", 4_000, 900_000)));
+        assert!(now.foreign(&clock("a", 4_000, 2_000_000)));
+        // Without boot ids, the wall clock is the timeline: only a saved time ahead is.
+        let now = clock("", 1_000_000, 1_000_000);
+        assert!(!now.foreign(&clock("", 900_000, 900_000)));
+        assert!(now.foreign(&clock("", 2_000_000, 2_000_000)));
+    }
+
+    #[test]
     fn the_clock_reads_this_boot() {
         let a = Clock::now();
         let b = Clock::now();
