@@ -9,6 +9,7 @@ pub mod env;
 pub mod exit;
 pub mod platform;
 pub mod policy;
+pub mod quote;
 pub mod report;
 pub mod run;
 pub mod setup;
@@ -16,7 +17,6 @@ pub mod sim;
 pub mod state;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::time::Instant;
 
 use crate::exit::Exit;
@@ -43,14 +43,11 @@ where
         let text = match sim::explain::fleet(policy, fleet) {
             Ok(text) => text,
             Err(why) => {
-                eprintln!("retry: error: {why}");
+                eprintln!("retry: error: {}", quote::clean(&why));
                 return Exit::FAILURE;
             }
         };
-        return match std::io::stdout().lock().write_all(text.as_bytes()) {
-            Ok(()) => Exit::Code(0),
-            Err(_) => Exit::FAILURE,
-        };
+        return report::to_stdout(text.as_bytes());
     }
     if setup.explain {
         // The key's state, read without changing it.
@@ -65,10 +62,7 @@ where
             }
         });
         let text = report::explain::explain(policy, &setup.origins, key.as_ref());
-        return match std::io::stdout().lock().write_all(text.as_bytes()) {
-            Ok(()) => Exit::Code(0),
-            Err(_) => Exit::FAILURE,
-        };
+        return report::to_stdout(text.as_bytes());
     }
     run::run(policy, start)
 }
@@ -78,7 +72,7 @@ fn not_run(policy: &policy::Policy, flag: &str) {
     if !policy.command.is_empty() {
         eprintln!(
             "retry: warning: {flag} runs nothing; the command was not run: {}",
-            policy.command_line()
+            quote::clean(&policy.command_line())
         );
     }
 }
@@ -92,13 +86,13 @@ fn list_keys(policy: &policy::Policy, place: &policy::StateSettings) -> Exit {
                 policy::LogFormat::Json => report::keys::json(&listing),
                 policy::LogFormat::Text => report::keys::text(&listing),
             };
-            match std::io::stdout().lock().write_all(text.as_bytes()) {
-                Ok(()) => Exit::Code(0),
-                Err(_) => Exit::FAILURE,
-            }
+            report::to_stdout(text.as_bytes())
         }
         Err(e) => {
-            eprintln!("retry: error: cannot list the keys: {e}");
+            eprintln!(
+                "retry: error: cannot list the keys: {}",
+                quote::clean(&e.to_string())
+            );
             Exit::FAILURE
         }
     }
@@ -112,18 +106,25 @@ fn reset_state(policy: &policy::Policy) -> Exit {
     not_run(policy, "--reset-state");
     match state::open(settings).forget() {
         Ok(state::Forgot::State) => {
-            eprintln!("retry: forgot the state of key '{}'", settings.key);
+            eprintln!(
+                "retry: forgot the state of key {}",
+                quote::quoted(&settings.key)
+            );
             Exit::Code(0)
         }
         Ok(state::Forgot::Nothing) => {
             eprintln!(
-                "retry: there was no state for key '{}': nothing to forget",
-                settings.key
+                "retry: there was no state for key {}: nothing to forget",
+                quote::quoted(&settings.key)
             );
             Exit::Code(0)
         }
         Err(e) => {
-            eprintln!("retry: error: cannot forget key '{}': {e}", settings.key);
+            eprintln!(
+                "retry: error: cannot forget key {}: {}",
+                quote::quoted(&settings.key),
+                quote::clean(&e.to_string())
+            );
             Exit::FAILURE
         }
     }

@@ -326,6 +326,65 @@ pub fn resolve(path: &Path) -> io::Result<(PathBuf, bool)> {
     Err(io::Error::from_raw_os_error(nix::libc::ELOOP))
 }
 
+/// The descriptor a path names that is one of retry's own open descriptors: `/dev/stdin`,
+/// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`. Reopening such a path would
+/// fail for a pipe or a socket (Linux's /proc link names no file), and for a file opened for
+/// appending (`2>> cron.log`) would truncate or replace it: the descriptor is written instead.
+pub fn descriptor(path: &Path) -> Option<i32> {
+    let text = path.to_str()?;
+    match text {
+        "/dev/stdin" => return Some(0),
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    let n = text
+        .strip_prefix("/dev/fd/")
+        .or_else(|| text.strip_prefix("/proc/self/fd/"))?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// Writes `bytes` to retry's open descriptor `fd` where it stands (at the end, for a file
+/// opened for appending), waiting for a slow reader; the descriptor stays open.
+pub fn write_to_descriptor(fd: i32, bytes: &[u8]) -> io::Result<()> {
+    // Checked before it is borrowed: a descriptor that is not open is an error, not a write
+    // into whatever retry opens next.
+    nix::fcntl::fcntl(
+        // SAFETY: only read by fcntl; an fd that is not open makes it fail with EBADF.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+        nix::fcntl::FcntlArg::F_GETFD,
+    )?;
+    // SAFETY: the descriptor is open (F_GETFD succeeded) and stays open while it is written:
+    // retry closes none of its own descriptors meanwhile.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match nix::unistd::write(fd, rest) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => rest = &rest[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => {
+                let mut fds = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLOUT)];
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The system's words for an error (`No space left on device`), without the path or the
+/// `(os error N)` that std and tempfile add.
+pub fn why(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_string(),
+        None => e.kind().to_string(),
+    }
+}
+
 /// Writes into a device or a FIFO as it is, without waiting for a FIFO's reader.
 pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = fs::OpenOptions::new()

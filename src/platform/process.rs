@@ -28,7 +28,7 @@ use super::output::Stream;
 use super::signals::Signals;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
-use super::transcript::{To, Transcript};
+use super::transcript::Transcript;
 use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
@@ -58,6 +58,8 @@ pub struct Process {
     rules: Rules,
     /// The attempts' hint files, with `--hints`.
     hints: Option<HintDir>,
+    /// Why there is no hint folder, said once with the first attempt's findings.
+    hints_lost: Option<String>,
     attempt: u32,
     child: Option<Pid>,
     /// The attempt's process group, until it is known to be empty.
@@ -112,6 +114,19 @@ impl Process {
             .cloned()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no command given"))?;
         let hold = p.stdout == StdoutMode::Hold;
+        // A TMPDIR that is missing or unusable costs the hints, never the run.
+        let (hints, hints_lost) = match p.hints.then(HintDir::new) {
+            None => (None, None),
+            Some(Ok(dir)) => (Some(dir), None),
+            Some(Err(e)) => (
+                None,
+                Some(format!(
+                    "warning: --hints: cannot make a private folder in {}: {}; going on without hints",
+                    crate::quote::quoted(&std::env::temp_dir()),
+                    super::files::why(&e)
+                )),
+            ),
+        };
         Ok(Process {
             program,
             argv,
@@ -125,7 +140,8 @@ impl Process {
             stderr: Stream::new(false, false, p.output_rules.reads(false)).recording(transcript),
             transcript: transcript.cloned(),
             rules: p.output_rules.clone(),
-            hints: if p.hints { Some(HintDir::new()?) } else { None },
+            hints,
+            hints_lost,
             attempt: 0,
             child: None,
             group: None,
@@ -183,7 +199,7 @@ impl Process {
                 .map(|m| format!("/{m}"))
                 .unwrap_or_default();
             let mark = format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt);
-            held.add(To::Stderr, mark.as_bytes());
+            held.attempt(mark.as_bytes());
         }
         let stdio = [
             self.input.for_attempt(),
@@ -433,8 +449,8 @@ impl World for Process {
                 Err(SpawnError {
                     status,
                     message: format!(
-                        "cannot run '{}': {}",
-                        self.program.to_string_lossy(),
+                        "cannot run {}: {}",
+                        crate::quote::quoted(std::ffi::OsStr::from_bytes(self.program.as_bytes())),
                         spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
                     ),
                 })
@@ -584,7 +600,11 @@ impl World for Process {
             (Some(a), b) => Some(a.or(b)),
             (None, b) => b,
         };
-        let hint = self.hints.as_ref().and_then(|h| h.take(self.attempt));
+        let taken = self.hints.as_ref().map(|h| h.take(self.attempt));
+        let (hint, warning) = match taken {
+            Some(t) => (t.hint, t.warning),
+            None => (None, self.hints_lost.take()),
+        };
         Findings {
             output,
             http_status: hint.as_ref().and_then(|h| h.http_status),
@@ -593,6 +613,7 @@ impl World for Process {
                 .and_then(|h| h.retry_after)
                 .map(|ra| ra.wait(SystemTime::now())),
             stop: hint.is_some_and(|h| h.stop),
+            warning,
         }
     }
 

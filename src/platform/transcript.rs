@@ -27,21 +27,35 @@ pub struct Transcript(Rc<RefCell<Held>>);
 struct Held {
     /// Records: the stream (1 byte), the length (4 bytes, little-endian), the bytes.
     spool: Spool,
-    /// Something could not be held (no room for the temporary file): said when printing.
-    lost: Option<String>,
+    /// Where each attempt still held begins in the spool, oldest first.
+    attempts: Vec<u64>,
+    /// How many of the earliest attempts were dropped to keep what is held bounded.
+    dropped: u32,
+    /// Something could not be held (no room for the temporary file): what was held has been
+    /// printed, with a warning, and everything since passes through as it comes.
+    passing: bool,
 }
 
 /// The most bytes of one record; longer pieces are cut into several.
 const RECORD: usize = u32::MAX as usize;
 
+/// The most that is held: past it, the earliest attempts are dropped, down to half of it (so
+/// that copying what is kept is paid once per half of it), so that `--forever` cannot fill a
+/// disk.
+pub const LIMIT: u64 = 16 << 20;
+
 impl Transcript {
-    /// Adds `bytes` bound for `to`.
+    /// Adds `bytes` bound for `to`. When they cannot be held, what was held is printed, with a
+    /// warning after it, and these bytes and all later ones pass straight through: the end of
+    /// a run is never lost.
     pub fn add(&self, to: To, bytes: &[u8]) {
         let mut held = self.0.borrow_mut();
-        if held.lost.is_some() {
+        if held.passing {
+            write_all(fd(to), bytes);
             return;
         }
-        for piece in bytes.chunks(RECORD) {
+        for (i, piece) in bytes.chunks(RECORD).enumerate() {
+            let whole = held.spool.len();
             let tag = [match to {
                 To::Stdout => 1u8,
                 To::Stderr => 2u8,
@@ -53,10 +67,42 @@ impl Transcript {
                 .and_then(|()| held.spool.append(&len))
                 .and_then(|()| held.spool.append(piece));
             if let Err(e) = kept {
-                held.lost = Some(e.to_string());
+                // The record cut short is left out: it follows whole, below.
+                held.print(whole);
+                let line = format!(
+                    "retry: warning: --output-on-failure cannot hold more output ({}): what \
+                     was held is above; the rest follows as it comes\n",
+                    super::files::why(&e)
+                );
+                write_all(child_fd::stderr(), line.as_bytes());
+                held.passing = true;
+                held.spool = Spool::default();
+                let rest = bytes
+                    .chunks(RECORD)
+                    .skip(i)
+                    .flatten()
+                    .copied()
+                    .collect::<Vec<u8>>();
+                write_all(fd(to), &rest);
                 return;
             }
         }
+        if held.spool.len() > LIMIT {
+            held.bound();
+        }
+    }
+
+    /// An attempt begins: `mark` says which, and output held from here on is that attempt's
+    /// when the earliest attempts are dropped.
+    pub fn attempt(&self, mark: &[u8]) {
+        {
+            let mut held = self.0.borrow_mut();
+            if !held.passing {
+                let at = held.spool.len();
+                held.attempts.push(at);
+            }
+        }
+        self.add(To::Stderr, mark);
     }
 
     /// A writer for the log: what it is given goes to stderr, in turn.
@@ -67,33 +113,97 @@ impl Transcript {
     /// Prints what was held, in order, each piece to its stream. A reader that went away
     /// ends it quietly, as it would have ended the command's own writes.
     pub fn print(&self) {
-        let held = self.0.borrow();
+        let mut held = self.0.borrow_mut();
+        let end = held.spool.len();
+        held.print(end);
+    }
+}
+
+impl Held {
+    /// Prints what is held, up to `end` (where the last whole record ends), and lets it go.
+    fn print(&mut self, end: u64) {
+        if self.dropped > 0 {
+            let line = format!(
+                "retry: --output-on-failure: the output of the {} earliest {} left out: \
+                 at most {} MiB is held\n",
+                self.dropped,
+                if self.dropped == 1 {
+                    "attempt is"
+                } else {
+                    "attempts are"
+                },
+                LIMIT >> 20
+            );
+            write_all(child_fd::stderr(), line.as_bytes());
+        }
         let mut at = 0u64;
         let mut header = [0u8; 5];
-        while at < held.spool.len() {
-            if !read_exact(&held.spool, at, &mut header) {
+        while at < end {
+            if !read_exact(&self.spool, at, &mut header) {
                 break;
             }
             at += header.len() as u64;
             let len = u64::from(u32::from_le_bytes([
                 header[1], header[2], header[3], header[4],
             ]));
-            let fd = if header[0] == 1 {
-                child_fd::stdout()
+            let to = if header[0] == 1 {
+                To::Stdout
             } else {
-                child_fd::stderr()
+                To::Stderr
             };
-            if !copy(&held.spool, at, len, fd) {
+            if !copy(&self.spool, at, len, fd(to)) {
                 break;
             }
             at += len;
         }
-        if let Some(why) = &held.lost {
-            let line = format!(
-                "retry: warning: --output-on-failure could not hold all of the output: {why}\n"
-            );
-            write_all(child_fd::stderr(), line.as_bytes());
+        self.spool = Spool::default();
+        self.attempts.clear();
+        self.dropped = 0;
+    }
+
+    /// Drops the earliest attempts until what is held is at most half of [`LIMIT`]; the
+    /// attempt running now is always kept.
+    fn bound(&mut self) {
+        let len = self.spool.len();
+        let Some(keep) = self
+            .attempts
+            .iter()
+            .position(|&at| len - at <= LIMIT / 2)
+            .or(Some(self.attempts.len().saturating_sub(1)))
+            .filter(|&i| i > 0 && i < self.attempts.len())
+        else {
+            return;
+        };
+        let from = self.attempts[keep];
+        let mut kept = Spool::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut at = from;
+        while at < len {
+            let want = usize::try_from(len - at)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            match self.spool.read_at(at, &mut buf[..want]) {
+                Ok(n) if n > 0 => {
+                    if kept.append(&buf[..n]).is_err() {
+                        // Keep what is held as it is: the next bytes that cannot be held
+                        // print it.
+                        return;
+                    }
+                    at += n as u64;
+                }
+                _ => return,
+            }
         }
+        self.spool = kept;
+        self.dropped += u32::try_from(keep).unwrap_or(u32::MAX);
+        self.attempts = self.attempts[keep..].iter().map(|a| a - from).collect();
+    }
+}
+
+fn fd(to: To) -> BorrowedFd<'static> {
+    match to {
+        To::Stdout => child_fd::stdout(),
+        To::Stderr => child_fd::stderr(),
     }
 }
 
@@ -191,5 +301,25 @@ mod tests {
                 (2, "err 2\n".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn past_the_limit_the_earliest_attempts_are_dropped_and_the_running_one_kept() {
+        let t = Transcript::default();
+        let piece = vec![b'x'; 1 << 20];
+        for n in 1..=20 {
+            t.attempt(format!("attempt {n}\n").as_bytes());
+            for _ in 0..2 {
+                t.add(To::Stdout, &piece);
+            }
+        }
+        let held = t.0.borrow();
+        assert!(held.spool.len() <= LIMIT, "{}", held.spool.len());
+        assert!(held.dropped > 0);
+        assert_eq!(held.attempts.len() as u32 + held.dropped, 20);
+        // What is kept begins with an attempt's mark.
+        let mut start = [0u8; 5 + 7];
+        assert!(read_exact(&held.spool, 0, &mut start));
+        assert_eq!(&start[5..], b"attempt");
     }
 }

@@ -291,12 +291,13 @@ impl BadValue {
         }
     }
 
-    /// The value as the message shows it: `""` when it is empty.
-    pub fn shown(&self) -> &str {
+    /// The value as the message shows it: `""` when it is empty, control characters escaped
+    /// (it is what the user typed, or what a config file holds).
+    pub fn shown(&self) -> std::borrow::Cow<'_, str> {
         if self.value.is_empty() {
-            "\"\""
+            "\"\"".into()
         } else {
-            &self.value
+            crate::quote::clean(&self.value)
         }
     }
 }
@@ -327,21 +328,12 @@ impl From<BadValue> for UsageError {
 }
 
 impl Policy {
-    /// The command as a shell would show it: arguments with spaces or quotes in single quotes.
+    /// The command as a shell would show it: arguments with spaces or quotes in single quotes,
+    /// control characters and invalid UTF-8 escaped as `$'…'` writes them.
     pub fn command_line(&self) -> String {
         self.command
             .iter()
-            .map(|a| {
-                let a = a.to_string_lossy();
-                let plain = !a.is_empty()
-                    && a.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+{}".contains(c));
-                if plain {
-                    a.into_owned()
-                } else {
-                    format!("'{}'", a.replace('\'', r"'\''"))
-                }
-            })
+            .map(crate::quote::shown)
             .collect::<Vec<_>>()
             .join(" ")
     }

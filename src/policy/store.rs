@@ -249,6 +249,13 @@ impl StoreUrl {
                 Some(("sentinelPassword", password)) if sentinel => {
                     sentinel_password = Some(Secret(decode(password)?));
                 }
+                _ if sentinel_password.is_some() => {
+                    return Err(
+                        "a parameter after sentinelPassword= is not understood: a '&' in a \
+                         password is written %26"
+                            .into(),
+                    );
+                }
                 _ => {
                     let name = pair.split('=').next().unwrap_or_default();
                     return Err(format!(
@@ -370,11 +377,14 @@ fn hosts(list: &[(String, u16)]) -> String {
         .join(",")
 }
 
-/// A URL as the user wrote it, for an error message: whatever stands between `://` and the
-/// last `@` after the user name is replaced by `***`, whether or not the rest parses. A user
-/// name that could not be one (it holds a '/', '?' or '#', so the URL is wrong) goes too, and
-/// without `://` everything before the last `@`.
+/// A URL as the user wrote it, for an error message, with every secret masked whether or not
+/// it parses: whatever stands between `://` and the last `@` after the user name is replaced by
+/// `***` (a user name that could not be one, holding a '/', '?' or '#', goes too; without `://`
+/// everything before the last `@`), and so is the value of every query parameter that may hold
+/// one ([`secret_parameter`]), up to the next parameter retry knows. The one function every
+/// message that shows a URL from the user goes through.
 pub fn redact(text: &str) -> String {
+    let text = &redact_query(text);
     let Some(at) = text.rfind('@') else {
         return text.to_string();
     };
@@ -387,8 +397,58 @@ pub fn redact(text: &str) -> String {
             format!("{}:***{}", &text[..start + colon], &text[at..])
         }
         Some(_) => format!("{}***{}", &text[..start], &text[at..]),
+        None if userinfo.contains(['/', '?', '#']) => {
+            format!("{}***{}", &text[..start], &text[at..])
+        }
         None => text.to_string(),
     }
+}
+
+/// The parameters a store URL may hold besides secrets: a secret's value runs on to the next of
+/// them, so that a password holding an unescaped '&' is masked whole.
+const KNOWN_PARAMETERS: [&str; 3] = ["sentinelMasterId", "sentinelUser", "db"];
+
+/// Whether a query parameter's value may be a secret: its name says so (`sentinelPassword`,
+/// `password`, `auth`, `token`, `secret`, `pwd`, `key`).
+fn secret_parameter(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["pass", "auth", "token", "secret", "pwd", "key"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+/// The query (from the first `?`) with each secret parameter's value masked.
+fn redact_query(text: &str) -> String {
+    let Some(q) = text.find('?') else {
+        return text.to_string();
+    };
+    let (head, query) = text.split_at(q + 1);
+    let mut out = head.to_string();
+    let mut masking = false;
+    for (i, pair) in query.split('&').enumerate() {
+        let name = pair.split('=').next().unwrap_or_default();
+        let known = KNOWN_PARAMETERS
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(name))
+            || name.eq_ignore_ascii_case("sentinelPassword");
+        if masking && !known {
+            // Still the secret: a '&' in it.
+            continue;
+        }
+        masking = false;
+        if i > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((name, _)) if secret_parameter(name) => {
+                out.push_str(name);
+                out.push_str("=***");
+                masking = true;
+            }
+            _ => out.push_str(pair),
+        }
+    }
+    out
 }
 
 /// The URL's user and password, decoded.
@@ -580,6 +640,65 @@ mod tests {
         ] {
             let e = StoreUrl::parse(text).expect_err(text);
             assert!(e.contains("%2F") && !e.contains("Pw0"), "{text}: {e}");
+        }
+    }
+    /// Every form of SPEC §10, valid and malformed, with the master's and the sentinels'
+    /// passwords in every place a password can stand: no message and no shown URL holds any
+    /// three characters of either.
+    #[test]
+    fn no_part_of_any_password_is_in_any_message() {
+        const MASTER: &str = "Zq9xW7kP";
+        const SENTINEL: &str = "Yw5nTz3R";
+        let forms = [
+            "redis://u:Zq9xW7kP@h:6379/0",
+            "redis://:Zq9xW7kP@h",
+            "rediss://u:Zq9xW7kP@h:99999",
+            "redis://u:Zq9xW7kP@h/x",
+            "redis://u:Zq9/xW7kP@h/0",
+            "redis://u:Zq9?xW7kP@h",
+            "redis://u:Zq9#xW7kP@h",
+            "redis://u:Zq9%zzxW7kP@h",
+            "redis://u:Zq9xW7kP@",
+            "redis://u:Zq9xW7kP@h?x=1",
+            "redis:/u:Zq9xW7kP@h",
+            "u:Zq9xW7kP@h",
+            "redis+unix://u:Zq9xW7kP@/run/r.sock?db=x",
+            "redis+unix://:Zq9xW7kP@h/sock",
+            "redis+unix://:Zq9/xW7kP@/run/r.sock",
+            "redis-sentinel://:Zq9xW7kP@h1,h2/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R",
+            "redis-sentinel://:pa/ss@h1,h2/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R",
+            "redis-sentinel://u:Zq9xW7kP@h1,h2:99999/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R",
+            "redis-sentinel://h1/0?sentinelPassword=Yw5nTz3R",
+            "redis-sentinel://h1/0?sentinelMasterId=m&sentinelUser=s&sentinelPassword=Yw5n&Tz3R",
+            "redis-sentinel://h1/0?sentinelPassword=Yw5n%zzTz3R&sentinelMasterId=m",
+            "redis-sentinel://h1/0?sentinelMasterId=m&sentinelPassword=Yw5n@Tz3R",
+            "redis-sentinel://h1/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R&x=1",
+            "rediss-sentinel://u:Zq9xW7kP@h1,,h2/0?sentinelMasterId=m&sentinelPassword=Yw5nTz3R",
+            "redis+cluster://u:Zq9xW7kP@n1,n2/3",
+            "rediss+cluster://u:Zq9xW7kP@n1:0,n2",
+            "redis+cluster://u:Zq9xW7kP@n1?password=Yw5nTz3R",
+            "http://u:Zq9xW7kP@h",
+        ];
+        let leaks = |shown: &str| {
+            [MASTER, SENTINEL].iter().any(|secret| {
+                let chars: Vec<char> = secret.chars().collect();
+                chars.windows(3).any(|w| {
+                    let part: String = w.iter().collect();
+                    shown.contains(&part)
+                })
+            })
+        };
+        for form in forms {
+            let redacted = redact(form);
+            assert!(!leaks(&redacted), "{form}: {redacted}");
+            match StoreUrl::parse(form) {
+                Ok(url) => {
+                    assert!(!leaks(&url.redacted()), "{form}: {}", url.redacted());
+                    assert!(!leaks(&url.label()), "{form}: {}", url.label());
+                    assert!(!leaks(&format!("{url:?}")), "{form}: {url:?}");
+                }
+                Err(why) => assert!(!leaks(&why), "{form}: {why}"),
+            }
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct Findings {
     pub retry_after: Option<Duration>,
     /// The command asked not to be retried.
     pub stop: bool,
+    /// Something retry could not use, to be logged as a warning (a FIFO where the hint file
+    /// should be, a TMPDIR where no hint folder can be made); it changes no verdict.
+    pub warning: Option<String>,
 }
 
 /// Why retry stopped a running attempt.

@@ -16,6 +16,7 @@ use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
 use crate::policy::{LogFormat, Origins, Policy, StateSettings, StdoutMode, defaults};
+use crate::quote;
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -51,7 +52,7 @@ pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String
     if !warnings.is_empty() {
         out.push_str("\nWarnings\n");
         for w in warnings {
-            let _ = writeln!(out, "  - {w}");
+            let _ = writeln!(out, "  - {}", quote::clean(&w));
         }
     }
     out
@@ -61,11 +62,7 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
-        p.command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
+        p.command_line()
     };
     let attempts = match p.attempts {
         Some(n) => format!(
@@ -180,6 +177,8 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     out.push_str("Policy (where each value came from in brackets)\n");
     for (name, value) in rows {
         let origin = origin(name, p, origins);
+        // A value from outside (a file name, a hook, a pattern) cannot end or hide a line.
+        let (value, origin) = (quote::clean(&value), quote::clean(&origin));
         let _ = writeln!(out, "  {name:<16} {value}{origin}");
     }
 }
@@ -194,7 +193,12 @@ fn shared_state(
     backoff: &Backoff,
 ) {
     let s = &st.shared;
-    let _ = writeln!(out, "Shared state (key '{}', {})", st.key, report.place);
+    let _ = writeln!(
+        out,
+        "Shared state (key {}, {})",
+        quote::quoted(&st.key),
+        quote::clean(&report.place)
+    );
     let breaker = if s.breaker.enabled() {
         format!(
             "opens after {} failures in a row within {}; open {} at first, doubling up to {}",
@@ -236,7 +240,11 @@ fn shared_state(
     let v = match &report.view {
         Ok(v) => v,
         Err(e) => {
-            let _ = writeln!(out, "  now              cannot be read: {e}");
+            let _ = writeln!(
+                out,
+                "  now              cannot be read: {}",
+                quote::clean(e)
+            );
             return;
         }
     };
@@ -274,7 +282,7 @@ fn shared_state(
     let _ = writeln!(out, "  breaker now      {state}");
     let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
     if let Some(note) = &report.note {
-        let _ = writeln!(out, "  note             {note}");
+        let _ = writeln!(out, "  note             {}", quote::clean(note));
     }
     if let Some(params) = p_adaptive {
         adaptive_now(out, params, backoff, v, report.now);

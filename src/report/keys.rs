@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::policy::breaker::State;
 use crate::policy::shared::View;
+use crate::quote;
 use crate::state::list::{Listed, Listing};
 
 /// The breaker of a key, in words and as JSON's fields.
@@ -58,15 +59,17 @@ fn time(t: SystemTime) -> String {
 
 /// The table: a line for each key, under a heading that says where the keys are.
 pub fn text(listing: &Listing) -> String {
-    let mut out = format!("Keys in {}\n", listing.place);
+    let mut out = format!("Keys in {}\n", quote::clean(&listing.place));
     if listing.keys.is_empty() {
         out.push_str("  (none)\n");
         return out;
     }
-    let width = listing
-        .keys
+    // A key is any name a client of the store (or a file name in the state folder) gave: shown
+    // escaped, it can neither forge a row nor reach the terminal.
+    let names: Vec<String> = listing.keys.iter().map(|k| quote::shown(&k.key)).collect();
+    let width = names
         .iter()
-        .map(|k| k.key.chars().count())
+        .map(|k| k.chars().count())
         .max()
         .unwrap_or(0)
         .max(3);
@@ -75,7 +78,7 @@ pub fn text(listing: &Listing) -> String {
         "  {:<width$}  {:<38}  {:>8}  {:>6}  LAST CHANGE",
         "KEY", "BREAKER", "FAILURES", "TOKENS"
     );
-    for k in &listing.keys {
+    for (k, name) in listing.keys.iter().zip(&names) {
         let row = match &k.view {
             Ok(v) => {
                 let b = breaker(v, k.now);
@@ -93,9 +96,9 @@ pub fn text(listing: &Listing) -> String {
                     k.changed.map_or("-".into(), time)
                 )
             }
-            Err(e) => format!("cannot be read: {e}"),
+            Err(e) => format!("cannot be read: {}", quote::clean(e)),
         };
-        let _ = writeln!(out, "  {:<width$}  {row}", k.key);
+        let _ = writeln!(out, "  {name:<width$}  {row}");
     }
     out
 }

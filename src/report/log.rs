@@ -12,6 +12,7 @@ use crate::policy::breaker::State;
 use crate::policy::duration::human;
 use crate::policy::status::Status;
 use crate::policy::{LogFormat, LogSettings, Policy};
+use crate::quote;
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +117,9 @@ impl Entry {
     /// `; command: CMD`, or `; job NAME: CMD` with `--name`: what ran, at the end of the
     /// give-up and success lines.
     fn job_text(&self) -> String {
-        match (&self.job, &self.command) {
+        let job = self.job.as_deref().map(quote::shown);
+        let command = self.command.as_deref().map(quote::clean);
+        match (job, command) {
             (Some(job), Some(c)) => format!("; job {job}: {c}"),
             (None, Some(c)) => format!("; command: {c}"),
             (Some(job), None) => format!("; job {job}"),
@@ -202,6 +205,9 @@ pub struct Log {
     depth: u32,
     /// The log goes to a `--log-file`, which records every run.
     file: bool,
+    /// Where the give-up line goes as well: `--output-on-failure`'s held output, whose
+    /// printout ends with it also when the log goes to `--log-file`.
+    give_up_copy: Option<Box<dyn Write>>,
 }
 
 impl Log {
@@ -235,6 +241,7 @@ impl Log {
             stamped: settings.time && settings.format == LogFormat::Text,
             depth: settings.depth,
             file: false,
+            give_up_copy: None,
         }
     }
 
@@ -243,6 +250,12 @@ impl Log {
     /// nothing at all).
     pub fn records_every_run(&self) -> bool {
         self.file && self.level >= 0
+    }
+
+    /// The give-up line goes to `copy` as well as to the log.
+    pub fn with_give_up_to(mut self, copy: Box<dyn Write>) -> Log {
+        self.give_up_copy = Some(copy);
+        self
     }
 
     /// Whether waits are counted down on the terminal.
@@ -310,6 +323,12 @@ impl Log {
         // A log that cannot be written must not change the run's outcome.
         let _ = self.sink.write_all(line.as_bytes());
         let _ = self.sink.flush();
+        if entry.event == Event::GiveUp
+            && let Some(copy) = &mut self.give_up_copy
+        {
+            let text = format!("{}\n", text(entry, false));
+            let _ = copy.write_all(text.as_bytes());
+        }
     }
 }
 
@@ -332,7 +351,9 @@ fn text(e: &Entry, colour: bool) -> String {
         }
     };
     let attempt = attempt_label(e.attempt, e.max_attempts);
-    let reason = e.reason.as_deref().unwrap_or("");
+    // A reason may quote what the store, the system or a header said: nothing in it may end
+    // or hide the line.
+    let reason = &*quote::clean(e.reason.as_deref().unwrap_or(""));
     match e.event {
         Event::Policy => format!("retry: policy: {reason}"),
         Event::Start => format!("retry: {attempt}: starting"),
@@ -374,7 +395,7 @@ fn text(e: &Entry, colour: bool) -> String {
         Event::Report => format!("retry: error: {reason}"),
         Event::GiveUp => {
             let command = e.job_text();
-            if let Some(how) = &e.cancelled {
+            if let Some(how) = e.cancelled.as_deref().map(quote::clean) {
                 // A cancelled attempt is one line: how, which attempt, how it ended.
                 return format!(
                     "retry: {}: {how}; no more attempts{command}",

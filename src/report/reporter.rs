@@ -359,7 +359,10 @@ impl<'a> Reporter<'a> {
     }
 
     /// The attempt ended: counted in the summary.
-    pub fn ended(&mut self, end: &Ended) {
+    pub fn ended(&mut self, now: Duration, end: &Ended) {
+        if let Some(warning) = &end.findings.warning {
+            self.say(Event::Warning, now, warning.clone());
+        }
         self.summary.attempted(
             AttemptSummary {
                 status: end.number(),

@@ -409,6 +409,10 @@ const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// so that runs that end together lose nothing of each other. Anything else, a device or a
 /// FIFO, is never replaced: it is written in place, a FIFO only if a process reads it.
 fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io::Result<()> {
+    // `/dev/stderr`, `/dev/fd/N`: retry's own open stream, written where it stands.
+    if let Some(fd) = files::descriptor(path) {
+        return files::write_to_descriptor(fd, contents("").as_bytes());
+    }
     let (target, regular) = files::resolve(path)?;
     if !regular {
         return files::write_in_place(&target, contents("").as_bytes());

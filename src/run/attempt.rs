@@ -155,7 +155,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             ..end
         };
         self.previous = Some(end.number());
-        self.rep.ended(&end);
+        self.rep.ended(self.world.elapsed(), &end);
         end
     }
 

@@ -29,6 +29,8 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         .then(transcript::Transcript::default);
     let opened = match (&transcript, &policy.log.file) {
         (Some(held), None) => Ok(Log::to(&policy.log, held.log())),
+        // What is printed on failure ends with the give-up line, also when the log is a file.
+        (Some(held), Some(_)) => Log::open(&policy.log).map(|log| log.with_give_up_to(held.log())),
         _ => Log::open(&policy.log),
     };
     let mut log = match opened {
@@ -37,14 +39,15 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             // A log that cannot be opened must not stop the job (a cron job most of all), as
             // a --summary or --metrics file that cannot be written does not: the log goes to
             // stderr, which cron mails, and says why once.
-            let path = policy
-                .log
-                .file
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""))
-                .display();
+            let path = crate::quote::quoted(
+                policy
+                    .log
+                    .file
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("")),
+            );
             eprintln!(
-                "retry: warning: cannot open --log-file '{path}': {e}; logging to stderr instead"
+                "retry: warning: cannot open --log-file {path}: {e}; logging to stderr instead"
             );
             let to_stderr = crate::policy::LogSettings {
                 file: None,
@@ -96,11 +99,17 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
                 policy.attempts,
                 start.elapsed(),
             );
+            // A stream (/dev/stderr) has no folder to blame.
+            let check = if crate::platform::files::descriptor(path).is_some() {
+                "check that it is open for writing"
+            } else {
+                "check that its folder exists and is writable"
+            };
             entry.reason = Some(format!(
-                "cannot write the {flag} file ({}): {}; check that its folder exists and is \
-                 writable (retry's exit status is the command's all the same)",
+                "cannot write the {flag} file ({}): {}; {check} (retry's exit status is the \
+                 command's all the same)",
                 cause(&e),
-                path.display()
+                crate::quote::shown(path)
             ));
             log.write(&entry);
         }

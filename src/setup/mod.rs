@@ -71,6 +71,9 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
             eprintln!("retry: error: {}", minfrin::verbose_alone());
             return Err(Exit::FAILURE);
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            return Err(not_utf8(&args));
+        }
         Err(e) => return Err(clap_error(e)),
     };
     // The definition and the matches live until retry exits: freeing their thousand small
@@ -78,10 +81,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     std::mem::forget(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
-        return Err(match generate::print(*kind) {
-            Ok(()) => Exit::Code(0),
-            Err(_) => Exit::FAILURE,
-        });
+        return Err(crate::report::to_stdout(&generate::render(*kind)));
     }
     // A flag that would be ignored is refused: a fleet's shape without a fleet.
     if matches.get_one::<u32>("fleet").is_none()
@@ -116,7 +116,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
             (cli, resolved.origins)
         }
         Err(e) => {
-            eprintln!("retry: error: {e}");
+            eprintln!("retry: error: {}", crate::quote::clean(&e.to_string()));
             return Err(Exit::FAILURE);
         }
     };
@@ -129,7 +129,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     {
         Ok(fleet) => fleet,
         Err(why) => {
-            eprintln!("retry: error: {why}");
+            eprintln!("retry: error: {}", crate::quote::clean(&why));
             return Err(Exit::FAILURE);
         }
     };
@@ -151,7 +151,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
             })
         }
         Err(e) => {
-            eprintln!("retry: error: {e}");
+            eprintln!("retry: error: {}", crate::quote::clean(&e.to_string()));
             Err(Exit::FAILURE)
         }
     }
@@ -269,13 +269,58 @@ fn home_relative(path: &std::path::Path) -> String {
     }
 }
 
+/// A flag's value that is not UTF-8: clap names neither the flag nor the value, so they are
+/// found here (the first such argument before the command), and the value is shown escaped.
+fn not_utf8(args: &[OsString]) -> Exit {
+    let mut previous: Option<&str> = None;
+    let mut said = None;
+    for arg in args.iter().skip(1) {
+        match arg.to_str() {
+            Some("--") => break,
+            Some(text) => previous = Some(text),
+            None => {
+                let bytes = arg.as_encoded_bytes();
+                let (flag, value) = match bytes.iter().position(|&b| b == b'=') {
+                    Some(eq) if bytes.starts_with(b"--") => (
+                        String::from_utf8_lossy(&bytes[..eq]).into_owned(),
+                        crate::quote::quoted_bytes(&bytes[eq + 1..]),
+                    ),
+                    _ => (
+                        previous
+                            .filter(|p| p.starts_with('-'))
+                            .unwrap_or("an option")
+                            .to_string(),
+                        crate::quote::quoted(arg),
+                    ),
+                };
+                said = Some((flag, value));
+                break;
+            }
+        }
+    }
+    let (flag, value) = said.unwrap_or_else(|| ("an option".into(), "\"\"".into()));
+    eprintln!(
+        "retry: error: {} needs UTF-8: {value}; give it in UTF-8 (only the command's own \
+         arguments may be any bytes)",
+        crate::quote::clean(&flag)
+    );
+    Exit::FAILURE
+}
+
 /// Prints a command-line error in retry's style; --help and --version are not errors.
 fn clap_error(e: clap::Error) -> Exit {
     if !e.use_stderr() {
-        let _ = e.print();
-        return Exit::Code(0);
+        // --help and --version go to stdout, and a full disk there is an error.
+        return match e
+            .print()
+            .and_then(|()| std::io::Write::flush(&mut std::io::stdout()))
+        {
+            Ok(()) => Exit::Code(0),
+            Err(e) => crate::report::write_error(&e),
+        };
     }
-    eprintln!("retry: error: {}", usage::describe(&e, str::to_string));
+    let said = usage::describe(&e, str::to_string).to_string();
+    eprintln!("retry: error: {}", crate::quote::clean(&said));
     Exit::FAILURE
 }
 

@@ -252,7 +252,7 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
     let mut url = StoreUrl::parse(&text).map_err(|why| {
         UsageError(format!(
             "not a store URL for {name}: {}; {why}",
-            store::redact(&text)
+            crate::quote::clean(&store::redact(&text))
         ))
     })?;
     if url.place.tls() && !cfg!(feature = "tls") {

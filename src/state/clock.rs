@@ -51,6 +51,18 @@ impl Clock {
         }
     }
 
+    /// Whether times saved under `then` are not on this clock's timeline and were placed by a
+    /// wall clock that cannot be trusted to age them: saved in another boot, or (without a boot
+    /// id) under a wall clock ahead of this one. Such a state is written again on this clock.
+    pub fn foreign(&self, then: &Clock) -> bool {
+        let known = !self.boot_id.is_empty() && !then.boot_id.is_empty();
+        if known {
+            self.boot_id != then.boot_id
+        } else {
+            then.wall_ms > self.wall_ms
+        }
+    }
+
     /// Where a moment saved as `then` falls on this clock's timeline: exactly, by the boot
     /// clock, in the same boot; else by the wall clock, never before the saved moment.
     pub fn place(&self, then: &Clock) -> u64 {
@@ -104,6 +116,18 @@ mod tests {
             now.moved(&clock("a", 80_000, 10 * day - 2_000)),
             (80_000, 8_000)
         );
+    }
+
+    #[test]
+    fn a_state_from_another_boot_or_under_a_clock_ahead_is_foreign() {
+        let now = clock("b", 5_000, 1_000_000);
+        assert!(!now.foreign(&clock("b", 4_000, 2_000_000)));
+        assert!(now.foreign(&clock("a", 4_000, 900_000)));
+        assert!(now.foreign(&clock("a", 4_000, 2_000_000)));
+        // Without boot ids, the wall clock is the timeline: only a saved time ahead is.
+        let now = clock("", 1_000_000, 1_000_000);
+        assert!(!now.foreign(&clock("", 900_000, 900_000)));
+        assert!(now.foreign(&clock("", 2_000_000, 2_000_000)));
     }
 
     #[test]

@@ -124,7 +124,11 @@ impl Saved {
 enum Loaded {
     /// The key was never written.
     New,
-    State(KeyState),
+    /// The state, and whether it must be written again on this clock's timeline: it was
+    /// saved in another boot, or under a wall clock ahead of this one's. Placed by a wall clock
+    /// that says no time has passed, it would be placed afresh at every run and never age; once
+    /// written on this boot's clock it ages by the boot clock.
+    State(KeyState, bool),
     /// A file that cannot be read or believed, and why.
     Bad(String),
 }
@@ -249,7 +253,7 @@ impl FileStore {
         let mut state = saved.state;
         let (from, to) = clock.moved(&then);
         state.shift(from, to);
-        Loaded::State(state)
+        Loaded::State(state, clock.foreign(&then))
     }
 
     /// Moves a file that cannot be read or believed aside (under the lock), and says so: to
@@ -418,8 +422,8 @@ impl Local for FileStore {
         };
         let read = match loaded {
             Loaded::New => Some(KeyState::new(s, clock.boot_ms)),
-            Loaded::State(state) => Some(state),
-            Loaded::Bad(_) => None,
+            Loaded::State(state, false) => Some(state),
+            Loaded::State(_, true) | Loaded::Bad(_) => None,
         };
         if let Some(read) = read {
             let now = clock.boot_ms;
@@ -442,17 +446,17 @@ impl Local for FileStore {
             .ok_or_else(|| io_error("open", &path, io::ErrorKind::NotFound.into()))?;
         let _lock = self.lock(&dir)?;
         let clock = Clock::now();
-        let (loaded, warning) = match self.load(&dir, &clock) {
-            Loaded::New => (None, None),
-            Loaded::State(state) => (Some(state), None),
-            Loaded::Bad(why) => (None, Some(self.move_aside(&dir, &why)?)),
+        let (loaded, warning, foreign) = match self.load(&dir, &clock) {
+            Loaded::New => (None, None, false),
+            Loaded::State(state, foreign) => (Some(state), None, foreign),
+            Loaded::Bad(why) => (None, Some(self.move_aside(&dir, &why)?), false),
         };
         let now = clock.boot_ms;
         let read = loaded.unwrap_or_else(|| KeyState::new(s, now));
         let mut state = read.clone();
         state.clamp(s, now);
         let value = op(&mut state, now);
-        if state != read || warning.is_some() {
+        if state != read || warning.is_some() || foreign {
             self.save(&dir, &clock, &state)?;
         }
         Ok(Reply {
@@ -481,7 +485,7 @@ impl Local for FileStore {
         let mut warnings = Vec::new();
         let state = match loaded {
             Loaded::New => KeyState::new(s, now),
-            Loaded::State(mut state) => {
+            Loaded::State(mut state, _) => {
                 state.clamp(s, now);
                 state
             }

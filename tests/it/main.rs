@@ -16,6 +16,7 @@ mod cli;
 mod completions;
 mod config;
 mod docs;
+mod edges;
 mod fleet;
 mod generated;
 mod hooks;
