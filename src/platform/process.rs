@@ -265,8 +265,14 @@ impl Process {
             return;
         }
         if !terminal.job_can_stop() {
-            // An orphaned job: no shell is left to show it Stopped or to continue it, and the
-            // kernel would not stop it. The attempt stays stopped until a timeout ends it.
+            // An orphaned job (retry leads its session, under script(1) or a terminal
+            // emulator, or its shell is gone): no shell is left to show it Stopped or to
+            // continue it, and the kernel discards a Ctrl-Z sent to such a job, which goes on.
+            // So does the attempt. One that needs the terminal would have been told EIO
+            // instead; retry cannot do that, and it stays stopped until a timeout ends it.
+            if signal == Signal::SIGTSTP as i32 {
+                let _ = killpg(group, Signal::SIGCONT);
+            }
             return;
         }
         let wanted = asks || self.holds_terminal || terminal.alone();

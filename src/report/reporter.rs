@@ -302,9 +302,10 @@ impl<'a> Reporter<'a> {
             Stopping::Typed(sig) => (
                 Event::TerminalCancel,
                 format!(
-                    "{} typed at the terminal during {}; the command has it; no more attempts \
-                     unless it handles it and goes on for --kill-after ({})",
+                    "{} typed at the terminal ({} received) during {}; the command has it; no \
+                     more attempts unless it handles it and goes on for --kill-after ({})",
                     keys(sig),
+                    signal_name(sig),
                     attempt_label(self.attempt, self.max_attempts),
                     human(self.policy.kill_after)
                 ),
