@@ -613,7 +613,7 @@ fn a_command_that_outlives_a_typed_ctrl_c_by_kill_after_is_judged_as_usual() {
     );
     assert!(
         r.log
-            .contains("Ctrl-C typed at the terminal during attempt 1/2"),
+            .contains("Ctrl-C typed at the terminal (SIGINT received) during attempt 1/2"),
         "{}",
         r.log
     );
