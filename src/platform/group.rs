@@ -55,6 +55,24 @@ fn not_only_zombies(group: Pid) -> bool {
     !seen
 }
 
+/// Whether orphans are reparented to retry: it is PID 1 (a container's entry process) or, on
+/// Linux, a child subreaper (PR_SET_CHILD_SUBREAPER, set by whoever started it). Such a retry
+/// must reap them, as tini and dumb-init do, or they stay zombies.
+pub fn reaps_orphans() -> bool {
+    nix::unistd::getpid().as_raw() == 1 || subreaper()
+}
+
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+fn subreaper() -> bool {
+    nix::sys::prctl::get_child_subreaper().unwrap_or(false)
+}
+
+/// Elsewhere (and in the portable build) only PID 1 is known to adopt orphans.
+#[cfg(not(all(target_os = "linux", not(retry_portable))))]
+fn subreaper() -> bool {
+    false
+}
+
 /// Without /proc, a group that signals reach counts as alive.
 #[cfg(not(all(target_os = "linux", not(retry_portable))))]
 fn not_only_zombies(_group: Pid) -> bool {

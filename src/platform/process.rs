@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 
 use super::child_fd::ChildFd;
 use super::ended::status_of;
-use super::group::group_alive;
+use super::group::{group_alive, reaps_orphans};
 use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
@@ -35,7 +35,7 @@ use crate::env;
 use crate::exit::Exit;
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
-use crate::policy::verdict::Findings;
+use crate::policy::verdict::{Findings, Unstarted};
 use crate::policy::{Policy, StdoutMode};
 
 /// Runs the command for real.
@@ -76,6 +76,10 @@ pub struct Process {
     exited: Option<Status>,
     /// `--output-on-failure`: where each attempt's output is held, marked by attempt.
     transcript: Option<Transcript>,
+    /// Orphans are reparented to retry (PID 1, a subreaper): it reaps them.
+    reaper: bool,
+    /// The attempt's wait status, when reaping orphans took it first.
+    child_end: Option<i32>,
 }
 
 impl Process {
@@ -150,6 +154,8 @@ impl Process {
             watcher: None,
             typed: None,
             exited: None,
+            reaper: reaps_orphans(),
+            child_end: None,
         })
     }
 
@@ -217,10 +223,16 @@ impl Process {
     fn reap(&mut self) -> Option<Status> {
         let pid = self.child?;
         let mut raw = 0;
-        // nix's waitpid fails on a child killed by a real-time signal (its `Signal` names
-        // none), which an attempt may well be: libc's is called directly.
-        // SAFETY: waitpid on our own child with a valid pointer to an int.
-        let got = unsafe { nix::libc::waitpid(pid.as_raw(), &mut raw, WNOHANG | WUNTRACED) };
+        let got = match self.child_end.take() {
+            Some(end) => {
+                raw = end;
+                pid.as_raw()
+            }
+            // nix's waitpid fails on a child killed by a real-time signal (its `Signal` names
+            // none), which an attempt may well be: libc's is called directly.
+            // SAFETY: waitpid on our own child with a valid pointer to an int.
+            None => unsafe { nix::libc::waitpid(pid.as_raw(), &mut raw, WNOHANG | WUNTRACED) },
+        };
         if got == 0 || (got < 0 && Errno::last() == Errno::EINTR) {
             return None;
         }
@@ -236,10 +248,12 @@ impl Process {
         if let Some(replay) = self.input.replay() {
             replay.stop();
         }
+        // (Whether the attempt held the terminal stays known until the next one starts: how
+        // it ended may be a Ctrl-C typed there.)
         if self.holds_terminal
             && let Some(terminal) = &self.terminal
         {
-            terminal.take_back();
+            terminal.take_back(pid);
         }
         // Only a child that is not ours fails to be waited for: report it as retry's own
         // failure rather than wait forever.
@@ -250,33 +264,113 @@ impl Process {
         })
     }
 
-    /// The attempt's group stopped. One that read or set the terminal without holding it (a
-    /// command in a pipeline, which does not get the terminal at once) gets it now. Otherwise
-    /// it was stopped by Ctrl-Z: retry stops too, and lets the attempt go on when continued,
-    /// giving the terminal back to it if it held it.
+    /// The attempt's group stopped. One that read or set the terminal while retry's job holds
+    /// it (a command in a pipeline, which does not get the terminal at once) gets it now.
+    /// Otherwise it was stopped by Ctrl-Z, or it needs the terminal while retry's job is in
+    /// the background: retry's whole job stops with the same signal, as the terminal would
+    /// have stopped the command alone, so the shell shows it Stopped; when continued (`fg`,
+    /// `bg`), the attempt goes on too, with the terminal if `fg` gave it to retry's job.
     fn on_stop(&mut self, group: Pid, signal: i32) {
         let Some(terminal) = &self.terminal else {
-            // No terminal to hand back: the child waits for a SIGCONT from whoever stopped it.
+            // No terminal: the child waits for a SIGCONT from whoever stopped it.
             return;
         };
-        let asked = !self.holds_terminal
-            && [Signal::SIGTTIN as i32, Signal::SIGTTOU as i32].contains(&signal);
-        if asked && terminal.ours() {
-            self.holds_terminal = terminal.give(group);
+        let asks = [Signal::SIGTTIN as i32, Signal::SIGTTOU as i32].contains(&signal);
+        if asks && terminal.foreground() {
+            self.hand_over(group);
             return;
         }
-        let give_back = asked || self.holds_terminal || terminal.alone();
-        if self.holds_terminal {
-            terminal.take_back();
+        if !terminal.job_can_stop() {
+            // An orphaned job (retry leads its session, under script(1) or a terminal
+            // emulator, or its shell is gone): no shell is left to show it Stopped or to
+            // continue it, and the kernel discards a Ctrl-Z sent to such a job, which goes on.
+            // So does the attempt. One that needs the terminal would have been told EIO
+            // instead; retry cannot do that, and it stays stopped until a timeout ends it.
+            if signal == Signal::SIGTSTP as i32 {
+                let _ = killpg(group, Signal::SIGCONT);
+            }
+            return;
         }
-        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
-        // Continued: by `fg` (the terminal is retry's again) or by `bg`.
-        self.holds_terminal = if give_back {
-            terminal.give(group)
+        let wanted = asks || self.holds_terminal || terminal.alone();
+        if std::mem::take(&mut self.holds_terminal) {
+            terminal.take_back(group);
+        }
+        let Ok(signal) = Signal::try_from(signal) else {
+            return;
+        };
+        super::signals::stop(signal, true);
+        // Continued: by `fg` (the terminal is retry's job's again) or by `bg`.
+        let foreground = self.terminal.as_ref().is_some_and(Terminal::foreground);
+        if wanted && foreground {
+            self.hand_over(group);
         } else {
             let _ = killpg(group, Signal::SIGCONT);
-            false
+        }
+    }
+
+    /// Hands the terminal, which retry's job holds, to the attempt's `group` and lets it go
+    /// on, with a watcher in the group first so that a Ctrl-C typed the moment after reaches
+    /// it too; the watcher goes if the terminal could not be given.
+    fn hand_over(&mut self, group: Pid) {
+        let Some(terminal) = &self.terminal else {
+            return;
         };
+        if self.watcher.is_none() && terminal.interruptible() {
+            self.watcher = Watcher::start(group);
+        }
+        self.holds_terminal = terminal.give(group);
+        if !self.holds_terminal {
+            self.stop_watching(None);
+        }
+    }
+
+    /// Ctrl-Z reached retry's own group (the attempt did not hold the terminal, or none ran):
+    /// the attempt is stopped too, then retry, as the terminal would have stopped the command
+    /// alone; when continued, the attempt goes on, with the terminal if it held it before and
+    /// `fg` gave it back to retry's job.
+    fn stop_with_the_job(&mut self) {
+        let group = self.child.and(self.group);
+        if let Some(group) = group {
+            let _ = killpg(group, Signal::SIGTSTP);
+        }
+        let held = std::mem::take(&mut self.holds_terminal);
+        if let (true, Some(terminal), Some(group)) = (held, &self.terminal, group) {
+            terminal.take_back(group);
+        }
+        // Only retry: the rest of its job had the terminal's SIGTSTP too.
+        super::signals::stop(Signal::SIGTSTP, false);
+        if let Some(group) = group {
+            let foreground = self.terminal.as_ref().is_some_and(Terminal::foreground);
+            if held && foreground {
+                self.hand_over(group);
+            } else {
+                let _ = killpg(group, Signal::SIGCONT);
+            }
+        }
+    }
+
+    /// With orphans reparented to retry (PID 1, a subreaper): reaps every process that ended
+    /// but the attempt's first one, whose status is kept for [`Process::reap`] if it comes
+    /// up here first.
+    fn reap_orphans(&mut self) {
+        if !self.reaper {
+            return;
+        }
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid on any child with a valid pointer to an int; without WUNTRACED
+            // it reports only processes that ended, which are then gone.
+            let got = unsafe { nix::libc::waitpid(-1, &mut raw, WNOHANG) };
+            if got <= 0 {
+                return;
+            }
+            if self.child.is_some_and(|c| c.as_raw() == got) {
+                self.child_end = Some(raw);
+            } else if let Some(watcher) = self.watcher.as_mut().filter(|w| w.pid().as_raw() == got)
+            {
+                watcher.reaped();
+            }
+        }
     }
 
     /// Ends the attempt's watcher, keeping what it saw.
@@ -427,14 +521,14 @@ impl World for Process {
             Ok(pid) => {
                 self.group = Some(pid);
                 self.child = Some(pid);
-                // The watcher is in the attempt's group before the group gets the terminal: a
-                // Ctrl-C typed the moment after reaches it too, never the command alone.
-                if let Some(t) = self.terminal.as_ref().filter(|t| t.alone()) {
-                    self.watcher = Watcher::start(pid);
-                    self.holds_terminal = t.give(pid);
-                    if !self.holds_terminal {
-                        self.watcher.take().map(Watcher::stop);
-                    }
+                self.child_end = None;
+                self.holds_terminal = false;
+                if self
+                    .terminal
+                    .as_ref()
+                    .is_some_and(|t| t.alone() && t.foreground())
+                {
+                    self.hand_over(pid);
                 }
                 Ok(())
             }
@@ -442,17 +536,40 @@ impl World for Process {
                 if let Some(replay) = self.input.replay() {
                     replay.stop();
                 }
-                let status = match errno {
-                    Errno::ENOENT | Errno::ENOTDIR => Exit::NOT_FOUND.status(),
-                    _ => Exit::CANNOT_EXECUTE.status(),
+                // Shown escaped: a program name cannot end or hide a line.
+                let program =
+                    crate::quote::quoted(std::ffi::OsStr::from_bytes(self.program.as_bytes()));
+                let (why, message) = match errno {
+                    Errno::ENOENT | Errno::ENOTDIR => (Unstarted::NotFound, None),
+                    // The system, not the command: bash says "fork: retry" and tries again.
+                    Errno::EAGAIN | Errno::ENOMEM | Errno::EMFILE | Errno::ENFILE => {
+                        let lack = match errno {
+                            Errno::EAGAIN => "too many processes",
+                            Errno::ENOMEM => "out of memory",
+                            Errno::EMFILE => "too many open files in retry",
+                            _ => "too many open files in the system",
+                        };
+                        (
+                            Unstarted::NoResources,
+                            Some(format!(
+                                "cannot start {program} for lack of resources ({lack}: {}); \
+                                 the system may have room again later",
+                                errno.desc()
+                            )),
+                        )
+                    }
+                    _ => (Unstarted::CannotExecute, None),
                 };
-                Err(SpawnError {
-                    status,
-                    message: format!(
-                        "cannot run {}: {}",
-                        crate::quote::quoted(std::ffi::OsStr::from_bytes(self.program.as_bytes())),
+                let message = message.unwrap_or_else(|| {
+                    format!(
+                        "cannot run {program}: {}",
                         spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
-                    ),
+                    )
+                });
+                Err(SpawnError {
+                    status: why.status(),
+                    why,
+                    message,
                 })
             }
         }
@@ -473,6 +590,9 @@ impl World for Process {
             // left from before makes one spurious turn, never a lost wake-up, because every
             // handler raises its count before it writes.
             if let Some(signal) = self.signals.take() {
+                if signal == Signal::SIGTSTP as i32 {
+                    return Event::Suspend;
+                }
                 return Event::Signal(signal);
             }
             let typed = self.watcher.as_mut().and_then(Watcher::typed);
@@ -483,6 +603,7 @@ impl World for Process {
             if let Some(status) = self.exited.take() {
                 return Event::Exited(status);
             }
+            self.reap_orphans();
             if let Some(status) = self.reap() {
                 if self.typed.is_some() {
                     // What the watcher saw comes first: the attempt ended after it.
@@ -583,6 +704,14 @@ impl World for Process {
         if let (Some(group), Ok(signal)) = (self.group, Signal::try_from(signal)) {
             let _ = killpg(group, signal);
         }
+    }
+
+    fn suspend(&mut self) {
+        self.stop_with_the_job();
+    }
+
+    fn typed_handled(&mut self) {
+        self.signals.not_cancelled_after_all();
     }
 
     fn group_alive(&mut self) -> bool {

@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use nix::libc;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
-/// The signals retry handles: the first four cancel the run, the others are only passed on.
-pub const HANDLED: [Signal; 7] = [
+/// The signals retry handles: the first four cancel the run, the next three are only passed
+/// on, and SIGTSTP (Ctrl-Z at the terminal, while retry's group holds it) suspends the run:
+/// the attempt, then retry, after the countdown is cleared.
+pub const HANDLED: [Signal; 8] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -18,6 +20,7 @@ pub const HANDLED: [Signal; 7] = [
     Signal::SIGUSR1,
     Signal::SIGUSR2,
     Signal::SIGWINCH,
+    Signal::SIGTSTP,
 ];
 
 /// How many times each of `HANDLED` has arrived. Counting, rather than a flag, is what lets a
@@ -54,7 +57,7 @@ fn on_signal(signal: libc::c_int) {
 /// Whether `signal` was ignored when retry started (`nohup`, or a non-interactive shell's
 /// `&`, which ignores SIGINT and SIGQUIT): such a signal stays ignored, for retry and, through
 /// exec, for the command, as POSIX asks of a shell's `trap` and as sudo does.
-fn ignored_at_start(signal: Signal) -> bool {
+pub fn ignored_at_start(signal: Signal) -> bool {
     let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null new action only reads the current one into `old`, which is zeroed
     // memory of the right type.
@@ -62,6 +65,47 @@ fn ignored_at_start(signal: Signal) -> bool {
         unsafe { libc::sigaction(signal as libc::c_int, std::ptr::null(), old.as_mut_ptr()) };
     // SAFETY: sigaction filled `old` (and it was zeroed before, a valid sigaction too).
     read == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
+/// Stops retry as the default action of `signal` stops a process (SIGSTOP instead where retry
+/// ignores `signal`), and its whole process group with it when `job`: what the terminal or the
+/// kernel would have done to the job had the command run alone in it, so that the shell sees
+/// the job Stopped and can `fg` or `bg` it. Returns once retry is continued.
+pub fn stop(signal: Signal, job: bool) {
+    let signal = if signal != Signal::SIGSTOP && ignored_at_start(signal) {
+        Signal::SIGSTOP
+    } else {
+        signal
+    };
+    let number = signal as libc::c_int;
+    // SAFETY: the actions are plain data (SIG_DFL, or the one sigaction read back), the sets
+    // are initialised by sigemptyset before use, and kill and raise take plain integers.
+    // While the default action is in place, the signal stops retry, which is what is asked.
+    unsafe {
+        let mut default = std::mem::MaybeUninit::<libc::sigaction>::zeroed().assume_init();
+        default.sa_sigaction = libc::SIG_DFL;
+        let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+        let changed =
+            signal != Signal::SIGSTOP && libc::sigaction(number, &default, old.as_mut_ptr()) == 0;
+        // SIGTTOU is blocked while retry has a terminal (terminal.rs): unblocked for this.
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), number);
+        let mut before = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(before.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, set.as_ptr(), before.as_mut_ptr());
+        // A signal sent to retry itself is acted on before the call returns: retry stops
+        // here, and goes on from here when continued.
+        if job {
+            libc::kill(0, number);
+        } else {
+            libc::raise(number);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, before.as_ptr(), std::ptr::null_mut());
+        if changed {
+            libc::sigaction(number, old.as_ptr(), std::ptr::null_mut());
+        }
+    }
 }
 
 /// The receiving end of retry's signal handlers.
@@ -146,6 +190,12 @@ impl Signals {
     /// typed at the terminal that the attempt holds.
     pub fn cancelled_at_the_terminal(&mut self) {
         self.cancelled = true;
+    }
+
+    /// The command handled the Ctrl-C typed at the terminal and went on (a REPL): the run is
+    /// not cancelled after all.
+    pub fn not_cancelled_after_all(&mut self) {
+        self.cancelled = false;
     }
 
     /// The next signal that arrived and was not yet taken, one arrival at a time.

@@ -1,43 +1,49 @@
-//! The controlling terminal, handed to each attempt's process group while it runs, so that an
-//! interactive command can read it and Ctrl-C and Ctrl-Z reach it, and taken back after.
+//! The controlling terminal, handed to each attempt's process group as a shell hands it to a
+//! job, so that an interactive command can read it and Ctrl-C and Ctrl-Z reach it, and taken
+//! back after.
 //!
-//! Only when retry stands alone in its job: in a pipeline (`retry -- cmd | less`), the other
-//! commands of the job share retry's process group and may need the terminal themselves, so an
-//! attempt gets it only if it stops trying to read or set it.
+//! When retry stands alone in its job in the terminal's foreground, each attempt gets the
+//! terminal as it starts. In a pipeline (`retry -- cmd | less`), the other commands of the job
+//! share retry's process group and may need the terminal themselves, so an attempt gets it
+//! only once it tries to read or set it (and stops on SIGTTIN or SIGTTOU). When retry's job is
+//! in the background, an attempt that tries that stops the job with the same signal, so the
+//! shell shows it Stopped, and gets the terminal when `fg` brings the job back.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
 use nix::sys::stat::{SFlag, fstat};
-use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
+use nix::unistd::{Pid, getpgid, getppid, getsid, tcgetpgrp, tcsetpgrp};
 
-/// retry's controlling terminal, when retry runs in its foreground.
+/// retry's controlling terminal.
 pub struct Terminal {
     tty: File,
     /// retry's own process group.
     own: Pid,
-    /// Neither retry's stdin nor its stdout is a pipe or socket: no other command of its job
-    /// reads from or writes to it.
+    /// Neither retry's stdin nor its stdout is a pipe or socket (no other command of its job
+    /// reads from or writes to it), and SIGINT was not ignored when retry started (a
+    /// non-interactive shell's `&` ignores it: such a job leaves the terminal to the shell).
     alone: bool,
+    /// A Ctrl-C typed at the terminal would have reached retry: SIGINT was not ignored when
+    /// it started.
+    interruptible: bool,
 }
 
 impl Terminal {
-    /// The terminal, if retry has one and is in its foreground; `None` in a pipeline's
-    /// background, under cron, in CI.
+    /// The terminal, if retry has one (not under cron, in CI, or after `setsid`), whether or
+    /// not retry's job holds it now.
     pub fn detect() -> Option<Terminal> {
         let tty = File::options()
             .read(true)
             .write(true)
             .open("/dev/tty")
             .ok()?;
-        let own = getpgrp();
-        if tcgetpgrp(tty.as_fd()).ok()? != own {
-            return None;
-        }
+        let own = nix::unistd::getpgrp();
         // A background process that sets the foreground group gets SIGTTOU, which would stop
         // retry while it takes the terminal back. Blocked, not ignored: the block is not
-        // inherited by the child (std clears the mask), where an ignore would be.
+        // inherited by the child (it gets the mask retry was started with), where an ignore
+        // would be.
         let mut ttou = SigSet::empty();
         ttou.add(Signal::SIGTTOU);
         sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None).ok()?;
@@ -47,30 +53,61 @@ impl Terminal {
                 kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
             })
         };
-        let alone = !piped(super::child_fd::stdin()) && !piped(super::child_fd::stdout());
-        Some(Terminal { tty, own, alone })
+        let interruptible = !super::signals::ignored_at_start(Signal::SIGINT);
+        let alone =
+            interruptible && !piped(super::child_fd::stdin()) && !piped(super::child_fd::stdout());
+        Some(Terminal {
+            tty,
+            own,
+            alone,
+            interruptible,
+        })
     }
 
-    /// Whether each attempt is given the terminal as it starts.
+    /// Whether each attempt is given the terminal as it starts (when retry's job holds it).
     pub fn alone(&self) -> bool {
         self.alone
     }
 
-    /// Whether retry's group holds the terminal now (not after `bg`).
-    pub fn ours(&self) -> bool {
+    /// Whether a Ctrl-C typed at the terminal is retry's to watch for.
+    pub fn interruptible(&self) -> bool {
+        self.interruptible
+    }
+
+    /// Whether retry's group holds the terminal now: its job is in the foreground.
+    pub fn foreground(&self) -> bool {
         tcgetpgrp(self.tty.as_fd()).is_ok_and(|g| g == self.own)
     }
 
     /// Gives the terminal to an attempt's group, if it is retry's to give, and lets the group
-    /// run: it may have stopped on SIGTTIN by reading before it had the terminal.
+    /// run: it may have stopped on SIGTTIN by reading before it had the terminal. Whether the
+    /// group now holds the terminal.
     pub fn give(&self, group: Pid) -> bool {
-        let given = self.ours() && tcsetpgrp(self.tty.as_fd(), group).is_ok();
+        let given = self.foreground() && tcsetpgrp(self.tty.as_fd(), group).is_ok();
         let _ = killpg(group, Signal::SIGCONT);
         given
     }
 
-    /// Takes the terminal back for retry's own group.
-    pub fn take_back(&self) {
-        let _ = tcsetpgrp(self.tty.as_fd(), self.own);
+    /// Takes the terminal back for retry's own group from the attempt's `group`, if that
+    /// still holds it: after a `bg`, the shell holds it, and keeps it.
+    pub fn take_back(&self, group: Pid) {
+        if tcgetpgrp(self.tty.as_fd()).is_ok_and(|g| g == group) {
+            let _ = tcsetpgrp(self.tty.as_fd(), self.own);
+        }
+    }
+
+    /// Whether a stop of retry's job would be seen by a shell that can continue it. The
+    /// kernel discards the terminal's stop signals for an orphaned process group (nobody of
+    /// the session is left to continue it); retry's, with its parent gone (adopted by PID 1
+    /// or a subreaper) or in another session, is taken to be one.
+    pub fn job_can_stop(&self) -> bool {
+        let parent = getppid();
+        if parent.as_raw() <= 1 {
+            return false;
+        }
+        match (getsid(Some(parent)), getsid(None), getpgid(Some(parent))) {
+            (Ok(theirs), Ok(ours), Ok(_)) => theirs == ours,
+            _ => false,
+        }
     }
 }

@@ -20,6 +20,9 @@ use nix::unistd::{ForkResult, Pid, fork, setpgid};
 pub struct Watcher {
     pid: Pid,
     report: OwnedFd,
+    /// Already reaped (by a retry that reaps orphans with `waitpid(-1)`): its pid is not to
+    /// be signalled or waited for again.
+    reaped: bool,
 }
 
 /// What the watcher writes for each signal it saw.
@@ -58,7 +61,11 @@ impl Watcher {
                 // Both sides set the group, as a shell does: whichever runs first, the
                 // watcher is in it before it matters.
                 let _ = setpgid(child, group);
-                Some(Watcher { pid: child, report })
+                Some(Watcher {
+                    pid: child,
+                    report,
+                    reaped: false,
+                })
             }
         }
     }
@@ -85,12 +92,24 @@ impl Watcher {
         seen
     }
 
+    /// The watcher's process.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The watcher was reaped by someone else than [`Watcher::stop`].
+    pub fn reaped(&mut self) {
+        self.reaped = true;
+    }
+
     /// Ends the watcher and reaps it; returns what it saw that was not asked for yet. A
     /// signal the terminal sent before is reported first: the watcher takes pending signals
     /// lowest first, and SIGINT and SIGQUIT come before SIGTERM.
     pub fn stop(mut self) -> Option<i32> {
-        let _ = kill(self.pid, Signal::SIGTERM);
-        let _ = waitpid(self.pid, None);
+        if !self.reaped {
+            let _ = kill(self.pid, Signal::SIGTERM);
+            let _ = waitpid(self.pid, None);
+        }
         self.typed()
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::policy::status::Status;
-pub use crate::policy::verdict::Findings;
+pub use crate::policy::verdict::{Findings, Unstarted};
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,9 +22,12 @@ pub enum Event {
     /// signal itself; it takes the end as this signal's cancel.
     Interrupted(i32),
     /// A Ctrl-C (or Ctrl-\) was typed at the terminal the attempt holds: the attempt got the
-    /// signal from the terminal, retry did not; whatever the attempt makes of it, the run is
-    /// cancelled.
+    /// signal from the terminal, retry did not; the run is cancelled unless the attempt
+    /// handles it and goes on (a REPL).
     Typed(i32),
+    /// Ctrl-Z reached retry (SIGTSTP): the loop clears what it shows on the terminal, then
+    /// asks the world to [`World::suspend`] the run.
+    Suspend,
 }
 
 /// What the loop may ask of the world: processes, time and signals.
@@ -41,6 +44,12 @@ pub trait World {
     fn cancel_pending(&mut self) -> Option<i32>;
     /// Sends a signal to the running attempt's process group.
     fn kill(&mut self, signal: i32);
+    /// Stops the running attempt, if any, and retry with it, as Ctrl-Z stops a job; returns
+    /// once continued (`fg`, `bg`), the attempt going on too.
+    fn suspend(&mut self) {}
+    /// The attempt outlived a Ctrl-C typed at the terminal by `--kill-after`: it handled it
+    /// and went on (a REPL), and the run is not cancelled after all.
+    fn typed_handled(&mut self) {}
     /// Whether any process of the attempt's group is still there after its first one ended.
     fn group_alive(&mut self) -> bool;
     /// What the attempt that just ended said besides its status.
@@ -83,7 +92,10 @@ pub struct AttemptEnv {
 /// An attempt that could not be started.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpawnError {
-    /// 127 when the command was not found, 126 when it could not be executed.
+    /// 127 when the command was not found, 126 when it could not be executed, 125 when the
+    /// system lacked the resources to start it.
     pub status: i32,
+    /// Why, as the verdict sees it.
+    pub why: Unstarted,
     pub message: String,
 }

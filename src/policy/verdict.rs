@@ -47,6 +47,21 @@ pub enum Unstarted {
     NotFound,
     /// Status 126.
     CannotExecute,
+    /// The system lacked the resources to start it (EAGAIN: too many processes, ENOMEM,
+    /// EMFILE, ENFILE): status 125, retry's own failure, and retried whatever the lists say,
+    /// since it says nothing of the command.
+    NoResources,
+}
+
+impl Unstarted {
+    /// The status the attempt counts as.
+    pub fn status(self) -> i32 {
+        match self {
+            Unstarted::NotFound => Exit::NOT_FOUND.status(),
+            Unstarted::CannotExecute => Exit::CANNOT_EXECUTE.status(),
+            Unstarted::NoResources => Exit::FAILURE.status(),
+        }
+    }
 }
 
 /// How one attempt ended.
@@ -114,6 +129,8 @@ pub enum Retryable {
     Output(String),
     /// The exit status, by this rule.
     Status(Reason),
+    /// The system lacked the resources to start the command.
+    NoResources,
 }
 
 /// A `Retry-After` the wait follows.
@@ -225,7 +242,8 @@ impl Decision {
 /// Judges an ended attempt: what comes next, and why. Whatever says "fatal" (a `stop` hint,
 /// a fatal output rule, a fatal HTTP status, `--fatal-on`, 126/127) wins; then whatever says
 /// "retry" (an HTTP status, an output rule), which retries even a status-0 attempt or one that
-/// `--retry-on` leaves out; then the exit status alone. A retryable failure is then paced:
+/// `--retry-on` leaves out; then the exit status alone. An attempt the system lacked the
+/// resources to start is retried whatever the lists say. A retryable failure is then paced:
 /// attempts left, the deadline, whether anybody still reads the output (`output_gone`, asked
 /// only then), the delay and any `Retry-After`. `elapsed` is the time since the run began;
 /// `estimates` what the key's outcomes say, for the adaptive delay.
@@ -247,6 +265,66 @@ pub fn judge<R: Rng + ?Sized>(
     if let Some(sig) = end.cancelled {
         return plain(Judgement::Cancelled(sig));
     }
+    let (because, said_failed) = if end.unstarted == Some(Unstarted::NoResources) {
+        (Retryable::NoResources, None)
+    } else {
+        match classify(p, end) {
+            Ok(classified) => classified,
+            Err(judged) => return judged,
+        }
+    };
+    let ends = |judgement| Judged {
+        judgement,
+        said_failed,
+    };
+    // From here on the attempt failed in a way that is retried; only limits stop the run.
+    let spent = |because, following, limit| {
+        ends(Judgement::Spent {
+            because,
+            following,
+            limit,
+        })
+    };
+    if !pacing.attempts_left(attempt) {
+        return spent(because, None, Limit::AttemptsUsedUp);
+    }
+    if end.stopped == Some(Stop::Deadline) {
+        return spent(because, None, Limit::Deadline);
+    }
+    if output_gone() {
+        return ends(Judgement::OutputGone);
+    }
+    let mut delay = pacing.next_delay(attempt, estimates, rng);
+    let mut following = None;
+    if let Some(asked) = end.findings.retry_after {
+        // Capped first: a wait cut to --retry-after-max may well fit the deadline.
+        let wait = follow(asked, p.retry_after_max, rng);
+        if let Err(left) = pacing.fits(elapsed, wait) {
+            return spent(because, None, Limit::ComeBackAfterDeadline { asked, left });
+        }
+        delay = delay.max(wait);
+        following = Some(Following {
+            asked,
+            capped: asked > p.retry_after_max,
+        });
+    }
+    if let Err(left) = pacing.fits(elapsed, delay) {
+        return spent(because, following, Limit::NextAfterDeadline { delay, left });
+    }
+    plain(Judgement::Retry {
+        because,
+        following,
+        delay,
+    })
+}
+
+/// What the exit status and the findings of a started attempt say: why it is retried (and
+/// what said it failed, if its status is a success), or the judgement that ends the run.
+fn classify(p: &Policy, end: &Ended) -> Result<(Retryable, Option<SaidFailed>), Judged> {
+    let plain = |judgement| Judged {
+        judgement,
+        said_failed: None,
+    };
     let status = end.number();
     let f = &end.findings;
     let http = f
@@ -279,7 +357,7 @@ pub fn judge<R: Rng + ?Sized>(
         said_failed,
     };
     if let Some(why) = fatal {
-        return ends(Judgement::Fatal(why));
+        return Err(ends(Judgement::Fatal(why)));
     }
     let because = match (retry, by_status) {
         // What the command said (its HTTP status, its output) is more specific than a list of
@@ -288,55 +366,17 @@ pub fn judge<R: Rng + ?Sized>(
             Some(why),
             Verdict::Success | Verdict::Retry(_) | Verdict::Fatal(Reason::NotInRetryOn),
         ) => why,
-        (_, Verdict::Success) => return plain(Judgement::Success),
+        (_, Verdict::Success) => return Err(plain(Judgement::Success)),
         (_, Verdict::Fatal(reason)) => {
-            return ends(Judgement::Fatal(Fatal::Status {
+            return Err(ends(Judgement::Fatal(Fatal::Status {
                 status,
                 reason,
                 unstarted: end.unstarted,
-            }));
+            })));
         }
         (None, Verdict::Retry(reason)) => Retryable::Status(reason),
     };
-    // From here on the attempt failed in a way that is retried; only limits stop the run.
-    let spent = |because, following, limit| {
-        ends(Judgement::Spent {
-            because,
-            following,
-            limit,
-        })
-    };
-    if !pacing.attempts_left(attempt) {
-        return spent(because, None, Limit::AttemptsUsedUp);
-    }
-    if end.stopped == Some(Stop::Deadline) {
-        return spent(because, None, Limit::Deadline);
-    }
-    if output_gone() {
-        return ends(Judgement::OutputGone);
-    }
-    let mut delay = pacing.next_delay(attempt, estimates, rng);
-    let mut following = None;
-    if let Some(asked) = f.retry_after {
-        // Capped first: a wait cut to --retry-after-max may well fit the deadline.
-        let wait = follow(asked, p.retry_after_max, rng);
-        if let Err(left) = pacing.fits(elapsed, wait) {
-            return spent(because, None, Limit::ComeBackAfterDeadline { asked, left });
-        }
-        delay = delay.max(wait);
-        following = Some(Following {
-            asked,
-            capped: asked > p.retry_after_max,
-        });
-    }
-    if let Err(left) = pacing.fits(elapsed, delay) {
-        return spent(because, following, Limit::NextAfterDeadline { delay, left });
-    }
-    plain(Judgement::Retry {
-        because,
-        following,
-        delay,
-    })
+    Ok((because, said_failed))
 }
 
 /// The wait for a `Retry-After` of `asked`: never sooner than asked (up to `cap`), never past

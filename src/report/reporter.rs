@@ -230,22 +230,41 @@ impl<'a> Reporter<'a> {
         self.say(Event::NotStarted, now, message);
     }
 
-    /// retry stopped or cancelled the running attempt. In a text log, a cancel is said on
-    /// the give-up line.
+    /// retry stopped or cancelled the running attempt. A signal received, or a Ctrl-C typed
+    /// at the terminal, is said when it arrives (the person who pressed it sees it was taken,
+    /// however long the command takes to end), and the give-up line then says how the
+    /// attempt ended. A Ctrl-C inferred from how the attempt ended is known only then: in a
+    /// text log, it is said on the give-up line.
     pub fn stopping(&mut self, now: Duration, how: Stopping) {
-        let cancel = matches!(
-            how,
-            Stopping::Cancel(_) | Stopping::Typed(_) | Stopping::TerminalCancel(_)
-        );
-        if cancel && self.hold(how) {
+        if let Stopping::TerminalCancel(_) = how
+            && self.hold(how)
+        {
             return;
         }
-        if let Some(held) = self.held.take() {
-            // More happens to the cancelled attempt (a second Ctrl-C, --kill-after): the
-            // cancel, held for the give-up line, is said first, on its own line.
+        if let Some(held @ Stopping::TerminalCancel(_)) = self.held {
+            // More happens to the cancelled attempt: the cancel, held for the give-up line, is
+            // said first, on its own line.
+            self.held = None;
             self.stopping_now(now, held);
         }
         self.stopping_now(now, how);
+        if let Stopping::Cancel(_) | Stopping::Typed(_) = how {
+            // The give-up line says how the attempt ended, not the cancel again.
+            self.hold(how);
+        }
+    }
+
+    /// The attempt outlived the Ctrl-C typed at the terminal by `--kill-after`: it handled
+    /// it and went on, and the run goes on as if it had not been typed.
+    pub fn went_on(&mut self, now: Duration, sig: i32) {
+        self.held = None;
+        let msg = format!(
+            "the command went on for --kill-after ({}) after the {}: it handled it (a REPL, \
+             psql, gdb); its exit will be judged as usual",
+            human(self.policy.kill_after),
+            keys(sig)
+        );
+        self.say(Event::TerminalCancel, now, msg);
     }
 
     fn stopping_now(&mut self, now: Duration, how: Stopping) {
@@ -268,8 +287,9 @@ impl<'a> Reporter<'a> {
             Stopping::Cancel(sig) => (
                 Event::Signal,
                 format!(
-                    "{} received; passed on to the command; no more attempts",
-                    signal_name(sig)
+                    "{} received during {}; passed on to the command; no more attempts",
+                    signal_name(sig),
+                    attempt_label(self.attempt, self.max_attempts)
                 ),
             ),
             Stopping::CancelAgain(sig) => {
@@ -282,8 +302,12 @@ impl<'a> Reporter<'a> {
             Stopping::Typed(sig) => (
                 Event::TerminalCancel,
                 format!(
-                    "{} typed at the terminal; the command has it; no more attempts",
-                    keys(sig)
+                    "{} typed at the terminal ({} received) during {}; the command has it; no \
+                     more attempts unless it handles it and goes on for --kill-after ({})",
+                    keys(sig),
+                    signal_name(sig),
+                    attempt_label(self.attempt, self.max_attempts),
+                    human(self.policy.kill_after)
                 ),
             ),
             Stopping::TerminalCancel(sig) => {
@@ -333,24 +357,16 @@ impl<'a> Reporter<'a> {
     /// How the attempt was cancelled and how it ended, for the one line of a cancelled run.
     fn cancel_line(&self, how: Stopping, end: &Ended) -> String {
         let attempt = attempt_label(self.attempt, self.max_attempts);
-        let ended = format!("the command ended after {}: {}", human(end.ran), end.status);
+        let ended = format!("{attempt} ended after {}: {}", human(end.ran), end.status);
         match how {
-            Stopping::Cancel(sig) => format!(
-                "{} received during {attempt}, and passed on; {ended}",
-                signal_name(sig)
-            ),
+            // Said when it arrived.
+            Stopping::Cancel(_) | Stopping::Typed(_) => ended,
             Stopping::TerminalCancel(sig) => {
                 let key = keys(sig);
                 format!(
                     "{attempt} ended with status {} while it held the terminal, as {key} ends a \
                      command: taken as a {key} typed there",
                     Exit::Signal(sig).status()
-                )
-            }
-            Stopping::Typed(sig) => {
-                format!(
-                    "{} typed at the terminal during {attempt}; {ended}",
-                    keys(sig)
                 )
             }
             // Not held: they are said as they happen.
@@ -395,7 +411,7 @@ impl<'a> Reporter<'a> {
     /// The attempt succeeded: said when it was not the first; the run ends.
     /// A success at the first attempt is said only with -v, and in a --log-file.
     pub fn succeeded(&mut self, now: Duration, end: &Ended, exit: Exit) {
-        if let Some(held) = self.held.take() {
+        if let Some(held @ Stopping::TerminalCancel(_)) = self.held.take() {
             self.stopping_now(now, held);
         }
         if self.attempt > 1 || self.policy.log.level >= 2 || self.log.records_every_run() {

@@ -113,6 +113,9 @@ fn fatal_why(fatal: &Fatal, rules: &Rules) -> String {
             let what = match unstarted {
                 crate::policy::verdict::Unstarted::NotFound => "command not found",
                 crate::policy::verdict::Unstarted::CannotExecute => "cannot execute",
+                crate::policy::verdict::Unstarted::NoResources => {
+                    "not started for lack of resources"
+                }
             };
             format!("status {status}: {what}")
         }
@@ -137,6 +140,7 @@ fn detail(because: &Retryable, rules: &Rules) -> Option<String> {
         Retryable::Output(pattern) => Some(format!("output matched --retry-if-output '{pattern}'")),
         Retryable::Status(Reason::RetryOn) => Some(format!("in {}", rules.sources.retry_on)),
         Retryable::Status(_) => None,
+        Retryable::NoResources => Some("the system lacked the resources to start it".into()),
     }
 }
 

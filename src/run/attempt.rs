@@ -17,7 +17,7 @@ use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
 use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
-use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed, Unstarted};
+use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::report::log::Log;
 use crate::report::reporter::Reporter;
 use crate::report::summary::{Outcome, Summary};
@@ -141,11 +141,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             Err(e) => {
                 self.rep.not_started(self.world.elapsed(), e.message);
                 Ended {
-                    unstarted: Some(if e.status == Exit::NOT_FOUND.status() {
-                        Unstarted::NotFound
-                    } else {
-                        Unstarted::CannotExecute
-                    }),
+                    unstarted: Some(e.why),
                     ..Ended::with(Status::Code(e.status))
                 }
             }
@@ -338,6 +334,12 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 Event::Timer if world.elapsed() >= until => break None,
                 Event::Timer => {}
                 Event::Signal(sig) | Event::Typed(sig) if cancels(sig) => break Some(sig),
+                // Ctrl-Z: the countdown is cleared before the shell prints Stopped, and shown
+                // again once the run is continued.
+                Event::Suspend => {
+                    rep.clear_countdown();
+                    world.suspend();
+                }
                 // With no attempt running, there is nobody to pass other signals on to.
                 Event::Signal(_) | Event::Typed(_) | Event::Exited(_) | Event::Interrupted(_) => {}
             }

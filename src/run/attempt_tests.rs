@@ -6,7 +6,7 @@ use super::fake::*;
 use crate::exit::Exit;
 use crate::policy::status::SIGHUP;
 
-use crate::platform::world::{Findings, SpawnError};
+use crate::platform::world::{Event, Findings, SpawnError};
 use crate::policy::output_rules::Found;
 use crate::policy::status::Status;
 use crate::report::summary::Outcome;
@@ -58,6 +58,7 @@ fn a_command_that_cannot_run_is_not_retried() {
     let mut world = Fake::new([]);
     world.spawn_error = Some(SpawnError {
         status: 127,
+        why: crate::policy::verdict::Unstarted::NotFound,
         message: "cannot run 'x': No such file or directory".into(),
     });
     let r = run_with(&[], world);
@@ -594,4 +595,103 @@ fn a_long_attempt_starts_the_backoff_and_the_limit_afresh() {
         r.log
     );
     assert!(r.log.contains("attempt 3/3 failed"), "{}", r.log);
+}
+
+/// SPEC 4: a command that outlives a Ctrl-C typed at the terminal by more than --kill-after
+/// handled it and went on (a REPL): its later exit is judged by the usual rules.
+#[test]
+fn a_command_that_outlives_a_typed_ctrl_c_by_kill_after_is_judged_as_usual() {
+    let world = Fake::new([exits(3, 20_000), exits(0, 10)]).event_at(ms(1000), Event::Typed(INT));
+    let r = run_with(&["-n", "2", "-d", "0", "--kill-after", "4s"], world);
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 2, "retried: {}", r.log);
+    assert_eq!(r.world.handled, [ms(5000)], "{}", r.log);
+    assert!(
+        r.world.killed.is_empty(),
+        "nothing was sent to it: {:?}",
+        r.world.killed
+    );
+    assert!(
+        r.log
+            .contains("Ctrl-C typed at the terminal (SIGINT received) during attempt 1/2"),
+        "{}",
+        r.log
+    );
+    assert!(r.log.contains("it handled it"), "{}", r.log);
+    assert!(!r.log.contains("cancelled"), "{}", r.log);
+}
+
+#[test]
+fn a_command_that_ends_within_kill_after_of_a_typed_ctrl_c_is_a_cancel() {
+    let world = Fake::new([exits(1, 3000)]).event_at(ms(1000), Event::Typed(INT));
+    let r = run_with(&["-n", "3", "-d", "0", "--kill-after", "4s"], world);
+    assert_eq!(r.exit, Exit::Signal(INT), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 1, "not retried: {}", r.log);
+    assert!(r.world.handled.is_empty());
+    assert!(r.log.contains("cancelled by SIGINT"), "{}", r.log);
+}
+
+/// The line that says a signal was received is written when it arrives, before the attempt
+/// ends, and the give-up line says how the attempt ended, without saying the signal again.
+#[test]
+fn the_received_line_comes_when_the_signal_does_and_the_give_up_line_after() {
+    let slow = Script {
+        status: Status::Code(0),
+        runs: ms(60_000),
+        ignores_term: true,
+    };
+    let world = Fake::new([slow]).signal_at(ms(1000), INT);
+    let r = run_with(&["-n", "3", "--kill-after", "4s"], world);
+    let lines: Vec<&str> = r.log.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", r.log);
+    assert!(
+        lines[0].contains("SIGINT received during attempt 1/3; passed on to the command"),
+        "{}",
+        r.log
+    );
+    assert!(lines[1].contains("outlived --kill-after"), "{}", r.log);
+    assert!(lines[2].contains("cancelled by SIGINT"), "{}", r.log);
+    assert!(!lines[2].contains("received"), "{}", r.log);
+    assert_eq!(r.exit, Exit::Signal(INT));
+}
+
+#[test]
+fn ctrl_z_during_a_wait_suspends_the_run_which_goes_on_after() {
+    let world = Fake::new([exits(1, 10), exits(0, 10)]).event_at(ms(500), Event::Suspend);
+    let r = run_with(&["-n", "2", "--jitter", "none", "-d", "3s"], world);
+    assert_eq!(r.world.suspended, [ms(500)]);
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 2);
+}
+
+#[test]
+fn ctrl_z_during_an_attempt_suspends_it_without_ending_it() {
+    let world = Fake::new([exits(0, 1000)]).event_at(ms(500), Event::Suspend);
+    let r = run_with(&["-n", "2"], world);
+    assert_eq!(r.world.suspended, [ms(500)]);
+    assert!(r.world.killed.is_empty());
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+}
+
+/// SPEC 4: a spawn that fails for lack of resources is a retryable failure of the attempt,
+/// whatever the lists say; 126 and 127 stay for a command that cannot run.
+#[test]
+fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
+    let mut world = Fake::new([]);
+    world.spawn_error = Some(SpawnError {
+        status: 125,
+        why: crate::policy::verdict::Unstarted::NoResources,
+        message: "cannot start 'x' for lack of resources (too many processes: ...)".into(),
+    });
+    let r = run_with(&["-n", "3", "-d", "0", "--retry-on", "1"], world);
+    assert_eq!(r.world.envs.len(), 3, "{}", r.log);
+    assert_eq!(r.exit, Exit::Code(125), "{}", r.log);
+    assert!(r.log.contains("lack of resources"), "{}", r.log);
+    assert!(
+        r.log
+            .contains("retryable: the system lacked the resources to start it"),
+        "{}",
+        r.log
+    );
+    assert!(!r.log.contains("cannot execute"), "{}", r.log);
 }

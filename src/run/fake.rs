@@ -53,7 +53,8 @@ pub struct Fake {
     pub now: Duration,
     pub script: VecDeque<Script>,
     pub running: Option<(Script, Duration)>,
-    pub signals: VecDeque<(Duration, i32)>,
+    /// What reaches the loop at set times: signals, a Ctrl-C typed at the terminal, Ctrl-Z.
+    pub signals: VecDeque<(Duration, Event)>,
     pub slept: Vec<Duration>,
     pub killed: Vec<(Duration, i32)>,
     pub envs: Vec<AttemptEnv>,
@@ -68,6 +69,10 @@ pub struct Fake {
     pub hooks: Vec<HookRun>,
     /// Nothing reads retry's output.
     pub output_gone: bool,
+    /// When the run was suspended (Ctrl-Z).
+    pub suspended: Vec<Duration>,
+    /// When the loop said the attempt had handled a Ctrl-C typed at the terminal.
+    pub handled: Vec<Duration>,
 }
 
 impl Fake {
@@ -78,8 +83,14 @@ impl Fake {
         }
     }
 
-    pub fn signal_at(mut self, at: Duration, signal: i32) -> Fake {
-        self.signals.push_back((at, signal));
+    pub fn signal_at(self, at: Duration, signal: i32) -> Fake {
+        self.event_at(at, Event::Signal(signal))
+    }
+
+    /// `event` reaches the loop at `at`: a Ctrl-C typed at the terminal (`Event::Typed`),
+    /// Ctrl-Z (`Event::Suspend`).
+    pub fn event_at(mut self, at: Duration, event: Event) -> Fake {
+        self.signals.push_back((at, event));
         self
     }
 }
@@ -105,12 +116,12 @@ impl World for Fake {
     fn wait(&mut self, until: Option<Duration>) -> Event {
         let ends = self.running.map(|(_, at)| at);
         let next = [ends, until].into_iter().flatten().min();
-        if let Some(&(at, sig)) = self.signals.front()
+        if let Some(&(at, event)) = self.signals.front()
             && next.is_none_or(|n| at <= n)
         {
             self.signals.pop_front();
             self.now = self.now.max(at);
-            return Event::Signal(sig);
+            return event;
         }
         match (self.running, until) {
             (Some((script, at)), until) if until.is_none_or(|u| at <= u) => {
@@ -131,12 +142,22 @@ impl World for Fake {
 
     fn cancel_pending(&mut self) -> Option<i32> {
         match self.signals.front() {
-            Some(&(at, sig)) if at <= self.now && crate::policy::status::cancels(sig) => {
+            Some(&(at, Event::Signal(sig)))
+                if at <= self.now && crate::policy::status::cancels(sig) =>
+            {
                 self.signals.pop_front();
                 Some(sig)
             }
             _ => None,
         }
+    }
+
+    fn suspend(&mut self) {
+        self.suspended.push(self.now);
+    }
+
+    fn typed_handled(&mut self) {
+        self.handled.push(self.now);
     }
 
     fn group_alive(&mut self) -> bool {

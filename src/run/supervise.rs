@@ -32,6 +32,10 @@ pub fn supervise<W: World>(
     let mut escalation = Escalation::default();
     // The first process's status, once it ended.
     let mut ended: Option<Status> = None;
+    // A Ctrl-C (or Ctrl-\) typed at the terminal the attempt holds, and when: the run ends
+    // with this attempt unless the attempt outlives it by `--kill-after` (SPEC 4: a REPL,
+    // psql or gdb handled it and went on; its later exit is judged by the usual rules).
+    let mut typed: Option<(i32, Duration)> = None;
     loop {
         if let Some(status) = ended
             && (!escalation.pending() || !world.group_alive())
@@ -45,12 +49,18 @@ pub fn supervise<W: World>(
         }
         let now = world.elapsed();
         let limit = limit.filter(|_| stopped.is_none());
-        let until = [limit, escalation.wake(now, ended.is_some())]
+        let handled_at = typed.map(|(_, at)| at.saturating_add(p.kill_after));
+        let until = [limit, escalation.wake(now, ended.is_some()), handled_at]
             .into_iter()
             .flatten()
             .min();
         match world.wait(until) {
-            Event::Exited(status) => ended = Some(status),
+            Event::Exited(status) => {
+                ended = Some(status);
+                if handled_at.is_some_and(|at| world.elapsed() > at) {
+                    went_on(world, rep, &mut typed, &mut cancelled);
+                }
+            }
             Event::Timer if escalation.due(world.elapsed()) => {
                 world.kill(SIGKILL);
                 escalation.killed();
@@ -62,7 +72,11 @@ pub fn supervise<W: World>(
                 escalation.ask(world.elapsed(), p.kill_after);
                 rep.stopping(world.elapsed(), Stopping::TimeUp(why));
             }
+            Event::Timer if handled_at.is_some_and(|at| world.elapsed() >= at) => {
+                went_on(world, rep, &mut typed, &mut cancelled);
+            }
             Event::Timer => {}
+            Event::Suspend => world.suspend(),
             Event::Signal(sig) if cancels(sig) => {
                 let again = cancelled.is_some() && [SIGINT, SIGTERM].contains(&sig);
                 if again {
@@ -74,21 +88,26 @@ pub fn supervise<W: World>(
                     escalation.ask(world.elapsed(), p.kill_after);
                     rep.stopping(world.elapsed(), Stopping::Cancel(sig));
                 }
+                // A signal that reached retry itself is no Ctrl-C a REPL handles.
+                typed = None;
                 cancelled.get_or_insert(sig);
             }
             // The terminal sent the attempt's group a Ctrl-C: the command has it already, and
-            // decides what to make of it; the run is over after this attempt. A second one is
-            // the user insisting: the group gets SIGKILL.
+            // decides what to make of it; the run is over after this attempt unless it goes
+            // on past --kill-after. A second one before that is the user insisting: the group
+            // gets SIGKILL.
             Event::Typed(sig) => match cancelled {
                 Some(first) if first == sig => {
                     world.kill(SIGKILL);
                     escalation.killed();
+                    typed = None;
                     rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
                 }
                 Some(_) => {}
                 None => {
                     rep.stopping(world.elapsed(), Stopping::Typed(sig));
                     cancelled = Some(sig);
+                    typed = Some((sig, world.elapsed()));
                 }
             },
             // A Ctrl-C that reached retry too (typed before the attempt had the terminal) was
@@ -100,9 +119,25 @@ pub fn supervise<W: World>(
                 world.kill(sig);
                 escalation.ask(world.elapsed(), p.kill_after);
                 rep.stopping(world.elapsed(), Stopping::TerminalCancel(sig));
+                typed = None;
                 cancelled.get_or_insert(sig);
             }
             Event::Signal(sig) => world.kill(sig),
         }
+    }
+}
+
+/// The attempt outlived the Ctrl-C typed at the terminal by `--kill-after`: it handled it and
+/// went on, and the run is not cancelled after all.
+fn went_on<W: World>(
+    world: &mut W,
+    rep: &mut Reporter,
+    typed: &mut Option<(i32, Duration)>,
+    cancelled: &mut Option<i32>,
+) {
+    if let Some((sig, _)) = typed.take() {
+        *cancelled = None;
+        world.typed_handled();
+        rep.went_on(world.elapsed(), sig);
     }
 }

@@ -25,6 +25,7 @@ mod presets;
 mod redis;
 mod reports;
 mod signals;
+mod spawn;
 mod state;
 mod stdio;
 mod terminal;

@@ -264,3 +264,128 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
         "{lines:?}"
     );
 }
+
+/// A CI runner's cancel (GitHub Actions: SIGINT to the step's shell, SIGTERM 7.5 s later) with
+/// the README's `exec retry …`: the shell is retry, the signal reaches it, and everything
+/// ends within a second, nothing left holding the step's stdout.
+#[test]
+fn a_ci_cancel_of_a_step_that_execs_retry_ends_everything_within_a_second() {
+    let mut bash = Command::new("bash");
+    crate::support::hermetic(&mut bash);
+    bash.args([
+        "-e",
+        "-c",
+        r#"exec "$0" -n 5 -d 1s -- sh -c 'echo "pid $$"; echo ready; exec sleep 1000'"#,
+    ])
+    .arg(crate::support::bin());
+    let (mut child, out, _err) = start_command(bash);
+    let lines = out.until("ready");
+    let sent = Instant::now();
+    send(&child, Signal::SIGINT);
+    // The step's stdout closes: nothing of the run holds it.
+    let rest = out.rest();
+    let closed = sent.elapsed();
+    let status = wait(&mut child);
+    assert!(closed < Duration::from_secs(1), "took {closed:?}: {rest:?}");
+    assert_eq!(status.signal(), Some(Signal::SIGINT as i32), "{status:?}");
+    assert!(all_gone(&pids(&lines)), "the attempt's sleep is gone");
+    assert!(
+        !rest.iter().any(|l| l == "ready"),
+        "no attempt after the cancel: {rest:?}"
+    );
+}
+
+/// `nohup retry -- job &`: retry starts with SIGHUP ignored and keeps it so, for itself and
+/// for the command: a hang-up passes them by, and the job goes on to its end.
+#[test]
+fn started_with_sighup_ignored_as_by_nohup_retry_and_the_command_survive_a_hang_up() {
+    let mut command = retry();
+    // SAFETY: signal(2) is async-signal-safe, as the child side of fork requires.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::signal::signal(Signal::SIGHUP, nix::sys::signal::SigHandler::SigIgn)?;
+            Ok(())
+        });
+    }
+    command.args([
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo ready; read line; echo survived",
+    ]);
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut keyboard = child.stdin.take().expect("stdin");
+    let out = crate::support::Lines::of(child.stdout.take().expect("stdout"));
+    let err = crate::support::Lines::of(child.stderr.take().expect("stderr"));
+    out.until("ready");
+    // The hang-up reaches retry and the command's group, as a terminal's does.
+    send(&child, Signal::SIGHUP);
+    let _ = nix::sys::signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGHUP);
+    use std::io::Write;
+    keyboard.write_all(b"go on\n").expect("write stdin");
+    drop(keyboard);
+    out.until("survived");
+    let status = wait(&mut child);
+    let log = err.rest().join("\n");
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(!log.contains("SIGHUP"), "{log}");
+}
+
+/// In a script, `retry -- job &` starts with SIGINT and SIGQUIT ignored: they stay ignored,
+/// for retry and the command, and are not taken as a cancel.
+#[test]
+fn started_with_sigint_ignored_as_by_a_scripts_background_job_retry_is_not_cancelled_by_it() {
+    let mut command = retry();
+    // SAFETY: signal(2) is async-signal-safe, as the child side of fork requires.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in [Signal::SIGINT, Signal::SIGQUIT] {
+                nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn)?;
+            }
+            Ok(())
+        });
+    }
+    command.args([
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo ready; read line; echo survived; grep ^SigIgn: /proc/self/status",
+    ]);
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let mut keyboard = child.stdin.take().expect("stdin");
+    let out = crate::support::Lines::of(child.stdout.take().expect("stdout"));
+    let err = crate::support::Lines::of(child.stderr.take().expect("stderr"));
+    out.until("ready");
+    send(&child, Signal::SIGINT);
+    let _ = nix::sys::signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT);
+    use std::io::Write;
+    keyboard.write_all(b"go on\n").expect("write stdin");
+    drop(keyboard);
+    out.until("survived");
+    let status = wait(&mut child);
+    let ignored = out.rest().join("\n");
+    let log = err.rest().join("\n");
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(!log.contains("SIGINT"), "{log}");
+    // SIGINT (2) and SIGQUIT (3) are bits 1 and 2 of the mask.
+    let mask = ignored
+        .trim()
+        .strip_prefix("SigIgn:")
+        .map(|m| u64::from_str_radix(m.trim(), 16).expect("a mask"))
+        .expect("the command's SigIgn line");
+    assert_eq!(mask & 0b110, 0b110, "{ignored}");
+}

@@ -149,3 +149,79 @@ fn a_hook_whose_background_child_becomes_a_zombie_does_not_hold_the_run() {
         },
     );
 }
+
+/// Counts the zombies whose parent is `$1` (awk over /proc: each status file gives State
+/// before PPid), then exits 3: the last attempt of the reaping tests.
+const COUNT_ZOMBIES: &str = r#"awk -v p="$1" 'FNR == 1 { s = "" } /^State:/ { s = $2 }
+/^PPid:/ { if ($2 == p && s == "Z") n++ } END { print "zombies " n + 0 }' /proc/[0-9]*/status"#;
+
+/// The attempts of the reaping tests: each of the first 29 leaves two orphans, which end at
+/// once, and fails with 1; the 30th lets the last orphans end, counts the zombies left to
+/// retry (`$PPID`), and exits 3.
+fn orphaning_attempts(parent: &str) -> String {
+    format!(
+        r#"if [ "$RETRY_ATTEMPT" -lt 30 ]; then true & true & exit 1; fi
+sleep 0.5; set -- {parent}; {COUNT_ZOMBIES}; exit 3"#
+    )
+}
+
+/// What a reaping retry must show: the last attempt saw no zombie, and every attempt's own
+/// status was kept (29 times 1, then 3), none taken by the reaping.
+fn assert_reaped_and_statuses_kept(out: &std::process::Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.trim(), "zombies 0", "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let ones = stderr.matches("failed: exit status 1 ").count();
+    assert_eq!(ones, 29, "{stderr}");
+}
+
+/// As a container's PID 1 (here, of a PID namespace of its own), retry reaps the orphans of
+/// its attempts, as tini and dumb-init do: no zombies pile up under --forever.
+#[test]
+fn as_pid_1_retry_reaps_the_orphans_of_its_attempts_and_keeps_their_statuses() {
+    if !crate::support::have("unshare", "apt-get install util-linux") {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "a PID namespace needs root here, and CI must run every test"
+        );
+        eprintln!("\n*** SKIPPED: a PID namespace needs root (unshare --pid). ***");
+        return;
+    }
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(crate::support::bin())
+        .args(["--forever", "-d", "0", "--fatal-on", "3", "--", "sh", "-c"])
+        .arg(orphaning_attempts("1"))
+        .env_remove("RETRY_DEPTH")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run unshare");
+    assert_reaped_and_statuses_kept(&out);
+}
+
+/// A child subreaper (set by whoever started retry, and kept across exec) adopts orphans as
+/// PID 1 does: retry reaps them too. Linux only: elsewhere only PID 1 adopts orphans.
+#[cfg(not(retry_portable))]
+#[test]
+fn as_a_subreaper_retry_reaps_the_orphans_of_its_attempts() {
+    use std::os::unix::process::CommandExt;
+    let mut command = retry();
+    // SAFETY: prctl is async-signal-safe, as the child side of fork requires.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_child_subreaper(true)?;
+            Ok(())
+        });
+    }
+    let out = command
+        .args(["-n", "30", "-d", "0", "--fatal-on", "3", "--", "sh", "-c"])
+        .arg(orphaning_attempts("$PPID"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retry");
+    assert_reaped_and_statuses_kept(&out);
+}
