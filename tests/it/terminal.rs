@@ -623,10 +623,21 @@ fn a_scripts_background_retry_survives_a_ctrl_c_typed_at_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
     shell.line(&format!(
-        "sh -c '\"$RETRY\" -n 1 -- sh -c \"while [ ! -e {d}/go ]; do sleep 0.02; done; touch \
-         {d}/survived\" & echo script-$((2+2)); wait'"
+        "sh -c '\"$RETRY\" -n 1 -- sh -c \"touch {d}/started; while [ ! -e {d}/go ]; do sleep \
+         0.02; done; touch {d}/survived\" & echo script-$((2+2)); wait'"
     ));
     shell.screen.until("script-4");
+    // The Ctrl-C goes once the attempt runs: before that, the script's background child may
+    // not have set SIGINT ignored yet (a window of the shell's, not retry's).
+    let started = dir.path().join("started");
+    let start = std::time::Instant::now();
+    while !started.exists() {
+        assert!(
+            start.elapsed() < support::PATIENCE,
+            "the attempt never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     shell.type_("\x03");
     // The script is gone and the shell has the terminal back: it reads this line.
     shell.line("echo back-$((3*3))");
