@@ -5,9 +5,13 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use super::fleet::{Report, Sharing, World, simulate};
+use super::fleet::{Report, Sharing, World, simulate_counting};
+use super::progress::Progress;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::shared::SharedSettings;
@@ -56,32 +60,46 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
     };
     let mut plain = policy.clone();
     plain.backoff.jitter = Jitter::None;
-    let mut rows = vec![
-        ("this policy", simulate(policy, sharing, state, &world)),
-        ("without jitter", simulate(&plain, sharing, state, &world)),
+    let mut variants = vec![
+        Variant::new("this policy", policy, sharing, state),
+        Variant::new("without jitter", &plain, sharing, state),
     ];
     match state {
-        Some(_) => rows.push((
-            // The adaptive delay needs a key: without one, its exponential fallback.
-            if policy.adaptive.is_some() {
-                "exponential, no --key"
-            } else {
-                "without --key"
-            },
-            simulate(policy, Sharing::None, None, &world),
+        // The adaptive delay needs a key: without one, its exponential fallback.
+        Some(_) if policy.adaptive.is_some() => variants.push(Variant::new(
+            "exponential, no --key",
+            policy,
+            Sharing::None,
+            None,
         )),
+        Some(_) => variants.push(Variant::new("without --key", policy, Sharing::None, None)),
         None => {
             // What a key would do, with the default breaker and budget.
-            rows.push((
+            variants.push(Variant::new(
                 "with --key (each host)",
-                simulate(policy, Sharing::PerHost, Some(&keyed), &world),
+                policy,
+                Sharing::PerHost,
+                Some(&keyed),
             ));
-            rows.push((
+            variants.push(Variant::new(
                 "with --key --state",
-                simulate(policy, Sharing::Fleet, Some(&keyed), &world),
+                policy,
+                Sharing::Fleet,
+                Some(&keyed),
             ));
         }
     }
+    let total = variants
+        .iter()
+        .map(|v| super::fleet::runs(v.policy, v.state, &world))
+        .sum::<u128>();
+    let mut progress = Progress::on_stderr(
+        u64::try_from(total).unwrap_or(u64::MAX),
+        policy.log.level >= 1,
+    );
+    let reports = simulate_all(&variants, &world, &mut progress);
+    progress.finish();
+    let rows = variants.iter().map(|v| v.name).zip(reports).collect();
     let simulated = Simulated {
         policy,
         fleet,
@@ -94,6 +112,78 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         LogFormat::Text => text(&simulated),
     })
 }
+
+/// One variant of the policy, a row of the table.
+pub struct Variant<'a> {
+    pub name: &'static str,
+    pub policy: &'a Policy,
+    pub sharing: Sharing,
+    pub state: Option<&'a SharedSettings>,
+}
+
+impl<'a> Variant<'a> {
+    pub fn new(
+        name: &'static str,
+        policy: &'a Policy,
+        sharing: Sharing,
+        state: Option<&'a SharedSettings>,
+    ) -> Variant<'a> {
+        Variant {
+            name,
+            policy,
+            sharing,
+            state,
+        }
+    }
+}
+
+/// Simulates every variant, as many at once as there are cores, and ticks `progress` with the
+/// runs of the job started meanwhile. Those without a key first: they make the most calls,
+/// so the rest fill in beside them.
+pub fn simulate_all(variants: &[Variant], world: &World, progress: &mut Progress) -> Vec<Report> {
+    let started = AtomicU64::new(0);
+    let mut order: Vec<usize> = (0..variants.len()).collect();
+    order.sort_by_key(|&i| variants[i].sharing != Sharing::None);
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, NonZeroUsize::get)
+        .min(variants.len());
+    let mut reports: Vec<Option<Report>> = vec![None; variants.len()];
+    std::thread::scope(|scope| {
+        let (done, finished) = mpsc::channel();
+        for _ in 0..threads {
+            let done = done.clone();
+            let (order, next, started) = (&order, &next, &started);
+            scope.spawn(move || {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let v = &variants[i];
+                    let report = simulate_counting(v.policy, v.sharing, v.state, world, started);
+                    if done.send((i, report)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done);
+        let mut left = variants.len();
+        while left > 0 {
+            match finished.recv_timeout(TICK) {
+                Ok((i, report)) => {
+                    reports[i] = Some(report);
+                    left -= 1;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // A thread that panicked: the scope passes its panic on.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            progress.tick(started.load(Ordering::Relaxed));
+        }
+    });
+    reports.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// How often the progress line is brought up to date.
+const TICK: Duration = Duration::from_millis(100);
 
 /// What was simulated, and what came of it: a row per variant of the policy.
 struct Simulated<'a> {

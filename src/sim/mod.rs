@@ -17,6 +17,7 @@ pub mod exact;
 pub mod explain;
 pub mod fleet;
 mod group;
+pub mod progress;
 mod tally;
 
 use std::cmp::Ordering;
