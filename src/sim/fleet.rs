@@ -179,6 +179,18 @@ pub fn simulate_counting(
     world: &World,
     started: &AtomicU64,
 ) -> Report {
+    simulate_in_groups(policy, sharing, state, world, started, GROUP)
+}
+
+/// [`simulate_counting`] with groups of `group` processes (or hosts).
+fn simulate_in_groups(
+    policy: &Policy,
+    sharing: Sharing,
+    state: Option<&SharedSettings>,
+    world: &World,
+    started: &AtomicU64,
+    group: usize,
+) -> Report {
     let every = nanos(world.every).max(1);
     let horizon = horizon(policy, state, world);
     let bucket = (horizon / 60).max(1_000_000_000);
@@ -202,7 +214,7 @@ pub fn simulate_counting(
         bucket,
         usize::try_from(horizon / bucket + 1).unwrap_or(1),
     );
-    let mut groups = groups(&plan, sharing, world);
+    let mut groups = groups(&plan, sharing, world, group.max(1));
     while let Some(next) = groups.iter_mut().filter_map(Stepper::next_at).min() {
         let window = window_of(next);
         tally.begin(window);
@@ -288,7 +300,12 @@ impl Stepper<'_> {
 }
 
 /// The fleet's processes in groups that share nothing, each with its own random stream.
-fn groups<'a>(plan: &'a Plan<'a>, sharing: Sharing, world: &World) -> Vec<Stepper<'a>> {
+fn groups<'a>(
+    plan: &'a Plan<'a>,
+    sharing: Sharing,
+    world: &World,
+    group: usize,
+) -> Vec<Stepper<'a>> {
     let processes = world.processes;
     let hosts = world.hosts.clamp(1, processes.max(1));
     let number = |p: usize| u32::try_from(p).unwrap_or(u32::MAX);
@@ -299,7 +316,7 @@ fn groups<'a>(plan: &'a Plan<'a>, sharing: Sharing, world: &World) -> Vec<Steppe
         !s.breaker.enabled() && !s.budget.enabled() && !s.history && plan.policy.adaptive.is_none()
     });
     match sharing {
-        _ if processes <= GROUP || (sharing == Sharing::Fleet && !inert) => {
+        _ if processes <= group || (sharing == Sharing::Fleet && !inert) => {
             let stores = if sharing == Sharing::PerHost {
                 hosts
             } else {
@@ -330,9 +347,9 @@ fn groups<'a>(plan: &'a Plan<'a>, sharing: Sharing, world: &World) -> Vec<Steppe
             })
             .collect(),
         _ => {
-            // Blocks of whole hosts, each with its own store, about GROUP processes a block.
+            // Blocks of whole hosts, each with its own store, about `group` processes a block.
             let per_host = processes.div_ceil(hosts);
-            let block = (GROUP / per_host).max(1);
+            let block = (group / per_host).max(1);
             (0..hosts)
                 .step_by(block)
                 .enumerate()
@@ -583,5 +600,196 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// The variants `--explain --fleet` simulates of a policy: its own key's sharing, none, a
+    /// state per host and one for the fleet.
+    fn variants(p: &Policy) -> Vec<(Sharing, Option<SharedSettings>)> {
+        let keyed = p
+            .state
+            .as_ref()
+            .map_or_else(SharedSettings::default, |s| s.shared.clone());
+        vec![
+            (Sharing::None, None),
+            (Sharing::PerHost, Some(keyed.clone())),
+            (Sharing::Fleet, Some(keyed)),
+        ]
+    }
+
+    #[test]
+    fn a_fleet_of_one_group_is_stepped_as_the_single_queue_stepped_it() {
+        let m = |minutes: u64| Duration::from_secs(minutes * 60);
+        let fleets = [
+            (vec!["-n", "5"], World::cron(300, m(5), m(20), 3)),
+            (
+                vec!["-n", "4", "-d", "2s", "--key", "api"],
+                World {
+                    hosts: 40,
+                    splay: Duration::ZERO,
+                    ..World::cron(GROUP, m(1), m(10), 7)
+                },
+            ),
+            // Ties everywhere: no jitter, every process at once, calls as long as the period.
+            (
+                vec![
+                    "-n",
+                    "3",
+                    "-d",
+                    "1s",
+                    "--jitter",
+                    "none",
+                    "--budget-burst",
+                    "2",
+                ],
+                World {
+                    splay: Duration::ZERO,
+                    call: Duration::from_secs(10),
+                    every: Duration::from_secs(10),
+                    ..World::cron(50, m(1), m(3), 1)
+                },
+            ),
+            (
+                vec![
+                    "--jitter",
+                    "decorrelated",
+                    "--factor",
+                    "1.5",
+                    "--max-time",
+                    "40s",
+                ],
+                World {
+                    hosts: 3,
+                    ..World::cron(200, m(1), m(15), 11)
+                },
+            ),
+            (
+                vec!["-n", "6", "--key", "api", "--backoff", "adaptive"],
+                World {
+                    hosts: 5,
+                    repeat: false,
+                    splay: m(3),
+                    ..World::cron(400, m(1), m(2), 5)
+                },
+            ),
+        ];
+        for (flags, world) in fleets {
+            let p = policy(&flags);
+            for (sharing, state) in variants(&p) {
+                let fast = simulate(&p, sharing, state.as_ref(), &world);
+                let single = super::super::exact::simulate(&p, sharing, state.as_ref(), &world);
+                assert_eq!(fast, single, "{flags:?} {sharing:?} {world:?}");
+                assert!(fast.jobs > 0 && fast.calls_during > 0, "{fast:?}");
+            }
+        }
+    }
+
+    /// The figures of the table that a fleet of many groups draws differently: calls in the
+    /// outage and after, the peak calls per second, and the runs refused.
+    fn figures(r: &Report) -> [u64; 4] {
+        [r.calls_during, r.calls_after, r.peak_per_second, r.refused]
+    }
+
+    /// Groups of 64 in the tests: a fleet of a few hundred is many groups, quick to step both
+    /// ways in a debug build.
+    const SMALL_GROUP: usize = 64;
+
+    /// Simulates `world` over seeds both ways and fails when a figure's mean over the seeds,
+    /// stepped in groups, leaves the range the single queue's figures span over the same
+    /// seeds, or one of the seeds' figures lies further from that range than its width.
+    fn within_the_single_queues_spread(flags: &[&str], sharing: Sharing, world: &World) {
+        let p = policy(flags);
+        let state = match sharing {
+            Sharing::None => None,
+            _ => Some(
+                p.state
+                    .as_ref()
+                    .map_or_else(SharedSettings::default, |s| s.shared.clone()),
+            ),
+        };
+        let (mut fast, mut single) = (Vec::new(), Vec::new());
+        for seed in 1..=8 {
+            let world = World {
+                seed,
+                ..world.clone()
+            };
+            let counted = AtomicU64::new(0);
+            let grouped =
+                simulate_in_groups(&p, sharing, state.as_ref(), &world, &counted, SMALL_GROUP);
+            assert_eq!(counted.into_inner(), grouped.jobs);
+            fast.push(figures(&grouped));
+            single.push(figures(&super::super::exact::simulate(
+                &p,
+                sharing,
+                state.as_ref(),
+                &world,
+            )));
+        }
+        let names = [
+            "calls in the outage",
+            "calls after",
+            "peak calls/s",
+            "runs refused",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let values = |runs: &[[u64; 4]]| runs.iter().map(|f| f[i] as f64).collect::<Vec<_>>();
+            let (fast, single) = (values(&fast), values(&single));
+            let mean = fast.iter().sum::<f64>() / fast.len() as f64;
+            let lo = single.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = single.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let width = hi - lo;
+            assert!(
+                (lo..=hi).contains(&mean)
+                    && fast.iter().all(|f| (lo - width..=hi + width).contains(f)),
+                "{flags:?} {sharing:?}: {name}: in groups {fast:?} (mean {mean}), one queue \
+                 {single:?}"
+            );
+        }
+    }
+
+    /// 400 processes, 7 groups.
+    fn groups_of(hosts: usize, splay: Duration) -> World {
+        World {
+            hosts,
+            splay,
+            ..World::cron(400, Duration::from_secs(120), Duration::from_secs(600), 1)
+        }
+    }
+
+    #[test]
+    fn runs_without_a_key_stepped_apart_stay_within_the_single_queues_spread() {
+        let spread = groups_of(400, Duration::from_secs(120));
+        within_the_single_queues_spread(&["-n", "4"], Sharing::None, &spread);
+        // Every process at the same instant: the peak is the whole fleet and its retries.
+        let at_once = groups_of(400, Duration::ZERO);
+        within_the_single_queues_spread(&["-n", "3", "-d", "3s"], Sharing::None, &at_once);
+    }
+
+    #[test]
+    fn a_key_that_shares_nothing_is_stepped_apart_within_the_single_queues_spread() {
+        // Its breaker and budget are off: one store for the fleet, and nothing in it.
+        let flags = [
+            "-n",
+            "4",
+            "--key",
+            "k",
+            "--breaker-failures",
+            "0",
+            "--budget-burst",
+            "0",
+        ];
+        within_the_single_queues_spread(
+            &flags,
+            Sharing::Fleet,
+            &groups_of(400, Duration::from_secs(60)),
+        );
+    }
+
+    #[test]
+    fn hosts_with_a_state_each_stepped_in_groups_stay_within_the_single_queues_spread() {
+        let flags = ["-n", "5", "--key", "api"];
+        let spread = groups_of(400, Duration::from_secs(120));
+        within_the_single_queues_spread(&flags, Sharing::PerHost, &spread);
+        // Twenty processes a host share its breaker, cron firing them at once.
+        within_the_single_queues_spread(&flags, Sharing::PerHost, &groups_of(20, Duration::ZERO));
     }
 }
