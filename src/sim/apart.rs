@@ -5,6 +5,8 @@
 //! pacing and verdicts as [`super::group`]'s, without an event queue; one that would call past
 //! the window under way waits for the next.
 
+use std::time::Duration;
+
 use rand_chacha::ChaCha8Rng;
 
 use super::Nanos;
@@ -15,11 +17,11 @@ use crate::policy::pacing::Pacing;
 /// A run between two attempts.
 struct Run<'a> {
     process: u32,
-    started: Nanos,
     attempt: u32,
     pacing: Pacing<'a>,
-    /// When its next attempt calls.
+    /// When its next attempt calls, and how long after its start that is.
     next: Nanos,
+    elapsed: Duration,
 }
 
 /// A block of processes whose runs share nothing.
@@ -68,11 +70,11 @@ impl<'a> Apart<'a> {
             }
             let run = Run {
                 process: u32::try_from(process).unwrap_or(u32::MAX),
-                started: at,
                 attempt: 0,
                 // No key: nothing to learn from, as in a group.
                 pacing: Pacing::of(self.plan.policy, false),
                 next: at,
+                elapsed: Duration::ZERO,
             };
             self.step(run, until, tally);
         }
@@ -91,11 +93,14 @@ impl<'a> Apart<'a> {
             tally.call(now, run.attempt > 1);
             let ok = now >= self.plan.outage;
             let answered = now.saturating_add(self.plan.call);
+            // The time since the start, kept as a duration: one made from nanoseconds at
+            // each answer is a division.
+            let elapsed = run.elapsed.saturating_add(self.plan.call_time);
             let judgement = Plan::judge(
                 &mut run.pacing,
                 ok,
                 run.attempt,
-                answered.saturating_sub(run.started),
+                elapsed,
                 None,
                 &mut self.rng,
             );
@@ -104,7 +109,10 @@ impl<'a> Apart<'a> {
                 return;
             }
             match judgement.delay() {
-                Some(delay) => run.next = answered.saturating_add(super::nanos(delay)),
+                Some(delay) => {
+                    run.next = answered.saturating_add(super::nanos(delay));
+                    run.elapsed = elapsed.saturating_add(delay);
+                }
                 None => {
                     tally.report.gave_up += 1;
                     return;

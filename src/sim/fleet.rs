@@ -17,6 +17,7 @@ use super::group::{Group, Plan};
 use super::tally::{Tally, window_end, window_of};
 use super::{Component, Nanos, group_stream, nanos, stream};
 use crate::policy::backoff::Shape;
+use crate::policy::pacing::Pacing;
 use crate::policy::shared::SharedSettings;
 use crate::policy::{Policy, defaults};
 
@@ -148,9 +149,61 @@ pub fn runs(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> u
     u128::from(per_host) * world.processes as u128
 }
 
+/// Attempts of a run [`calls`] follows one by one; past them, the last step repeats.
+const FOLLOWED: u32 = 10_000;
+
+/// About how many calls the fleet makes without a key: each run of the job that starts in
+/// the outage fails attempt after attempt (each delay the middle of its range) until its
+/// attempts, its `--max-time` or the outage run out, and every run makes one call that
+/// succeeds. What stepping a variant that shares nothing costs; its figure is not this.
+pub fn calls(policy: &Policy, world: &World) -> u128 {
+    let outage = u128::from(nanos(world.outage));
+    let every = u128::from(nanos(world.every).max(1));
+    let call = nanos(world.call).max(1);
+    let pacing = Pacing::of(policy, false);
+    // For each attempt of a run, the time the runs it is made by start over in the outage:
+    // divided by the period, the attempts of a process in the outage.
+    let (mut span, mut t, mut prev) = (0u128, 0u128, policy.backoff.delay);
+    let mut attempt = 1u32;
+    while t < outage {
+        span += outage - t;
+        if !pacing.attempts_left(attempt) {
+            break;
+        }
+        let (lo, hi) = policy.backoff.range(attempt, prev);
+        let delay = lo + (hi - lo) / 2;
+        let elapsed = Duration::from_nanos(u64::try_from(t).unwrap_or(u64::MAX)) + world.call;
+        if pacing.fits(elapsed, delay).is_err() {
+            break;
+        }
+        let step = u128::from(call) + u128::from(nanos(delay));
+        t += step;
+        prev = delay;
+        attempt += 1;
+        if attempt > FOLLOWED {
+            // The rest, a step apart, as many as the attempts left and the outage allow: the
+            // time each leaves in the outage, summed as the area of a triangle.
+            let left = outage.saturating_sub(t).div_ceil(step);
+            let left = pacing.max_attempts().map_or(left, |max| {
+                left.min(u128::from(max.saturating_sub(attempt) + 1))
+            });
+            span += left * outage.saturating_sub(t) / 2;
+            break;
+        }
+    }
+    // And one call a run that starts after the outage.
+    let per_process = runs(policy, None, world) / world.processes.max(1) as u128;
+    (span / every + per_process.saturating_sub(outage / every))
+        .saturating_mul(world.processes as u128)
+}
+
 /// Processes (or hosts, with a store each) in a group that shares nothing with the rest of
-/// the fleet: a fleet of at most this many is one group, stepped as one queue.
+/// the fleet: a fleet of at most this many, starting at most [`QUEUED_RUNS`] runs of the job,
+/// is one group, stepped as one queue.
 pub const GROUP: usize = 1024;
+
+/// The most runs of the job a fleet of one group starts.
+pub const QUEUED_RUNS: u128 = 1_000_000;
 
 /// Runs the fleet through the outage. `state` is the key's rules when `sharing` is not
 /// [`Sharing::None`].
@@ -203,6 +256,7 @@ fn simulate_in_groups(
         outage: nanos(world.outage),
         every,
         call: nanos(world.call),
+        call_time: world.call,
         horizon,
         repeat: world.repeat,
         phases: &phases,
@@ -222,6 +276,8 @@ fn simulate_in_groups(
         for group in &mut groups {
             group.advance(end, &mut tally);
         }
+        // A group with nothing left to do lets go of its runs and its stores.
+        groups.retain_mut(|g| g.next_at().is_some());
     }
     tally.report(horizon)
 }
@@ -315,8 +371,11 @@ fn groups<'a>(
     let inert = plan.state.is_none_or(|s| {
         !s.breaker.enabled() && !s.budget.enabled() && !s.history && plan.policy.adaptive.is_none()
     });
+    // One group steps as the single queue did, draw for draw, but each of its events goes
+    // through a queue: a small fleet with many runs of the job is stepped in groups too.
+    let one = processes <= group && runs(plan.policy, plan.state, world) <= QUEUED_RUNS;
     match sharing {
-        _ if processes <= group || (sharing == Sharing::Fleet && !inert) => {
+        _ if one || (sharing == Sharing::Fleet && !inert) => {
             let stores = if sharing == Sharing::PerHost {
                 hosts
             } else {

@@ -40,6 +40,8 @@ pub struct Plan<'a> {
     pub outage: Nanos,
     pub every: Nanos,
     pub call: Nanos,
+    /// `call`, as a duration.
+    pub call_time: Duration,
     pub horizon: Nanos,
     pub repeat: bool,
     /// Each process's first start.
@@ -65,7 +67,7 @@ impl Plan<'_> {
         pacing: &mut Pacing,
         ok: bool,
         attempt: u32,
-        elapsed: Nanos,
+        elapsed: Duration,
         estimates: Option<&Estimates>,
         rng: &mut ChaCha8Rng,
     ) -> Judgement {
@@ -74,7 +76,7 @@ impl Plan<'_> {
         }
         // A failed call is a failure the policy retries.
         let because = Retryable::Status(Reason::AnyFailure);
-        match pacing.after_failure(attempt, Duration::from_nanos(elapsed), estimates, rng) {
+        match pacing.after_failure(attempt, elapsed, estimates, rng) {
             Ok(delay) => Judgement::Retry {
                 because,
                 following: None,
@@ -411,7 +413,7 @@ impl<'a> Group<'a> {
             &mut run.pacing,
             ok,
             run.attempt,
-            now.saturating_sub(run.started),
+            Duration::from_nanos(now.saturating_sub(run.started)),
             estimates.as_ref(),
             &mut self.rng,
         );

@@ -52,6 +52,13 @@ pub struct Tally {
     /// cleared (none when `lowest` > `highest`).
     lowest: usize,
     highest: usize,
+    /// The seconds of the window that hold the recovery or the end of a bucket of the
+    /// timeline: their calls are put in the outage or after it, and in their bucket, one by
+    /// one. Every other second's calls all fall on one side and in one bucket, and are put
+    /// there together when the window ends.
+    split: Vec<bool>,
+    /// Where `split` is set.
+    splits: Vec<usize>,
 }
 
 impl Tally {
@@ -73,6 +80,8 @@ impl Tally {
             first_second: 0,
             lowest: usize::MAX,
             highest: 0,
+            split: vec![false; WINDOW_SECONDS as usize],
+            splits: Vec::new(),
         }
     }
 
@@ -81,22 +90,25 @@ impl Tally {
         self.end_window();
         self.window = window;
         self.first_second = window.saturating_mul(WINDOW_SECONDS);
+        for i in self.splits.drain(..) {
+            self.split[i] = false;
+        }
+        let buckets = self.report.timeline.len() as u64;
+        let ends = (1..=buckets).map(|k| k.saturating_mul(self.bucket.d));
+        for at in ends.chain([self.outage]) {
+            let second = (at / SECOND).wrapping_sub(self.first_second);
+            if let Ok(i) = usize::try_from(second)
+                && i < self.split.len()
+                && at % SECOND != 0
+            {
+                self.split[i] = true;
+                self.splits.push(i);
+            }
+        }
     }
 
     /// A call at `at`, in the window under way; `retry` when it is not its run's first.
     pub fn call(&mut self, at: Nanos, retry: bool) {
-        if at < self.outage {
-            self.report.calls_during += 1;
-        } else {
-            self.report.calls_after += 1;
-        }
-        if let Some(slot) = self
-            .report
-            .timeline
-            .get_mut(usize::try_from(self.bucket.of(at)).unwrap_or(usize::MAX))
-        {
-            *slot += 1;
-        }
         let second = (at / SECOND).wrapping_sub(self.first_second);
         // Only a caller that stepped past the window's end could give a time beyond it.
         let Some(i) = usize::try_from(second)
@@ -115,6 +127,22 @@ impl Tally {
         }
         if i > self.highest {
             self.highest = i;
+        }
+        if self.split[i] {
+            self.count(at, 1);
+        }
+    }
+
+    /// Puts `calls` made at `at` in the outage or after it, and in their bucket.
+    fn count(&mut self, at: Nanos, calls: u64) {
+        if at < self.outage {
+            self.report.calls_during += calls;
+        } else {
+            self.report.calls_after += calls;
+        }
+        let bucket = usize::try_from(self.bucket.of(at)).unwrap_or(usize::MAX);
+        if let Some(slot) = self.report.timeline.get_mut(bucket) {
+            *slot += calls;
         }
     }
 
@@ -135,6 +163,12 @@ impl Tally {
         let (lo, hi) = (self.lowest, self.highest);
         (self.lowest, self.highest) = (usize::MAX, 0);
         if lo <= hi {
+            for i in lo..=hi {
+                if !self.split[i] && self.calls[i] > 0 {
+                    let start = (self.first_second + i as u64).saturating_mul(SECOND);
+                    self.count(start, u64::from(self.calls[i]));
+                }
+            }
             let most = |counts: &mut [u32]| {
                 let most = counts.iter().copied().max().unwrap_or(0);
                 counts.fill(0);
@@ -266,6 +300,33 @@ mod tests {
         // Process 0 first succeeded at 11 s, process 1 at 11 s: all back 1 s after.
         assert_eq!(r.last_success, Some(Duration::from_secs(1)));
         assert_eq!(r.successes, 3);
+    }
+
+    #[test]
+    fn calls_are_put_in_their_bucket_and_side_of_the_recovery_as_one_by_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        // Buckets and a recovery that end within a second, windows that end within a bucket.
+        let (outage, bucket) = (3_700_123_456_789, 1_234_567_890_123);
+        let buckets = 80;
+        let mut t = Tally::new(1, outage, bucket, buckets);
+        let mut calls: Vec<Nanos> = (0..50_000)
+            .map(|_| rng.random_range(0..bucket * buckets as u64))
+            .collect();
+        calls.extend([outage - 1, outage, bucket - 1, bucket, 2 * bucket]);
+        calls.sort_unstable();
+        let mut expected = vec![0u64; buckets];
+        for &at in &calls {
+            if window_of(at) != t.window || at == calls[0] {
+                t.begin(window_of(at));
+            }
+            t.call(at, false);
+            expected[(at / bucket) as usize] += 1;
+        }
+        let during = calls.iter().filter(|&&at| at < outage).count() as u64;
+        let r = t.report(bucket * buckets as u64);
+        assert_eq!(r.calls_during, during);
+        assert_eq!(r.calls_after, calls.len() as u64 - during);
+        assert_eq!(r.timeline, expected);
     }
 
     #[test]
