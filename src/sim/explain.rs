@@ -26,6 +26,59 @@ const HEIGHT: usize = 4;
 /// grows with them (about a microsecond each, four variants), its memory does not.
 pub const MOST_RUNS: u128 = 50_000_000;
 
+/// Whether simulating `variants` takes at most [`MOST_STEPS`]; if not, why, with the limit.
+fn within_steps(
+    policy: &Policy,
+    fleet: &Fleet,
+    world: &World,
+    variants: &[Variant],
+) -> Result<(), String> {
+    let calls = super::fleet::calls(policy, world);
+    let steps = variants
+        .iter()
+        .map(|v| steps(v, world, calls))
+        .fold(0u128, u128::saturating_add);
+    if steps <= MOST_STEPS {
+        return Ok(());
+    }
+    Err(format!(
+        "--fleet {} with --every {} through --outage {} is about {steps} steps to simulate \
+         (about {calls} calls without a key, each a step; with a key, each run or call \
+         several, as it reads and writes the key's state); the most is {MOST_STEPS}: give \
+         fewer processes, fewer attempts or longer delays, a longer --every or a shorter \
+         --outage",
+        fleet.processes,
+        human(fleet.every),
+        human(fleet.outage)
+    ))
+}
+
+/// The most steps the variants of one explanation may take ([`steps`]): about a minute of
+/// one core, so that the whole answer takes less on two.
+pub const MOST_STEPS: u128 = 2_500_000_000;
+
+/// About what simulating a variant costs, in steps of the time a call without a key takes
+/// (measured: a run or a call with a key takes from 2 to 60 of them), given the `calls` the
+/// fleet makes without a key. A breaker cuts the calls into an outage to a few, leaving the
+/// runs; a budget leaves about one call a run; a key's outcomes kept for the adaptive delay
+/// make each operation on the state dearer.
+fn steps(v: &Variant, world: &World, calls: u128) -> u128 {
+    let runs = super::fleet::runs(v.policy, v.state, world);
+    let Some(s) = v.state.filter(|_| v.sharing != Sharing::None) else {
+        return calls;
+    };
+    let history = s.history || v.policy.adaptive.is_some();
+    match (s.breaker.enabled(), s.budget.enabled(), history) {
+        // Nothing shared: stepped as without a key.
+        (false, false, false) => calls,
+        (true, _, false) => runs.saturating_mul(2),
+        (true, _, true) => runs.saturating_mul(10),
+        (false, true, false) => runs.saturating_mul(22),
+        (false, true, true) => runs.saturating_mul(60),
+        (false, false, true) => calls.saturating_mul(60),
+    }
+}
+
 /// The whole explanation, as printed (text, or JSON lines with `--log-format json`); or,
 /// when the fleet would take too long to simulate, why, with the limit.
 pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
@@ -89,6 +142,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
             ));
         }
     }
+    within_steps(policy, &fleet, &world, &variants)?;
     let total = variants
         .iter()
         .map(|v| super::fleet::runs(v.policy, v.state, &world))
@@ -439,4 +493,64 @@ fn chart(out: &mut String, r: &Report, outage: Duration, colour: bool) {
         "",
         human(r.horizon)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the four variants of a policy without a key, on a fleet of 100,000 every 10s
+    /// through an hour, fit the steps allowed.
+    fn fits(flags: &[&str]) -> Result<(), String> {
+        let policy = crate::setup::from_flags(flags)?;
+        let fleet = Fleet {
+            processes: 100_000,
+            hosts: 100_000,
+            outage: Duration::from_secs(3600),
+            every: Duration::from_secs(10),
+            splay: Duration::from_secs(10),
+            call: super::super::fleet::CALL,
+        };
+        let world = World {
+            processes: 100_000,
+            hosts: 100_000,
+            every: fleet.every,
+            splay: fleet.splay,
+            repeat: true,
+            outage: fleet.outage,
+            call: fleet.call,
+            seed: 1,
+        };
+        let keyed = SharedSettings::default();
+        let variants = [
+            Variant::new("a", &policy, Sharing::None, None),
+            Variant::new("b", &policy, Sharing::None, None),
+            Variant::new("c", &policy, Sharing::PerHost, Some(&keyed)),
+            Variant::new("d", &policy, Sharing::Fleet, Some(&keyed)),
+        ];
+        within_steps(&policy, &fleet, &world, &variants)
+    }
+
+    #[test]
+    fn the_largest_fleet_fits_with_bounded_attempts_and_not_retrying_forever() {
+        assert_eq!(fits(&["-n", "5"]), Ok(()));
+        assert_eq!(fits(&["-n", "20"]), Ok(()));
+        let why = fits(&["--forever"]).expect_err("refused");
+        assert!(why.contains("the most is 2500000000"), "{why}");
+        // Without delays, every run calls ten times a second until the outage ends.
+        assert!(fits(&["-n", "1000", "-d", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_calls_without_a_key_are_about_what_the_fleet_makes() {
+        let policy = crate::setup::from_flags(&["-n", "5", "--jitter", "none"]).expect("a policy");
+        let world = World::cron(1000, Duration::from_secs(300), Duration::from_secs(1800), 1);
+        let estimated = super::super::fleet::calls(&policy, &world) as f64;
+        let made = super::super::fleet::simulate(&policy, Sharing::None, None, &world);
+        let made = (made.calls_during + made.calls_after) as f64;
+        assert!(
+            (estimated / made - 1.0).abs() < 0.1,
+            "{estimated} against {made}"
+        );
+    }
 }

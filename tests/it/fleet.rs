@@ -174,6 +174,30 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
     assert!(out.stdout.is_empty());
 }
 
+#[test]
+fn a_fleet_whose_runs_would_retry_through_the_outage_is_refused_naming_the_limit() {
+    // Within the runs allowed, but every run retries until the hour is over.
+    let (out, took) = explain(&[
+        "--fleet",
+        "100000",
+        "--outage",
+        "1h",
+        "--every",
+        "10s",
+        "--forever",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--fleet 100000") && said.contains("the most is 2500000000"),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(took < support::PATIENCE, "{took:?}");
+}
+
 /// The JSON lines of `--explain --fleet --log-format json`: the assumptions, then the rows.
 fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
     let (out, _) = explain(&[args, &["--log-format", "json", "--", "true"]].concat());
