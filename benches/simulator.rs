@@ -98,7 +98,9 @@ fn measure(command: &mut Command) -> Result<Measured, String> {
 /// The retry built, or another given in `RETRY_BENCH_BIN`.
 fn bin(other: bool) -> Option<String> {
     if other {
-        std::env::var("RETRY_BENCH_BIN").ok()
+        std::env::var("RETRY_BENCH_BIN")
+            .ok()
+            .filter(|b| !b.is_empty())
     } else {
         Some(env!("CARGO_BIN_EXE_retry").to_string())
     }

@@ -309,7 +309,7 @@ fn text(simulated: &Simulated) -> String {
          {starts}.\n\
          The service is down for {}, then up.\n\
          State: {}.\n\
-         Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n",
+         Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n{}",
         fleet.processes,
         human(fleet.every),
         human(fleet.call),
@@ -320,7 +320,14 @@ fn text(simulated: &Simulated) -> String {
         } else {
             "backoff"
         },
-        world.seed
+        world.seed,
+        if super::fleet::in_groups(policy, world) {
+            "Processes that share no state were stepped apart, in groups that draw their own \
+             random numbers:\nevery run simulated, none sampled; other draws than one queue's, \
+             from the same distribution.\n"
+        } else {
+            ""
+        }
     );
     for (a, b, c, d, e, f, g, h) in [
         (

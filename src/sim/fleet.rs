@@ -202,6 +202,12 @@ pub fn calls(policy: &Policy, world: &World) -> u128 {
 /// is one group, stepped as one queue.
 pub const GROUP: usize = 1024;
 
+/// Whether some variant of `policy` on `world` is stepped in more than one group, and so
+/// draws other numbers than one queue would.
+pub fn in_groups(policy: &Policy, world: &World) -> bool {
+    world.processes > GROUP || runs(policy, None, world) > QUEUED_RUNS
+}
+
 /// The most runs of the job a fleet of one group starts.
 pub const QUEUED_RUNS: u128 = 1_000_000;
 

@@ -36,6 +36,8 @@ fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
         assert!(text.contains(row), "{row}: {text}");
     }
     assert!(text.contains('█'), "a chart: {text}");
+    // A thousand is one group: stepped as one queue, as it always was.
+    assert!(!text.contains("stepped apart"), "{text}");
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
     assert!(
         text.lines().all(|l| l == l.trim_end()),
@@ -172,6 +174,26 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
         "{said}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_fleet_stepped_in_groups_says_so_above_the_table_and_nothing_on_stderr() {
+    let (out, _) = explain(&[
+        "--fleet", "3000", "--hosts", "30", "--key", "api", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.lines().take(8).collect::<Vec<_>>().join("\n");
+    assert!(
+        head.contains("stepped apart, in groups") && head.contains("none sampled"),
+        "{head}"
+    );
+    // No progress line off a terminal.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
