@@ -375,3 +375,40 @@ fn the_table_states_its_assumptions_above_it() {
         assert!(text.contains(column), "{column}: {text}");
     }
 }
+
+#[test]
+fn a_simulation_longer_than_a_second_shows_its_progress_on_a_terminal_and_clears_it() {
+    if !support::have("script", "apt-get install bsdutils") {
+        return;
+    }
+    // About two seconds and a half in a debug build.
+    let line = format!(
+        "{} --explain --fleet 60000 -- true",
+        support::bin().display()
+    );
+    let mut script = std::process::Command::new("script");
+    support::hermetic(&mut script);
+    let started = Instant::now();
+    let out = script
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .expect("run script(1)");
+    let took = started.elapsed();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Fleet: 60000 processes"), "{screen:?}");
+    if took < Duration::from_millis(1500) {
+        // A machine fast enough to answer within a second shows nothing: nothing to check.
+        return;
+    }
+    let at = screen
+        .find("retry: simulating the fleet: ")
+        .unwrap_or_else(|| panic!("no progress in {took:?}: {screen:?}"));
+    assert!(screen[at..].contains("runs of the job"), "{screen:?}");
+    // Cleared before the table: the table's first line follows a cleared line.
+    let table = screen.find("Fleet: 60000").expect("the table");
+    assert!(at < table, "{screen:?}");
+    assert!(
+        screen[at..table].contains("\x1b[2K") || screen[at..table].contains("\r"),
+        "{screen:?}"
+    );
+}
