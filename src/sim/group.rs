@@ -164,7 +164,7 @@ struct Run<'a> {
     /// Its delays and limits, as a real run's; with `--backoff adaptive`, learning from the
     /// key's outcomes in `shared`'s store.
     pacing: Pacing<'a>,
-    shared: Option<Box<Shared>>,
+    shared: Option<Shared>,
 }
 
 /// What happens next in a group, besides its starts.
@@ -326,11 +326,11 @@ impl<'a> Group<'a> {
                 return;
             }
             self.stores[store].now.set(store_ms);
-            let mut handle = Box::new(Shared::new(
+            let mut handle = Shared::new(
                 String::new(),
                 s.clone(),
                 Box::new(self.stores[store].clone()),
-            ));
+            );
             // An in-memory store does not fail.
             let refused = handle.admit();
             self.settled[store] = settled(&handle);
@@ -368,7 +368,16 @@ impl<'a> Group<'a> {
                 self.runs.len() - 1
             }
         };
-        self.schedule(now, id, What::Call);
+        // Its call is scheduled after everything else at this time: when nothing else is,
+        // it is the next event, and made at once.
+        let next_start = self.starts.peek(self.plan).map(|(at, _)| at);
+        let next_event = self.queue.peek().map(|Reverse(d)| d.at);
+        if next_start.is_none_or(|at| at > now) && next_event.is_none_or(|at| at > now) {
+            self.seq += 1;
+            self.call(now, id, tally);
+        } else {
+            self.schedule(now, id, What::Call);
+        }
     }
 
     /// A run's attempt calls the service at `now`.
