@@ -279,11 +279,11 @@ fn simulate_in_groups(
         let window = window_of(next);
         tally.begin(window);
         let end = window_end(window);
-        for group in &mut groups {
+        // A group with nothing left to do lets go of its runs and its stores at once.
+        groups.retain_mut(|group| {
             group.advance(end, &mut tally);
-        }
-        // A group with nothing left to do lets go of its runs and its stores.
-        groups.retain_mut(|g| g.next_at().is_some());
+            group.next_at().is_some()
+        });
     }
     tally.report(horizon)
 }

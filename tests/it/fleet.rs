@@ -213,7 +213,7 @@ fn a_fleet_whose_runs_would_retry_through_the_outage_is_refused_naming_the_limit
     assert_eq!(out.status.code(), Some(125));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("--fleet 100000") && said.contains("the most is 2500000000"),
+        said.contains("--fleet 100000") && said.contains("the most is 1800000000"),
         "{said}"
     );
     assert!(out.stdout.is_empty());
