@@ -5,9 +5,13 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use super::fleet::{Report, Sharing, World, simulate};
+use super::fleet::{Report, Sharing, World, simulate_counting};
+use super::progress::Progress;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::shared::SharedSettings;
@@ -21,6 +25,62 @@ const HEIGHT: usize = 4;
 /// The most runs of the job one simulated variant may start: the time a simulation takes
 /// grows with them (about a microsecond each, four variants), its memory does not.
 pub const MOST_RUNS: u128 = 50_000_000;
+
+/// Whether simulating `variants` takes at most [`MOST_STEPS`]; if not, why, with the limit.
+fn within_steps(
+    policy: &Policy,
+    fleet: &Fleet,
+    world: &World,
+    variants: &[Variant],
+) -> Result<(), String> {
+    let calls = super::fleet::calls(policy, world);
+    let each: Vec<u128> = variants.iter().map(|v| steps(v, world, calls)).collect();
+    let steps = each.iter().copied().fold(0u128, u128::saturating_add);
+    let most = each.iter().copied().max().unwrap_or(0);
+    if steps <= MOST_STEPS && most <= MOST_ROW_STEPS {
+        return Ok(());
+    }
+    Err(format!(
+        "--fleet {} with --every {} through --outage {} is about {steps} steps to simulate, \
+         {most} for its largest row (about {calls} calls without a key, each a step; with a \
+         key, each run or call several, as it reads and writes the key's state); the most is \
+         {MOST_STEPS}, {MOST_ROW_STEPS} for one row: give fewer processes, fewer attempts or \
+         longer delays, a longer --every or a shorter --outage",
+        fleet.processes,
+        human(fleet.every),
+        human(fleet.outage)
+    ))
+}
+
+/// The most steps the variants of one explanation may take ([`steps`]): about a minute of
+/// one core (measured: 30 to 35 ns a step, two variants at once on two cores), so that the
+/// whole answer takes half of it on two.
+pub const MOST_STEPS: u128 = 1_800_000_000;
+
+/// The most steps one variant may take: it runs on one core, about 30 s.
+pub const MOST_ROW_STEPS: u128 = 800_000_000;
+
+/// About what simulating a variant costs, in steps of the time a call without a key takes
+/// (measured: a run or a call with a key takes from 2 to 60 of them), given the `calls` the
+/// fleet makes without a key. A breaker cuts the calls into an outage to a few, leaving the
+/// runs; a budget leaves about one call a run; a key's outcomes kept for the adaptive delay
+/// make each operation on the state dearer.
+fn steps(v: &Variant, world: &World, calls: u128) -> u128 {
+    let runs = super::fleet::runs(v.policy, v.state, world);
+    let Some(s) = v.state.filter(|_| v.sharing != Sharing::None) else {
+        return calls;
+    };
+    let history = s.history || v.policy.adaptive.is_some();
+    match (s.breaker.enabled(), s.budget.enabled(), history) {
+        // Nothing shared: stepped as without a key.
+        (false, false, false) => calls,
+        (true, _, false) => runs.saturating_mul(2),
+        (true, _, true) => runs.saturating_mul(10),
+        (false, true, false) => runs.saturating_mul(13),
+        (false, true, true) => runs.saturating_mul(60),
+        (false, false, true) => calls.saturating_mul(60),
+    }
+}
 
 /// The whole explanation, as printed (text, or JSON lines with `--log-format json`); or,
 /// when the fleet would take too long to simulate, why, with the limit.
@@ -56,32 +116,47 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
     };
     let mut plain = policy.clone();
     plain.backoff.jitter = Jitter::None;
-    let mut rows = vec![
-        ("this policy", simulate(policy, sharing, state, &world)),
-        ("without jitter", simulate(&plain, sharing, state, &world)),
+    let mut variants = vec![
+        Variant::new("this policy", policy, sharing, state),
+        Variant::new("without jitter", &plain, sharing, state),
     ];
     match state {
-        Some(_) => rows.push((
-            // The adaptive delay needs a key: without one, its exponential fallback.
-            if policy.adaptive.is_some() {
-                "exponential, no --key"
-            } else {
-                "without --key"
-            },
-            simulate(policy, Sharing::None, None, &world),
+        // The adaptive delay needs a key: without one, its exponential fallback.
+        Some(_) if policy.adaptive.is_some() => variants.push(Variant::new(
+            "exponential, no --key",
+            policy,
+            Sharing::None,
+            None,
         )),
+        Some(_) => variants.push(Variant::new("without --key", policy, Sharing::None, None)),
         None => {
             // What a key would do, with the default breaker and budget.
-            rows.push((
+            variants.push(Variant::new(
                 "with --key (each host)",
-                simulate(policy, Sharing::PerHost, Some(&keyed), &world),
+                policy,
+                Sharing::PerHost,
+                Some(&keyed),
             ));
-            rows.push((
+            variants.push(Variant::new(
                 "with --key --state",
-                simulate(policy, Sharing::Fleet, Some(&keyed), &world),
+                policy,
+                Sharing::Fleet,
+                Some(&keyed),
             ));
         }
     }
+    within_steps(policy, &fleet, &world, &variants)?;
+    let total = variants
+        .iter()
+        .map(|v| super::fleet::runs(v.policy, v.state, &world))
+        .sum::<u128>();
+    let mut progress = Progress::on_stderr(
+        u64::try_from(total).unwrap_or(u64::MAX),
+        policy.log.level >= 1,
+    );
+    let reports = simulate_all(&variants, &world, &mut progress);
+    progress.finish();
+    let rows = variants.iter().map(|v| v.name).zip(reports).collect();
     let simulated = Simulated {
         policy,
         fleet,
@@ -94,6 +169,78 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         LogFormat::Text => text(&simulated),
     })
 }
+
+/// One variant of the policy, a row of the table.
+pub struct Variant<'a> {
+    pub name: &'static str,
+    pub policy: &'a Policy,
+    pub sharing: Sharing,
+    pub state: Option<&'a SharedSettings>,
+}
+
+impl<'a> Variant<'a> {
+    pub fn new(
+        name: &'static str,
+        policy: &'a Policy,
+        sharing: Sharing,
+        state: Option<&'a SharedSettings>,
+    ) -> Variant<'a> {
+        Variant {
+            name,
+            policy,
+            sharing,
+            state,
+        }
+    }
+}
+
+/// Simulates every variant, as many at once as there are cores, and ticks `progress` with the
+/// runs of the job started meanwhile. Those without a key first: they make the most calls,
+/// so the rest fill in beside them.
+pub fn simulate_all(variants: &[Variant], world: &World, progress: &mut Progress) -> Vec<Report> {
+    let started = AtomicU64::new(0);
+    let mut order: Vec<usize> = (0..variants.len()).collect();
+    order.sort_by_key(|&i| variants[i].sharing != Sharing::None);
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, NonZeroUsize::get)
+        .min(variants.len());
+    let mut reports: Vec<Option<Report>> = vec![None; variants.len()];
+    std::thread::scope(|scope| {
+        let (done, finished) = mpsc::channel();
+        for _ in 0..threads {
+            let done = done.clone();
+            let (order, next, started) = (&order, &next, &started);
+            scope.spawn(move || {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let v = &variants[i];
+                    let report = simulate_counting(v.policy, v.sharing, v.state, world, started);
+                    if done.send((i, report)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done);
+        let mut left = variants.len();
+        while left > 0 {
+            match finished.recv_timeout(TICK) {
+                Ok((i, report)) => {
+                    reports[i] = Some(report);
+                    left -= 1;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // A thread that panicked: the scope passes its panic on.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            progress.tick(started.load(Ordering::Relaxed));
+        }
+    });
+    reports.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// How often the progress line is brought up to date.
+const TICK: Duration = Duration::from_millis(100);
 
 /// What was simulated, and what came of it: a row per variant of the policy.
 struct Simulated<'a> {
@@ -165,7 +312,7 @@ fn text(simulated: &Simulated) -> String {
          {starts}.\n\
          The service is down for {}, then up.\n\
          State: {}.\n\
-         Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n",
+         Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n{}",
         fleet.processes,
         human(fleet.every),
         human(fleet.call),
@@ -176,7 +323,14 @@ fn text(simulated: &Simulated) -> String {
         } else {
             "backoff"
         },
-        world.seed
+        world.seed,
+        if super::fleet::in_groups(policy, world) {
+            "Processes that share no state were stepped apart, in groups that draw their own \
+             random numbers:\nevery run simulated, none sampled; other draws than one queue's, \
+             from the same distribution.\n"
+        } else {
+            ""
+        }
     );
     for (a, b, c, d, e, f, g, h) in [
         (
@@ -349,4 +503,67 @@ fn chart(out: &mut String, r: &Report, outage: Duration, colour: bool) {
         "",
         human(r.horizon)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the four variants of a policy without a key, on a fleet of 100,000 every 10s
+    /// through an hour, fit the steps allowed.
+    fn fits(flags: &[&str]) -> Result<(), String> {
+        let policy = crate::setup::from_flags(flags)?;
+        let fleet = Fleet {
+            processes: 100_000,
+            hosts: 100_000,
+            outage: Duration::from_secs(3600),
+            every: Duration::from_secs(10),
+            splay: Duration::from_secs(10),
+            call: super::super::fleet::CALL,
+        };
+        let world = World {
+            processes: 100_000,
+            hosts: 100_000,
+            every: fleet.every,
+            splay: fleet.splay,
+            repeat: true,
+            outage: fleet.outage,
+            call: fleet.call,
+            seed: 1,
+        };
+        let keyed = SharedSettings::default();
+        let variants = [
+            Variant::new("a", &policy, Sharing::None, None),
+            Variant::new("b", &policy, Sharing::None, None),
+            Variant::new("c", &policy, Sharing::PerHost, Some(&keyed)),
+            Variant::new("d", &policy, Sharing::Fleet, Some(&keyed)),
+        ];
+        within_steps(&policy, &fleet, &world, &variants)
+    }
+
+    #[test]
+    fn the_largest_fleet_fits_with_bounded_attempts_and_not_retrying_forever() {
+        assert_eq!(fits(&["-n", "5"]), Ok(()));
+        assert_eq!(fits(&["-n", "20"]), Ok(()));
+        let why = fits(&["--forever"]).expect_err("refused");
+        assert!(why.contains("the most is 1800000000"), "{why}");
+        // Each of the two rows without a key would take most of a minute on its core.
+        let why = fits(&["-n", "40"]).expect_err("refused");
+        assert!(why.contains("800000000 for one row"), "{why}");
+        // Without delays, every run calls ten times a second until the outage ends.
+        assert!(fits(&["-n", "1000", "-d", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_calls_without_a_key_are_about_what_the_fleet_makes() {
+        let policy = crate::setup::from_flags(&["-n", "5", "--jitter", "none"]).expect("a policy");
+        let world = World::cron(1000, Duration::from_secs(300), Duration::from_secs(1800), 1);
+        let estimated = super::super::fleet::calls(&policy, &world) as f64;
+        let made = super::super::fleet::simulate(&policy, Sharing::None, None, &world);
+        let made = (made.calls_during + made.calls_after) as f64;
+        assert!(
+            (estimated / made - 1.0).abs() < 0.1,
+            "{estimated} against {made}"
+        );
+    }
 }

@@ -7,18 +7,19 @@
 //! processes on it (local state, or a shared store that is down and every host falls back to
 //! its own).
 
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use rand::RngExt;
 
-use super::{Component, Nanos, Queue, nanos, stream};
-use crate::policy::outcome::Reason;
+use super::apart::Apart;
+use super::group::{Group, Plan};
+use super::tally::{Tally, window_end, window_of};
+use super::{Component, Nanos, group_stream, nanos, stream};
+use crate::policy::backoff::Shape;
 use crate::policy::pacing::Pacing;
 use crate::policy::shared::SharedSettings;
-use crate::policy::verdict::{Judgement, Retryable};
 use crate::policy::{Policy, defaults};
-use crate::state::Shared;
-use crate::state::memory::MemoryStore;
 
 /// `--breaker-open-max`'s default: the simulated time covers at least this after the outage.
 const DEFAULT_OPEN_MAX: Duration = defaults::BREAKER_OPEN_MAX;
@@ -124,32 +125,10 @@ impl Report {
     }
 }
 
-/// One run of retry by one process.
-struct Run<'a> {
-    /// The process, and the host whose store it uses.
-    process: usize,
-    host: usize,
-    started: Nanos,
-    attempt: u32,
-    /// Its delays and limits, as a real run's; with `--backoff adaptive`, learning from the
-    /// key's outcomes in `shared`'s store.
-    pacing: Pacing<'a>,
-    shared: Option<Shared>,
-}
-
-enum Event {
-    /// A process's job starts a run.
-    Start(usize),
-    /// A run's attempt calls the service.
-    Call(usize),
-    /// The call's answer arrives: success or not.
-    Answer(usize, bool),
-}
-
 /// The simulated time, the same for every variant of a policy, so that they are compared over
 /// the same time: long enough for a breaker open for its longest to let a probe through after
 /// the outage, and for every host to run again.
-fn horizon(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> Nanos {
+pub(super) fn horizon(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> Nanos {
     let every = nanos(world.every).max(1);
     let open_max = state.map_or(0, |s| nanos(s.breaker.open_max));
     nanos(world.outage)
@@ -170,6 +149,68 @@ pub fn runs(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> u
     u128::from(per_host) * world.processes as u128
 }
 
+/// Attempts of a run [`calls`] follows one by one; past them, the last step repeats.
+const FOLLOWED: u32 = 10_000;
+
+/// About how many calls the fleet makes without a key: each run of the job that starts in
+/// the outage fails attempt after attempt (each delay the middle of its range) until its
+/// attempts, its `--max-time` or the outage run out, and every run makes one call that
+/// succeeds. What stepping a variant that shares nothing costs; its figure is not this.
+pub fn calls(policy: &Policy, world: &World) -> u128 {
+    let outage = u128::from(nanos(world.outage));
+    let every = u128::from(nanos(world.every).max(1));
+    let call = nanos(world.call).max(1);
+    let pacing = Pacing::of(policy, false);
+    // For each attempt of a run, the time the runs it is made by start over in the outage:
+    // divided by the period, the attempts of a process in the outage.
+    let (mut span, mut t, mut prev) = (0u128, 0u128, policy.backoff.delay);
+    let mut attempt = 1u32;
+    while t < outage {
+        span += outage - t;
+        if !pacing.attempts_left(attempt) {
+            break;
+        }
+        let (lo, hi) = policy.backoff.range(attempt, prev);
+        let delay = lo + (hi - lo) / 2;
+        let elapsed = Duration::from_nanos(u64::try_from(t).unwrap_or(u64::MAX)) + world.call;
+        if pacing.fits(elapsed, delay).is_err() {
+            break;
+        }
+        let step = u128::from(call) + u128::from(nanos(delay));
+        t += step;
+        prev = delay;
+        attempt += 1;
+        if attempt > FOLLOWED {
+            // The rest, a step apart, as many as the attempts left and the outage allow: the
+            // time each leaves in the outage, summed as the area of a triangle.
+            let left = outage.saturating_sub(t).div_ceil(step);
+            let left = pacing.max_attempts().map_or(left, |max| {
+                left.min(u128::from(max.saturating_sub(attempt) + 1))
+            });
+            span += left * outage.saturating_sub(t) / 2;
+            break;
+        }
+    }
+    // And one call a run that starts after the outage.
+    let per_process = runs(policy, None, world) / world.processes.max(1) as u128;
+    (span / every + per_process.saturating_sub(outage / every))
+        .saturating_mul(world.processes as u128)
+}
+
+/// Processes (or hosts, with a store each) in a group that shares nothing with the rest of
+/// the fleet: a fleet of at most this many, starting at most [`QUEUED_RUNS`] runs of the job,
+/// is one group, stepped as one queue.
+pub const GROUP: usize = 1024;
+
+/// Whether some variant of `policy` on `world` is stepped in more than one group, and so
+/// draws other numbers than one queue would.
+pub fn in_groups(policy: &Policy, world: &World) -> bool {
+    world.processes > GROUP || runs(policy, None, world) > QUEUED_RUNS
+}
+
+/// The most runs of the job a fleet of one group starts.
+pub const QUEUED_RUNS: u128 = 1_000_000;
+
 /// Runs the fleet through the outage. `state` is the key's rules when `sharing` is not
 /// [`Sharing::None`].
 pub fn simulate(
@@ -178,234 +219,222 @@ pub fn simulate(
     state: Option<&SharedSettings>,
     world: &World,
 ) -> Report {
-    let backoff = &policy.backoff;
-    let outage = nanos(world.outage);
-    let every = nanos(world.every).max(1);
-    let call = nanos(world.call);
-    let horizon = horizon(policy, state, world);
-    let bucket = Duration::from_nanos((horizon / 60).max(1_000_000_000));
-    let mut timeline = vec![0u64; usize::try_from(horizon / nanos(bucket) + 1).unwrap_or(1)];
-    // Calls come in time order: the busiest second is counted as it goes, in constant space.
-    let mut per_second = Peak::default();
-    let mut retries_per_second = Peak::default();
+    simulate_counting(policy, sharing, state, world, &AtomicU64::new(0))
+}
 
-    let mut phases = stream(world.seed, Component::Arrivals);
-    let mut rng = stream(world.seed, Component::Policy);
-    let fleet_store = MemoryStore::default();
-    let stores: Vec<MemoryStore> = (0..world.hosts.clamp(1, world.processes.max(1)))
-        .map(|_| match sharing {
-            Sharing::Fleet => fleet_store.clone(),
-            _ => MemoryStore::default(),
-        })
-        .collect();
-    let mut queue = Queue::default();
+/// [`simulate`], adding each run of the job it starts to `started` as it goes.
+///
+/// The processes are stepped in groups that share nothing: the whole fleet when it has one
+/// store or is small ([`GROUP`]), else blocks of hosts each with its own store, or blocks of
+/// processes without one. A group is stepped event by event in time order, its events at the
+/// same time in the order scheduled, as one queue for the whole fleet had them; groups draw
+/// from streams of their own (the first from the stream the whole fleet would), so a fleet
+/// of more than one group draws other numbers than one queue would, from the same
+/// distribution. Runs that share nothing are stepped each to its end ([`super::apart`]).
+pub fn simulate_counting(
+    policy: &Policy,
+    sharing: Sharing,
+    state: Option<&SharedSettings>,
+    world: &World,
+    started: &AtomicU64,
+) -> Report {
+    simulate_in_groups(policy, sharing, state, world, started, GROUP)
+}
+
+/// [`simulate_counting`] with groups of `group` processes (or hosts).
+fn simulate_in_groups(
+    policy: &Policy,
+    sharing: Sharing,
+    state: Option<&SharedSettings>,
+    world: &World,
+    started: &AtomicU64,
+    group: usize,
+) -> Report {
+    let every = nanos(world.every).max(1);
+    let horizon = horizon(policy, state, world);
+    let bucket = (horizon / 60).max(1_000_000_000);
+    let state = state.filter(|_| sharing != Sharing::None);
+    let phases = phases(world);
+    let tabled = tabled(policy);
+    let plan = Plan {
+        policy: tabled.as_ref().unwrap_or(policy),
+        state,
+        outage: nanos(world.outage),
+        every,
+        call: nanos(world.call),
+        call_time: world.call,
+        horizon,
+        repeat: world.repeat,
+        phases: &phases,
+        started,
+    };
+    let mut tally = Tally::new(
+        world.processes,
+        plan.outage,
+        bucket,
+        usize::try_from(horizon / bucket + 1).unwrap_or(1),
+    );
+    let mut groups = groups(&plan, sharing, world, group.max(1));
+    while let Some(next) = groups.iter_mut().filter_map(Stepper::next_at).min() {
+        let window = window_of(next);
+        tally.begin(window);
+        let end = window_end(window);
+        // A group with nothing left to do lets go of its runs and its stores at once.
+        groups.retain_mut(|group| {
+            group.advance(end, &mut tally);
+            group.next_at().is_some()
+        });
+    }
+    tally.report(horizon)
+}
+
+/// The most delays [`tabled`] works out in advance.
+const TABLED: u32 = 4096;
+
+/// The policy with its exponential backoff's delays before jitter worked out once, as the
+/// list of them that gives the same delay for every retry (`Shape::List`, whose last delay
+/// repeats): `factor.powf(k)` for every delay of every run was most of the time a fleet took.
+/// `None` unless the backoff is exponential and levels off within [`TABLED`] delays: at
+/// `--max-delay`, or at once with a factor of 1 or no delay, after which a factor of at
+/// least 1 keeps it there.
+fn tabled(policy: &Policy) -> Option<Policy> {
+    let backoff = &policy.backoff;
+    let Shape::Exponential { factor } = backoff.shape else {
+        return None;
+    };
+    if factor < 1.0 {
+        return None;
+    }
+    let level = factor == 1.0 || backoff.delay.is_zero();
+    let mut list: Vec<Duration> = Vec::new();
+    for k in 1..=TABLED {
+        let delay = backoff.base(k);
+        list.push(delay);
+        if level || delay == backoff.max_delay {
+            let mut tabled = policy.clone();
+            tabled.backoff.shape = Shape::List(list);
+            return Some(tabled);
+        }
+    }
+    None
+}
+
+/// Each process's first start: within the splay of time 0, drawn in the order of their
+/// numbers from the arrivals' stream.
+fn phases(world: &World) -> Vec<Nanos> {
+    let mut draw = stream(world.seed, Component::Arrivals);
     let splay = if world.repeat {
-        nanos(world.splay).min(every)
+        nanos(world.splay).min(nanos(world.every).max(1))
     } else {
         nanos(world.splay)
     };
-    for process in 0..world.processes {
-        let phase = if splay == 0 {
-            0
-        } else {
-            phases.random_range(0..splay)
-        };
-        queue.at(phase, Event::Start(process));
-    }
-    // The runs under way: a run's place is taken again once it ended, so memory follows the
-    // fleet, not the simulated time.
-    let mut runs: Vec<Option<Run>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    let mut report = Report {
-        bucket,
-        horizon: Duration::from_nanos(horizon),
-        ..Report::default()
-    };
-    let mut recovered = vec![false; world.processes];
-    let mut waiting = world.processes;
-    let ms = |t: Nanos| t / 1_000_000;
-
-    while let Some(event) = queue.pop() {
-        let now = queue.now();
-        match event {
-            Event::Start(process) => {
-                if world.repeat && now.saturating_add(every) < horizon {
-                    queue.after(every, Event::Start(process));
-                }
-                report.jobs += 1;
-                let host = process % stores.len();
-                let mut shared = match (sharing, state) {
-                    (Sharing::None, _) | (_, None) => None,
-                    (_, Some(s)) => Some(Shared::new(
-                        "fleet".into(),
-                        s.clone(),
-                        Box::new(stores[host].clone()),
-                    )),
-                };
-                if let Some(shared) = &mut shared {
-                    stores[host].now.set(ms(now));
-                    // An in-memory store does not fail.
-                    if let Ok(Some(_)) = shared.admit() {
-                        report.refused += 1;
-                        continue;
-                    }
-                    report.probes += u64::from(shared.probing());
-                }
-                // Without a key the adaptive delay has nothing to learn from: the exponential
-                // schedule it falls back on, as a real run does when its state is lost.
-                let pacing = Pacing::of(policy, shared.is_some());
-                let run = Some(Run {
-                    process,
-                    host,
-                    started: now,
-                    attempt: 0,
-                    pacing,
-                    shared,
-                });
-                let id = match free.pop() {
-                    Some(id) => {
-                        runs[id] = run;
-                        id
-                    }
-                    None => {
-                        runs.push(run);
-                        runs.len() - 1
-                    }
-                };
-                queue.at(now, Event::Call(id));
+    (0..world.processes)
+        .map(|_| {
+            if splay == 0 {
+                0
+            } else {
+                draw.random_range(0..splay)
             }
-            Event::Call(id) => {
-                let Some(run) = runs[id].as_mut() else {
-                    continue;
-                };
-                if run.attempt > 0
-                    && let Some(shared) = &mut run.shared
-                {
-                    stores[run.host].now.set(ms(now));
-                    if let Ok(Some(_)) = shared.before_retry() {
-                        report.gave_up += 1;
-                        runs[id] = None;
-                        free.push(id);
-                        continue;
-                    }
-                }
-                run.attempt += 1;
-                if now < outage {
-                    report.calls_during += 1;
-                } else {
-                    report.calls_after += 1;
-                }
-                if let Some(slot) =
-                    timeline.get_mut(usize::try_from(now / nanos(bucket)).unwrap_or(usize::MAX))
-                {
-                    *slot += 1;
-                }
-                per_second.add(now / 1_000_000_000);
-                if run.attempt > 1 {
-                    retries_per_second.add(now / 1_000_000_000);
-                }
-                queue.after(call, Event::Answer(id, now >= outage));
-            }
-            Event::Answer(id, ok) => {
-                let Some(mut run) = runs[id].take() else {
-                    continue;
-                };
-                // As a real run: the key's outcomes as the store told them at the attempt's
-                // start, with this failure counted, at the store's time now. A failed call is
-                // a failure the policy retries.
-                let view = run.shared.as_ref().and_then(|s| s.view.as_ref());
-                let estimates = view
-                    .filter(|_| run.pacing.learns())
-                    .map(|v| v.history.estimate_after_failure(ms(now), backoff.delay));
-                let judgement = if ok {
-                    Judgement::Success
-                } else {
-                    let elapsed = Duration::from_nanos(now.saturating_sub(run.started));
-                    let because = Retryable::Status(Reason::AnyFailure);
-                    match run.pacing.after_failure(
-                        run.attempt,
-                        elapsed,
-                        estimates.as_ref(),
-                        &mut rng,
-                    ) {
-                        Ok(delay) => Judgement::Retry {
-                            because,
-                            following: None,
-                            delay,
-                        },
-                        Err(limit) => Judgement::Spent {
-                            because,
-                            following: None,
-                            limit,
-                        },
-                    }
-                };
-                let mut retry = judgement.delay();
-                if let Some(shared) = &mut run.shared {
-                    stores[run.host].now.set(ms(now));
-                    let u = rng.random::<f64>();
-                    if let Ok((_, Some(_))) =
-                        shared.after_attempt(judgement.counted(), retry.is_some(), u)
-                    {
-                        retry = None;
-                    }
-                }
-                if retry.is_none() {
-                    // The run is over: its place is free for the next.
-                    free.push(id);
-                }
-                if ok {
-                    report.successes += 1;
-                    if now >= outage {
-                        let since = Duration::from_nanos(now - outage);
-                        report.first_success.get_or_insert(since);
-                        if !recovered[run.process] {
-                            recovered[run.process] = true;
-                            waiting -= 1;
-                            if waiting == 0 {
-                                report.last_success = Some(since);
-                            }
-                        }
-                    }
-                    continue;
-                }
-                match retry {
-                    Some(delay) => {
-                        runs[id] = Some(run);
-                        queue.after(nanos(delay), Event::Call(id));
-                    }
-                    None => report.gave_up += 1,
-                }
-            }
-        }
-    }
-    report.peak_per_second = per_second.most;
-    report.peak_retries_per_second = retries_per_second.most;
-    // The last bucket runs past the simulated time: it would show a drop that is not there.
-    timeline.truncate(
-        usize::try_from(horizon / nanos(bucket))
-            .unwrap_or(usize::MAX)
-            .max(1),
-    );
-    report.timeline = timeline;
-    report
+        })
+        .collect()
 }
 
-/// The most events in one second, counted as they come in time order.
-#[derive(Default)]
-struct Peak {
-    second: u64,
-    count: u64,
-    most: u64,
+/// A group of processes, stepped event by event or run by run.
+enum Stepper<'a> {
+    Queue(Group<'a>),
+    Apart(Apart<'a>),
 }
 
-impl Peak {
-    fn add(&mut self, second: u64) {
-        if second != self.second {
-            (self.second, self.count) = (second, 0);
+impl Stepper<'_> {
+    fn next_at(&mut self) -> Option<Nanos> {
+        match self {
+            Stepper::Queue(g) => g.next_at(),
+            Stepper::Apart(a) => a.next_at(),
         }
-        self.count += 1;
-        self.most = self.most.max(self.count);
+    }
+
+    fn advance(&mut self, until: Nanos, tally: &mut Tally) {
+        match self {
+            Stepper::Queue(g) => g.advance(until, tally),
+            Stepper::Apart(a) => a.advance(until, tally),
+        }
+    }
+}
+
+/// The fleet's processes in groups that share nothing, each with its own random stream.
+fn groups<'a>(
+    plan: &'a Plan<'a>,
+    sharing: Sharing,
+    world: &World,
+    group: usize,
+) -> Vec<Stepper<'a>> {
+    let processes = world.processes;
+    let hosts = world.hosts.clamp(1, processes.max(1));
+    let number = |p: usize| u32::try_from(p).unwrap_or(u32::MAX);
+    let rng = |group: usize| group_stream(world.seed, Component::Policy, group as u64);
+    // A key whose breaker and budget are off and whose outcomes are not kept: no run can
+    // change what another does.
+    let inert = plan.state.is_none_or(|s| {
+        !s.breaker.enabled() && !s.budget.enabled() && !s.history && plan.policy.adaptive.is_none()
+    });
+    // One group steps as the single queue did, draw for draw, but each of its events goes
+    // through a queue: a small fleet with many runs of the job is stepped in groups too.
+    let one = processes <= group && runs(plan.policy, plan.state, world) <= QUEUED_RUNS;
+    match sharing {
+        _ if one || (sharing == Sharing::Fleet && !inert) => {
+            let stores = if sharing == Sharing::PerHost {
+                hosts
+            } else {
+                1
+            };
+            let all = (0..processes).map(number).collect();
+            vec![Stepper::Queue(Group::new(
+                plan,
+                all,
+                stores,
+                if sharing == Sharing::PerHost {
+                    hosts
+                } else {
+                    1
+                },
+                0,
+                rng(0),
+            ))]
+        }
+        _ if inert => (0..processes)
+            .step_by(GROUP)
+            .enumerate()
+            .map(|(g, first)| {
+                let block = (first..(first + GROUP).min(processes))
+                    .map(number)
+                    .collect();
+                Stepper::Apart(Apart::new(plan, block, rng(g)))
+            })
+            .collect(),
+        _ => {
+            // Blocks of whole hosts, each with its own store, about `group` processes a block.
+            let per_host = processes.div_ceil(hosts);
+            let block = (group / per_host).max(1);
+            (0..hosts)
+                .step_by(block)
+                .enumerate()
+                .map(|(g, first)| {
+                    let last = (first + block).min(hosts);
+                    let members = (first..last)
+                        .flat_map(|h| (h..processes).step_by(hosts))
+                        .map(number)
+                        .collect();
+                    Stepper::Queue(Group::new(
+                        plan,
+                        members,
+                        last - first,
+                        hosts,
+                        first,
+                        rng(g),
+                    ))
+                })
+                .collect()
+        }
     }
 }
 
@@ -636,5 +665,196 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// The variants `--explain --fleet` simulates of a policy: its own key's sharing, none, a
+    /// state per host and one for the fleet.
+    fn variants(p: &Policy) -> Vec<(Sharing, Option<SharedSettings>)> {
+        let keyed = p
+            .state
+            .as_ref()
+            .map_or_else(SharedSettings::default, |s| s.shared.clone());
+        vec![
+            (Sharing::None, None),
+            (Sharing::PerHost, Some(keyed.clone())),
+            (Sharing::Fleet, Some(keyed)),
+        ]
+    }
+
+    #[test]
+    fn a_fleet_of_one_group_is_stepped_as_the_single_queue_stepped_it() {
+        let m = |minutes: u64| Duration::from_secs(minutes * 60);
+        let fleets = [
+            (vec!["-n", "5"], World::cron(300, m(5), m(20), 3)),
+            (
+                vec!["-n", "4", "-d", "2s", "--key", "api"],
+                World {
+                    hosts: 40,
+                    splay: Duration::ZERO,
+                    ..World::cron(GROUP, m(1), m(10), 7)
+                },
+            ),
+            // Ties everywhere: no jitter, every process at once, calls as long as the period.
+            (
+                vec![
+                    "-n",
+                    "3",
+                    "-d",
+                    "1s",
+                    "--jitter",
+                    "none",
+                    "--budget-burst",
+                    "2",
+                ],
+                World {
+                    splay: Duration::ZERO,
+                    call: Duration::from_secs(10),
+                    every: Duration::from_secs(10),
+                    ..World::cron(50, m(1), m(3), 1)
+                },
+            ),
+            (
+                vec![
+                    "--jitter",
+                    "decorrelated",
+                    "--factor",
+                    "1.5",
+                    "--max-time",
+                    "40s",
+                ],
+                World {
+                    hosts: 3,
+                    ..World::cron(200, m(1), m(15), 11)
+                },
+            ),
+            (
+                vec!["-n", "6", "--key", "api", "--backoff", "adaptive"],
+                World {
+                    hosts: 5,
+                    repeat: false,
+                    splay: m(3),
+                    ..World::cron(400, m(1), m(2), 5)
+                },
+            ),
+        ];
+        for (flags, world) in fleets {
+            let p = policy(&flags);
+            for (sharing, state) in variants(&p) {
+                let fast = simulate(&p, sharing, state.as_ref(), &world);
+                let single = super::super::exact::simulate(&p, sharing, state.as_ref(), &world);
+                assert_eq!(fast, single, "{flags:?} {sharing:?} {world:?}");
+                assert!(fast.jobs > 0 && fast.calls_during > 0, "{fast:?}");
+            }
+        }
+    }
+
+    /// The figures of the table that a fleet of many groups draws differently: calls in the
+    /// outage and after, the peak calls per second, and the runs refused.
+    fn figures(r: &Report) -> [u64; 4] {
+        [r.calls_during, r.calls_after, r.peak_per_second, r.refused]
+    }
+
+    /// Groups of 64 in the tests: a fleet of a few hundred is many groups, quick to step both
+    /// ways in a debug build.
+    const SMALL_GROUP: usize = 64;
+
+    /// Simulates `world` over seeds both ways and fails when a figure's mean over the seeds,
+    /// stepped in groups, leaves the range the single queue's figures span over the same
+    /// seeds, or one of the seeds' figures lies further from that range than its width.
+    fn within_the_single_queues_spread(flags: &[&str], sharing: Sharing, world: &World) {
+        let p = policy(flags);
+        let state = match sharing {
+            Sharing::None => None,
+            _ => Some(
+                p.state
+                    .as_ref()
+                    .map_or_else(SharedSettings::default, |s| s.shared.clone()),
+            ),
+        };
+        let (mut fast, mut single) = (Vec::new(), Vec::new());
+        for seed in 1..=8 {
+            let world = World {
+                seed,
+                ..world.clone()
+            };
+            let counted = AtomicU64::new(0);
+            let grouped =
+                simulate_in_groups(&p, sharing, state.as_ref(), &world, &counted, SMALL_GROUP);
+            assert_eq!(counted.into_inner(), grouped.jobs);
+            fast.push(figures(&grouped));
+            single.push(figures(&super::super::exact::simulate(
+                &p,
+                sharing,
+                state.as_ref(),
+                &world,
+            )));
+        }
+        let names = [
+            "calls in the outage",
+            "calls after",
+            "peak calls/s",
+            "runs refused",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let values = |runs: &[[u64; 4]]| runs.iter().map(|f| f[i] as f64).collect::<Vec<_>>();
+            let (fast, single) = (values(&fast), values(&single));
+            let mean = fast.iter().sum::<f64>() / fast.len() as f64;
+            let lo = single.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = single.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let width = hi - lo;
+            assert!(
+                (lo..=hi).contains(&mean)
+                    && fast.iter().all(|f| (lo - width..=hi + width).contains(f)),
+                "{flags:?} {sharing:?}: {name}: in groups {fast:?} (mean {mean}), one queue \
+                 {single:?}"
+            );
+        }
+    }
+
+    /// 400 processes, 7 groups.
+    fn groups_of(hosts: usize, splay: Duration) -> World {
+        World {
+            hosts,
+            splay,
+            ..World::cron(400, Duration::from_secs(120), Duration::from_secs(600), 1)
+        }
+    }
+
+    #[test]
+    fn runs_without_a_key_stepped_apart_stay_within_the_single_queues_spread() {
+        let spread = groups_of(400, Duration::from_secs(120));
+        within_the_single_queues_spread(&["-n", "4"], Sharing::None, &spread);
+        // Every process at the same instant: the peak is the whole fleet and its retries.
+        let at_once = groups_of(400, Duration::ZERO);
+        within_the_single_queues_spread(&["-n", "3", "-d", "3s"], Sharing::None, &at_once);
+    }
+
+    #[test]
+    fn a_key_that_shares_nothing_is_stepped_apart_within_the_single_queues_spread() {
+        // Its breaker and budget are off: one store for the fleet, and nothing in it.
+        let flags = [
+            "-n",
+            "4",
+            "--key",
+            "k",
+            "--breaker-failures",
+            "0",
+            "--budget-burst",
+            "0",
+        ];
+        within_the_single_queues_spread(
+            &flags,
+            Sharing::Fleet,
+            &groups_of(400, Duration::from_secs(60)),
+        );
+    }
+
+    #[test]
+    fn hosts_with_a_state_each_stepped_in_groups_stay_within_the_single_queues_spread() {
+        let flags = ["-n", "5", "--key", "api"];
+        let spread = groups_of(400, Duration::from_secs(120));
+        within_the_single_queues_spread(&flags, Sharing::PerHost, &spread);
+        // Twenty processes a host share its breaker, cron firing them at once.
+        within_the_single_queues_spread(&flags, Sharing::PerHost, &groups_of(20, Duration::ZERO));
     }
 }

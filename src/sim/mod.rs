@@ -12,8 +12,13 @@
 //! B (a load spike) are research, not product: they live beside the fleet bench, in
 //! `benches/fleet/`, and use this module through the crate's public API.
 
+mod apart;
+pub mod exact;
 pub mod explain;
 pub mod fleet;
+mod group;
+pub mod progress;
+mod tally;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -118,6 +123,15 @@ pub enum Component {
 pub fn stream(seed: u64, component: Component) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(component as u64);
+    rng
+}
+
+/// The random stream of one component in one group of a fleet's processes: group 0 draws from
+/// the component's own [`stream`], so that a fleet small enough to be one group draws what it
+/// always did.
+pub fn group_stream(seed: u64, component: Component, group: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream((component as u64).wrapping_add(group << 8));
     rng
 }
 

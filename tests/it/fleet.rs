@@ -36,6 +36,8 @@ fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
         assert!(text.contains(row), "{row}: {text}");
     }
     assert!(text.contains('█'), "a chart: {text}");
+    // A thousand is one group: stepped as one queue, as it always was.
+    assert!(!text.contains("stepped apart"), "{text}");
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
     assert!(
         text.lines().all(|l| l == l.trim_end()),
@@ -172,6 +174,50 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
         "{said}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_fleet_stepped_in_groups_says_so_above_the_table_and_nothing_on_stderr() {
+    let (out, _) = explain(&[
+        "--fleet", "3000", "--hosts", "30", "--key", "api", "--", "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head: String = text.lines().take(8).collect::<Vec<_>>().join("\n");
+    assert!(
+        head.contains("stepped apart, in groups") && head.contains("none sampled"),
+        "{head}"
+    );
+    // No progress line off a terminal.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_fleet_whose_runs_would_retry_through_the_outage_is_refused_naming_the_limit() {
+    // Within the runs allowed, but every run retries until the hour is over.
+    let (out, took) = explain(&[
+        "--fleet",
+        "100000",
+        "--outage",
+        "1h",
+        "--every",
+        "10s",
+        "--forever",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(125));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--fleet 100000") && said.contains("the most is 1800000000"),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(took < support::PATIENCE, "{took:?}");
 }
 
 /// The JSON lines of `--explain --fleet --log-format json`: the assumptions, then the rows.
@@ -328,4 +374,41 @@ fn the_table_states_its_assumptions_above_it() {
     for column in ["calls", "/job", "good-", "put"] {
         assert!(text.contains(column), "{column}: {text}");
     }
+}
+
+#[test]
+fn a_simulation_longer_than_a_second_shows_its_progress_on_a_terminal_and_clears_it() {
+    if !support::have("script", "apt-get install bsdutils") {
+        return;
+    }
+    // About two seconds and a half in a debug build.
+    let line = format!(
+        "{} --explain --fleet 60000 -- true",
+        support::bin().display()
+    );
+    let mut script = std::process::Command::new("script");
+    support::hermetic(&mut script);
+    let started = Instant::now();
+    let out = script
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .expect("run script(1)");
+    let took = started.elapsed();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Fleet: 60000 processes"), "{screen:?}");
+    if took < Duration::from_millis(1500) {
+        // A machine fast enough to answer within a second shows nothing: nothing to check.
+        return;
+    }
+    let at = screen
+        .find("retry: simulating the fleet: ")
+        .unwrap_or_else(|| panic!("no progress in {took:?}: {screen:?}"));
+    assert!(screen[at..].contains("runs of the job"), "{screen:?}");
+    // Cleared before the table: the table's first line follows a cleared line.
+    let table = screen.find("Fleet: 60000").expect("the table");
+    assert!(at < table, "{screen:?}");
+    assert!(
+        screen[at..table].contains("\x1b[2K") || screen[at..table].contains("\r"),
+        "{screen:?}"
+    );
 }

@@ -1,0 +1,467 @@
+//! A group of the fleet's processes stepped event by event, in virtual time: the processes of
+//! one store (a shared breaker and budget), of a block of hosts each with its own store, or a
+//! fleet small enough to be one group. Its events are the model of [`super::fleet`]: a
+//! process's job starts a run; the run calls the service; the answer comes a call's time
+//! later, and the run's own pacing, with its key's breaker and budget through the same
+//! [`Shared`] handle a real run uses, decides what follows. Events at the same time run in the
+//! order they were scheduled, as one queue for the whole fleet had them.
+//!
+//! A group is stepped a window at a time ([`Group::advance`]), so that the fleet's groups can
+//! be stepped side by side and their calls counted per second in bounded memory.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use super::Nanos;
+use super::tally::Tally;
+use crate::policy::Policy;
+use crate::policy::adaptive::Estimates;
+use crate::policy::outcome::Reason;
+use crate::policy::pacing::Pacing;
+use crate::policy::shared::{Refusal, SharedSettings};
+use crate::policy::verdict::{Judgement, Retryable};
+use crate::state::Shared;
+use crate::state::memory::MemoryStore;
+
+/// Runs started between two reports of progress.
+const PROGRESS_EVERY: u64 = 4096;
+
+/// What every group of one simulated variant shares: the policy, the key's rules, the world's
+/// times, and every process's phase.
+pub struct Plan<'a> {
+    pub policy: &'a Policy,
+    /// The key's rules; `None` without a key.
+    pub state: Option<&'a SharedSettings>,
+    pub outage: Nanos,
+    pub every: Nanos,
+    pub call: Nanos,
+    /// `call`, as a duration.
+    pub call_time: Duration,
+    pub horizon: Nanos,
+    pub repeat: bool,
+    /// Each process's first start.
+    pub phases: &'a [Nanos],
+    /// Runs started, counted for the progress line.
+    pub started: &'a AtomicU64,
+}
+
+impl Plan<'_> {
+    /// When start `period` of a process with `phase` is, if it is one: the first always is,
+    /// the next ones while they fall within the simulated time.
+    fn start(&self, phase: Nanos, period: u64) -> Option<Nanos> {
+        if period == 0 {
+            return Some(phase);
+        }
+        let at = phase.saturating_add(self.every.saturating_mul(period));
+        (self.repeat && at < self.horizon).then_some(at)
+    }
+
+    /// The verdict on an attempt of `pacing`'s run that ended at `now`, `elapsed` into the
+    /// run, as a real run's loop gives it: success, a retry after a delay, or the limit.
+    pub fn judge(
+        pacing: &mut Pacing,
+        ok: bool,
+        attempt: u32,
+        elapsed: Duration,
+        estimates: Option<&Estimates>,
+        rng: &mut ChaCha8Rng,
+    ) -> Judgement {
+        if ok {
+            return Judgement::Success;
+        }
+        // A failed call is a failure the policy retries.
+        let because = Retryable::Status(Reason::AnyFailure);
+        match pacing.after_failure(attempt, elapsed, estimates, rng) {
+            Ok(delay) => Judgement::Retry {
+                because,
+                following: None,
+                delay,
+            },
+            Err(limit) => Judgement::Spent {
+                because,
+                following: None,
+                limit,
+            },
+        }
+    }
+}
+
+/// The starts of a group's runs, in time order: its processes by phase, once every period.
+pub struct Starts {
+    /// The processes, by phase, ties in the order of their numbers.
+    order: Vec<u32>,
+    /// Where in `order` the next start is, and in which period.
+    cursor: usize,
+    period: u64,
+    /// Counted but not yet added to the progress.
+    unreported: u64,
+}
+
+impl Starts {
+    pub fn new(plan: &Plan, mut order: Vec<u32>) -> Starts {
+        order.sort_by_key(|&p| (plan.phases[p as usize], p));
+        Starts {
+            order,
+            cursor: 0,
+            period: 0,
+            unreported: 0,
+        }
+    }
+
+    /// The next start, as its time and its place in `order`.
+    pub fn peek(&mut self, plan: &Plan) -> Option<(Nanos, usize)> {
+        loop {
+            let at = self
+                .order
+                .get(self.cursor)
+                .and_then(|&p| plan.start(plan.phases[p as usize], self.period));
+            match at {
+                Some(at) => return Some((at, self.cursor)),
+                // A process whose start falls past the simulated time: so do the rest of the
+                // period's; past the first process, so do every later period's.
+                None if self.cursor == 0 => return None,
+                None => (self.cursor, self.period) = (0, self.period + 1),
+            }
+        }
+    }
+
+    /// The process at a place in `order`.
+    pub fn process(&self, place: usize) -> usize {
+        self.order[place] as usize
+    }
+
+    /// Moves past the start [`Starts::peek`] gave.
+    pub fn pop(&mut self, plan: &Plan) {
+        self.cursor += 1;
+        if self.cursor == self.order.len() {
+            (self.cursor, self.period) = (0, self.period + 1);
+        }
+        self.unreported += 1;
+        if self.unreported == PROGRESS_EVERY {
+            self.report(plan);
+        }
+    }
+
+    /// Adds the runs started since the last report to the progress.
+    pub fn report(&mut self, plan: &Plan) {
+        plan.started.fetch_add(self.unreported, Ordering::Relaxed);
+        self.unreported = 0;
+    }
+}
+
+/// One run of retry by one process.
+struct Run<'a> {
+    process: u32,
+    /// The group's store it uses.
+    store: u32,
+    started: Nanos,
+    attempt: u32,
+    /// Its delays and limits, as a real run's; with `--backoff adaptive`, learning from the
+    /// key's outcomes in `shared`'s store.
+    pacing: Pacing<'a>,
+    shared: Option<Shared>,
+}
+
+/// What happens next in a group, besides its starts.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum What {
+    /// A run's attempt calls the service.
+    Call,
+    /// The call's answer arrives: success or not.
+    Answer { ok: bool },
+}
+
+/// An event at its time, ties in the order scheduled.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Due {
+    at: Nanos,
+    seq: u64,
+    run: u32,
+    what: What,
+}
+
+/// A group of processes and their stores, stepped event by event.
+pub struct Group<'a> {
+    plan: &'a Plan<'a>,
+    starts: Starts,
+    /// The order each process's next start was scheduled in, by its place in `starts`.
+    start_seqs: Vec<u64>,
+    queue: BinaryHeap<Reverse<Due>>,
+    /// Events scheduled so far.
+    seq: u64,
+    /// The runs under way: a run's place is taken again once it ended, so memory follows the
+    /// group, not the simulated time.
+    runs: Vec<Option<Run<'a>>>,
+    free: Vec<usize>,
+    /// The key's state: one store for the group, or one for each of its hosts.
+    stores: Vec<MemoryStore>,
+    /// How a process finds its store: (process mod `hosts`) − `first_host`.
+    hosts: usize,
+    first_host: usize,
+    /// For each store, until when (its milliseconds) its breaker refuses every run that
+    /// starts, as the last refusal said; 0 when its state has moved since. Until then a
+    /// start is refused without asking: a refused admission changes nothing.
+    refused_until: Vec<u64>,
+    /// For each store, whether its state is settled, as its last answer said: a success
+    /// recorded would change nothing ([`crate::policy::shared::View::settled`]).
+    settled: Vec<bool>,
+    rng: ChaCha8Rng,
+}
+
+impl<'a> Group<'a> {
+    /// The group of `processes`, with `stores` stores (none without a key) found as process
+    /// mod `hosts` − `first_host`, drawing from `rng`.
+    pub fn new(
+        plan: &'a Plan<'a>,
+        processes: Vec<u32>,
+        stores: usize,
+        hosts: usize,
+        first_host: usize,
+        rng: ChaCha8Rng,
+    ) -> Group<'a> {
+        let stores = if plan.state.is_some() { stores } else { 0 };
+        // A single queue for the fleet scheduled every process's first start in the order of
+        // their numbers, before anything else.
+        let starts = Starts::new(plan, processes);
+        let start_seqs = starts.order.iter().map(|&p| u64::from(p) + 1).collect();
+        Group {
+            plan,
+            starts,
+            start_seqs,
+            queue: BinaryHeap::new(),
+            seq: plan.phases.len() as u64,
+            runs: Vec::new(),
+            free: Vec::new(),
+            stores: (0..stores).map(|_| MemoryStore::default()).collect(),
+            hosts: hosts.max(1),
+            first_host,
+            refused_until: vec![0; stores],
+            settled: vec![false; stores],
+            rng,
+        }
+    }
+
+    /// When the group's next event is.
+    pub fn next_at(&mut self) -> Option<Nanos> {
+        let start = self.starts.peek(self.plan).map(|(at, _)| at);
+        let event = self.queue.peek().map(|Reverse(d)| d.at);
+        start.into_iter().chain(event).min()
+    }
+
+    fn schedule(&mut self, at: Nanos, run: usize, what: What) {
+        self.seq += 1;
+        self.queue.push(Reverse(Due {
+            at,
+            seq: self.seq,
+            run: u32::try_from(run).unwrap_or(u32::MAX),
+            what,
+        }));
+    }
+
+    /// Steps every event before `until`.
+    pub fn advance(&mut self, until: Nanos, tally: &mut Tally) {
+        loop {
+            let start = self.starts.peek(self.plan);
+            let event = self.queue.peek().map(|Reverse(d)| (d.at, d.seq));
+            let start_first = match (start, event) {
+                (Some((at, place)), Some(e)) => (at, self.start_seqs[place]) < e,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if start_first {
+                let Some((at, place)) = start.filter(|&(at, _)| at < until) else {
+                    break;
+                };
+                self.start(at, place, tally);
+            } else {
+                match self.queue.peek() {
+                    Some(Reverse(d)) if d.at < until => {}
+                    _ => break,
+                }
+                let Some(Reverse(due)) = self.queue.pop() else {
+                    break;
+                };
+                match due.what {
+                    What::Call => self.call(due.at, due.run as usize, tally),
+                    What::Answer { ok } => self.answer(due.at, due.run as usize, ok, tally),
+                }
+            }
+        }
+        self.starts.report(self.plan);
+    }
+
+    /// A process's job starts a run at `now`.
+    fn start(&mut self, now: Nanos, place: usize, tally: &mut Tally) {
+        let process = self.starts.process(place);
+        self.starts.pop(self.plan);
+        // The next start is scheduled now, as the single queue did.
+        if self.plan.repeat && now.saturating_add(self.plan.every) < self.plan.horizon {
+            self.seq += 1;
+            self.start_seqs[place] = self.seq;
+        }
+        tally.report.jobs += 1;
+        let store = (process % self.hosts).wrapping_sub(self.first_host);
+        let mut shared = None;
+        if let Some(s) = self.plan.state {
+            let (store_ms, until) = (ms(now), self.refused_until[store]);
+            if store_ms < until {
+                tally.report.refused += 1;
+                return;
+            }
+            // Every call from now on succeeds, and every answer to come is to one of them: a
+            // store whose state is settled stays so, the run is let in as a run of a closed
+            // breaker, and its one call's success changes nothing any later operation sees.
+            // Nothing drawn at random matters any more either (only failures draw).
+            if self.settled[store] && now >= self.plan.outage.saturating_add(self.plan.call) {
+                // Its call and its answer, scheduled as the single queue did.
+                self.seq += 2;
+                tally.call(now, false);
+                tally.success(process, now.saturating_add(self.plan.call));
+                return;
+            }
+            self.stores[store].now.set(store_ms);
+            let mut handle = Shared::new(
+                String::new(),
+                s.clone(),
+                Box::new(self.stores[store].clone()),
+            );
+            // An in-memory store does not fail.
+            let refused = handle.admit();
+            self.settled[store] = settled(&handle);
+            if let Ok(Some(refused)) = refused {
+                self.refused_until[store] = match refused.refusal {
+                    Refusal::Open { until } => until,
+                    Refusal::Probing { lease_until } => lease_until,
+                    Refusal::Budget => 0,
+                };
+                tally.report.refused += 1;
+                return;
+            }
+            self.refused_until[store] = 0;
+            tally.report.probes += u64::from(handle.probing());
+            shared = Some(handle);
+        }
+        // Without a key the adaptive delay has nothing to learn from: the exponential
+        // schedule it falls back on, as a real run does when its state is lost.
+        let pacing = Pacing::of(self.plan.policy, shared.is_some());
+        let run = Some(Run {
+            process: u32::try_from(process).unwrap_or(u32::MAX),
+            store: u32::try_from(store).unwrap_or(u32::MAX),
+            started: now,
+            attempt: 0,
+            pacing,
+            shared,
+        });
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.runs[id] = run;
+                id
+            }
+            None => {
+                self.runs.push(run);
+                self.runs.len() - 1
+            }
+        };
+        // Its call is scheduled after everything else at this time: when nothing else is,
+        // it is the next event, and made at once.
+        let next_start = self.starts.peek(self.plan).map(|(at, _)| at);
+        let next_event = self.queue.peek().map(|Reverse(d)| d.at);
+        if next_start.is_none_or(|at| at > now) && next_event.is_none_or(|at| at > now) {
+            self.seq += 1;
+            self.call(now, id, tally);
+        } else {
+            self.schedule(now, id, What::Call);
+        }
+    }
+
+    /// A run's attempt calls the service at `now`.
+    fn call(&mut self, now: Nanos, id: usize, tally: &mut Tally) {
+        let Some(run) = self.runs[id].as_mut() else {
+            return;
+        };
+        if run.attempt > 0
+            && let Some(shared) = &mut run.shared
+        {
+            let store = run.store as usize;
+            self.stores[store].now.set(ms(now));
+            self.refused_until[store] = 0;
+            let refused = shared.before_retry();
+            self.settled[store] = settled(shared);
+            if let Ok(Some(_)) = refused {
+                tally.report.gave_up += 1;
+                self.runs[id] = None;
+                self.free.push(id);
+                return;
+            }
+        }
+        run.attempt += 1;
+        tally.call(now, run.attempt > 1);
+        let ok = now >= self.plan.outage;
+        self.schedule(now.saturating_add(self.plan.call), id, What::Answer { ok });
+    }
+
+    /// The answer to a run's call arrives at `now`.
+    fn answer(&mut self, now: Nanos, id: usize, ok: bool, tally: &mut Tally) {
+        let Some(mut run) = self.runs[id].take() else {
+            return;
+        };
+        // As a real run: the key's outcomes as the store told them at the attempt's start,
+        // with this failure counted, at the store's time now.
+        let view = run.shared.as_ref().and_then(|s| s.view.as_ref());
+        let estimates = view.filter(|_| run.pacing.learns()).map(|v| {
+            v.history
+                .estimate_after_failure(ms(now), self.plan.policy.backoff.delay)
+        });
+        let judgement = Plan::judge(
+            &mut run.pacing,
+            ok,
+            run.attempt,
+            Duration::from_nanos(now.saturating_sub(run.started)),
+            estimates.as_ref(),
+            &mut self.rng,
+        );
+        let mut retry = judgement.delay();
+        if let Some(shared) = &mut run.shared {
+            let store = run.store as usize;
+            self.stores[store].now.set(ms(now));
+            self.refused_until[store] = 0;
+            let u = self.rng.random::<f64>();
+            let told = shared.after_attempt(judgement.counted(), retry.is_some(), u);
+            self.settled[store] = settled(shared);
+            if let Ok((_, Some(_))) = told {
+                retry = None;
+            }
+        }
+        if retry.is_none() {
+            // The run is over: its place is free for the next.
+            self.free.push(id);
+        }
+        if ok {
+            tally.success(run.process as usize, now);
+            return;
+        }
+        match retry {
+            Some(delay) => {
+                self.runs[id] = Some(run);
+                self.schedule(now.saturating_add(super::nanos(delay)), id, What::Call);
+            }
+            None => tally.report.gave_up += 1,
+        }
+    }
+}
+
+/// Whether the key's state is settled, as the handle's last answer said.
+fn settled(shared: &Shared) -> bool {
+    shared.view.as_ref().is_some_and(|v| v.settled)
+}
+
+/// The store's clock: milliseconds of virtual time.
+fn ms(t: Nanos) -> u64 {
+    t / 1_000_000
+}
