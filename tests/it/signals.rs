@@ -295,26 +295,26 @@ fn a_ci_cancel_of_a_step_that_execs_retry_ends_everything_within_a_second() {
     );
 }
 
-/// `nohup retry -- job &`: retry starts with SIGHUP ignored and keeps it so, for itself and
-/// for the command: a hang-up passes them by, and the job goes on to its end.
-#[test]
-fn started_with_sighup_ignored_as_by_nohup_retry_and_the_command_survive_a_hang_up() {
+/// Starts `retry -n 1 -- sh -c SCRIPT` with `ignored` ignored, as `nohup` or a script's `&`
+/// starts it; once the command says `ready`, sends `signal` to retry and to the command's
+/// group (as a terminal does) and lets the command read a line. Returns retry's status, the
+/// rest of its stdout after `survived`, and its log.
+fn survives_an_ignored_signal(
+    ignored: &'static [Signal],
+    signal: Signal,
+    script: &str,
+) -> (std::process::ExitStatus, String, String) {
     let mut command = retry();
     // SAFETY: signal(2) is async-signal-safe, as the child side of fork requires.
     unsafe {
-        command.pre_exec(|| {
-            nix::sys::signal::signal(Signal::SIGHUP, nix::sys::signal::SigHandler::SigIgn)?;
+        command.pre_exec(move || {
+            for sig in ignored {
+                nix::sys::signal::signal(*sig, nix::sys::signal::SigHandler::SigIgn)?;
+            }
             Ok(())
         });
     }
-    command.args([
-        "-n",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "echo ready; read line; echo survived",
-    ]);
+    command.args(["-n", "1", "--", "sh", "-c", script]);
     let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -325,15 +325,26 @@ fn started_with_sighup_ignored_as_by_nohup_retry_and_the_command_survive_a_hang_
     let out = crate::support::Lines::of(child.stdout.take().expect("stdout"));
     let err = crate::support::Lines::of(child.stderr.take().expect("stderr"));
     out.until("ready");
-    // The hang-up reaches retry and the command's group, as a terminal's does.
-    send(&child, Signal::SIGHUP);
-    let _ = nix::sys::signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGHUP);
+    send(&child, signal);
+    let _ = nix::sys::signal::killpg(Pid::from_raw(child.id() as i32), signal);
     use std::io::Write;
     keyboard.write_all(b"go on\n").expect("write stdin");
     drop(keyboard);
     out.until("survived");
     let status = wait(&mut child);
-    let log = err.rest().join("\n");
+    (status, out.rest().join("\n"), err.rest().join("\n"))
+}
+
+/// `nohup retry -- job &`: retry starts with SIGHUP ignored and keeps it so, for itself and
+/// for the command: a hang-up passes them by, and the job goes on to its end.
+#[test]
+fn started_with_sighup_ignored_as_by_nohup_retry_and_the_command_survive_a_hang_up() {
+    // The hang-up reaches retry and the command's group, as a terminal's does.
+    let (status, _, log) = survives_an_ignored_signal(
+        &[Signal::SIGHUP],
+        Signal::SIGHUP,
+        "echo ready; read line; echo survived",
+    );
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(!log.contains("SIGHUP"), "{log}");
 }
@@ -342,43 +353,11 @@ fn started_with_sighup_ignored_as_by_nohup_retry_and_the_command_survive_a_hang_
 /// for retry and the command, and are not taken as a cancel.
 #[test]
 fn started_with_sigint_ignored_as_by_a_scripts_background_job_retry_is_not_cancelled_by_it() {
-    let mut command = retry();
-    // SAFETY: signal(2) is async-signal-safe, as the child side of fork requires.
-    unsafe {
-        command.pre_exec(|| {
-            for sig in [Signal::SIGINT, Signal::SIGQUIT] {
-                nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn)?;
-            }
-            Ok(())
-        });
-    }
-    command.args([
-        "-n",
-        "1",
-        "--",
-        "sh",
-        "-c",
+    let (status, ignored, log) = survives_an_ignored_signal(
+        &[Signal::SIGINT, Signal::SIGQUIT],
+        Signal::SIGINT,
         "echo ready; read line; echo survived; grep ^SigIgn: /proc/self/status",
-    ]);
-    let mut child = command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let mut keyboard = child.stdin.take().expect("stdin");
-    let out = crate::support::Lines::of(child.stdout.take().expect("stdout"));
-    let err = crate::support::Lines::of(child.stderr.take().expect("stderr"));
-    out.until("ready");
-    send(&child, Signal::SIGINT);
-    let _ = nix::sys::signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGINT);
-    use std::io::Write;
-    keyboard.write_all(b"go on\n").expect("write stdin");
-    drop(keyboard);
-    out.until("survived");
-    let status = wait(&mut child);
-    let ignored = out.rest().join("\n");
-    let log = err.rest().join("\n");
+    );
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(!log.contains("SIGINT"), "{log}");
     // SIGINT (2) and SIGQUIT (3) are bits 1 and 2 of the mask.
