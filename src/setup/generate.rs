@@ -3,8 +3,6 @@
 //! from the binary they have. The checked-in files in `man/` and `completions/` are these, and
 //! a test keeps them so.
 
-use std::io::{self, Write};
-
 use clap_complete::Shell;
 
 pub use super::cli::Generate as Kind;
@@ -50,9 +48,4 @@ pub fn file_name(kind: Kind) -> String {
         Kind::Elvish => "completions/retry.elv".into(),
         Kind::Powershell => "completions/_retry.ps1".into(),
     }
-}
-
-/// Writes `kind` to stdout.
-pub fn print(kind: Kind) -> io::Result<()> {
-    io::stdout().lock().write_all(&render(kind))
 }
