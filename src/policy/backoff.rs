@@ -60,7 +60,10 @@ impl Backoff {
             // A zero delay stays zero: 0 · ∞ would be NaN once the power overflows.
             Shape::Exponential { .. } if self.delay.is_zero() => Duration::ZERO,
             Shape::Exponential { factor } => {
-                let secs = self.delay.as_secs_f64() * factor.powf(f64::from(k - 1));
+                // powi, not powf: the power is whole, and powf is the one call that would
+                // make retry load the math library at every start.
+                let power = factor.powi(i32::try_from(k - 1).unwrap_or(i32::MAX));
+                let secs = self.delay.as_secs_f64() * power;
                 Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
             }
             Shape::Linear => self.delay.saturating_mul(k),
@@ -117,8 +120,11 @@ impl Backoff {
     pub fn envelope(&self, k: u32) -> (Duration, Duration) {
         match self.jitter {
             Jitter::Decorrelated => {
-                let hi = secs(self.delay.as_secs_f64() * 3f64.powf(f64::from(k.max(1))))
-                    .min(self.max_delay);
+                let hi = secs(
+                    self.delay.as_secs_f64()
+                        * 3f64.powi(i32::try_from(k.max(1)).unwrap_or(i32::MAX)),
+                )
+                .min(self.max_delay);
                 // A cap below --delay caps the lower end too.
                 (self.delay.min(hi), hi)
             }

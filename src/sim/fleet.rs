@@ -293,7 +293,7 @@ const TABLED: u32 = 4096;
 
 /// The policy with its exponential backoff's delays before jitter worked out once, as the
 /// list of them that gives the same delay for every retry (`Shape::List`, whose last delay
-/// repeats): `factor.powf(k)` for every delay of every run was most of the time a fleet took.
+/// repeats): `factor.powi(k)` for every delay of every run was most of the time a fleet took.
 /// `None` unless the backoff is exponential and levels off within [`TABLED`] delays: at
 /// `--max-delay`, or at once with a factor of 1 or no delay, after which a factor of at
 /// least 1 keeps it there.
