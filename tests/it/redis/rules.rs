@@ -6,7 +6,7 @@ use super::*;
 
 /// A full bucket is full whenever it was last brought up to date: the local store keeps the
 /// time of the key's first use, Redis (which writes only what changed) the time of the read.
-fn canonical(mut k: KeyState, s: &SharedSettings) -> KeyState {
+fn canonical(mut k: KeyState, s: &KeyRules) -> KeyState {
     if k.budget.milli >= s.budget.burst_milli() {
         k.budget.at = 0;
     }
