@@ -159,7 +159,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
     ];
     assert_eq!(s.run(&flags, 1).status.code(), Some(1));
     assert_eq!(s.ran(), 1);
-    thread::sleep(Duration::from_millis(300));
+    s.advance(300);
     // The probe holds its lease until the test lets it go, after every other host has been
     // refused.
     let release = s.dir.path().join("release");
@@ -485,7 +485,7 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
     assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
     assert_eq!(s.open_for("api"), 1000, "the cut is written");
     // The open time it announced is over: the next run probes.
-    thread::sleep(Duration::from_millis(2000));
+    s.advance(2000);
     let probe = s.run(&cut, 0);
     assert_eq!(probe.status.code(), Some(0), "{}", stderr(&probe));
     assert!(
@@ -534,7 +534,8 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     let Some(server) = Server::start() else {
         return;
     };
-    let s = Setup::redis(&server);
+    // On the server's clock, which the script reads when no test gives the time.
+    let s = Setup::redis(&server).on_real_clock();
     // A run's exit status, and the scripts it had the server run.
     let connections = std::cell::Cell::new(0);
     let run = |args: &[&str], code: i32| {
