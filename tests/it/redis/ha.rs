@@ -1,6 +1,7 @@
 //! The store as companies run it: a Redis Cluster (`redis+cluster://`), and a master behind
 //! sentinels (`redis-sentinel://`) that fail over. The state suite's scenarios run through
-//! both; then what only they have: keys on different nodes, and a failover.
+//! the cluster, one cluster for them all ([`Cluster::shared`]); then what only these stores
+//! have: keys on different nodes, and a failover, with sentinels of its own.
 
 use super::*;
 use crate::support::redis::{Cluster, Sentinels};

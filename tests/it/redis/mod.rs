@@ -1,6 +1,7 @@
 //! A fleet's shared state in Redis (`--state URL`), against a real `redis-server`
-//! that each test starts on its own free loopback port, with the ACL user the README documents
-//! and a password that no output may show. Without `redis-server` the tests skip loudly, unless
+//! that each test starts on its own free loopback port (the cluster scenarios share one
+//! cluster, each on keys of its own), with the ACL user the README documents and a password
+//! that no output may show. Without `redis-server` the tests skip loudly, unless
 //! `CI` is set.
 //!
 //! The scenarios of the `state` module run here too, through Redis (`scenarios`); then what
