@@ -373,10 +373,30 @@ fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
          exit 3",
         s.marks().display()
     );
+    // Unspoilt, the hash each case starts from is read as it is (closed, open, half-open with
+    // its lease held): only the spoilt field starts the key afresh.
+    let now = s.now();
+    for (field, value, code) in [
+        ("a", now - 5000, 3),
+        ("u", now + 3_600_000, 75),
+        ("l", now + 60_000, 75),
+    ] {
+        server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+        let pairs = spoilt(now, field, &value.to_string());
+        server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
+        let out = s.run(&flags, 3);
+        assert_eq!(out.status.code(), Some(code), "{field}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("could not be read"),
+            "{field}: {}",
+            stderr(&out)
+        );
+    }
     for (field, value) in cases {
         for during in [false, true] {
             let what = format!("{field} = {value:?}, spoilt during the run: {during}");
-            let pairs = spoilt(server_ms(&server), field, value);
+            // Spoilt among times that are right for the store's clock.
+            let pairs = spoilt(s.now(), field, value);
             server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
             if !during {
                 server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));

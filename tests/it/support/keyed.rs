@@ -123,15 +123,19 @@ impl<'a> Setup<'a> {
         self.dir.path().join("clock")
     }
 
-    /// Moves the stores' clock on by `ms`: what a sleep of that long would do to every key's
-    /// state, at once.
-    pub fn advance(&self, ms: u64) {
-        let now: u64 = fs::read_to_string(self.clock())
+    /// The stores' time (ms), by the test clock.
+    pub fn now(&self) -> u64 {
+        fs::read_to_string(self.clock())
             .expect("clock file")
             .trim()
             .parse()
-            .expect("a time");
-        fs::write(self.clock(), (now + ms).to_string()).expect("clock file");
+            .expect("a time")
+    }
+
+    /// Moves the stores' clock on by `ms`: what a sleep of that long would do to every key's
+    /// state, at once.
+    pub fn advance(&self, ms: u64) {
+        fs::write(self.clock(), (self.now() + ms).to_string()).expect("clock file");
     }
 
     /// A command as `admin` on the store's server that holds its key.
