@@ -20,7 +20,7 @@ pub struct Fallback {
 /// A run's handle on its key: the store, and the run's ticket.
 pub struct Shared {
     pub key: String,
-    settings: KeyRules,
+    rules: KeyRules,
     store: Box<dyn Store>,
     /// With a `--state` store: what to do if it fails at the start. Taken when the run starts.
     pub fallback: Option<Fallback>,
@@ -42,10 +42,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(key: String, settings: KeyRules, store: Box<dyn Store>) -> Shared {
+    pub fn new(key: String, rules: KeyRules, store: Box<dyn Store>) -> Shared {
         Shared {
             key,
-            settings,
+            rules,
             store,
             fallback: None,
             errors: 0,
@@ -90,7 +90,7 @@ impl Shared {
     /// says the run must not start.
     pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
         let fallback = self.fallback.take();
-        let reply = match (self.store.admit(&self.settings), fallback) {
+        let reply = match (self.store.admit(&self.rules), fallback) {
             (Err(e @ Error::Store { .. }), Some(fallback)) => {
                 self.errors += 1;
                 if fallback.fail == FailMode::Closed {
@@ -98,7 +98,7 @@ impl Shared {
                     return Err(e);
                 }
                 self.store = fallback.local;
-                let mut reply = self.store.admit(&self.settings)?;
+                let mut reply = self.store.admit(&self.rules)?;
                 let went_on = format!(
                     "key '{}': {e}; going on with this host's local state (--state-fail open)",
                     self.key
@@ -143,7 +143,7 @@ impl Shared {
         }
         let reply = self
             .store
-            .after_attempt(&self.settings, ticket, attempt, wants_retry, u)
+            .after_attempt(&self.rules, ticket, attempt, wants_retry, u)
             .inspect_err(|_| self.errors += 1)?;
         let (after, now) = self.heard(reply);
         self.ticket = Some(after.ticket);
@@ -191,7 +191,7 @@ impl Shared {
         };
         let reply = self
             .store
-            .before_retry(&self.settings, ticket)
+            .before_retry(&self.rules, ticket)
             .inspect_err(|_| self.errors += 1)?;
         let ((refusal, ticket), now) = self.heard(reply);
         self.ticket = Some(ticket);
@@ -201,7 +201,7 @@ impl Shared {
 
     /// The key's state, for `--explain`, changing nothing.
     pub fn view(&mut self) -> Result<View, Error> {
-        let reply = self.store.view(&self.settings)?;
+        let reply = self.store.view(&self.rules)?;
         let view = reply.view.clone();
         self.heard(reply);
         Ok(view)
@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(store.told.get(), 1);
         // A key that keeps its outcomes, for --backoff adaptive: every success is one.
         let mut shared = handle(&store);
-        shared.settings.history = true;
+        shared.rules.history = true;
         shared.admit().expect("admitted");
         shared
             .after_attempt(Attempt::Success, false, 0.0)
@@ -360,7 +360,7 @@ mod tests {
         // after it gives half a token back.
         let off = Counted::default();
         let mut shared = handle(&off);
-        shared.settings.breaker.failures = 0;
+        shared.rules.breaker.failures = 0;
         shared.admit().expect("admitted");
         shared
             .after_attempt(Attempt::Failure, true, 0.0)
@@ -409,8 +409,8 @@ mod tests {
         // Budget off and breaker off: nothing a success could change.
         let store = Counted::default();
         let mut shared = handle(&store);
-        shared.settings.breaker.failures = 0;
-        shared.settings.budget.burst = 0;
+        shared.rules.breaker.failures = 0;
+        shared.rules.budget.burst = 0;
         shared.admit().expect("admitted");
         shared
             .after_attempt(Attempt::Failure, true, 0.0)
