@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use nix::libc;
 use retry::policy::Policy;
 use retry::policy::backoff::Jitter;
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::fleet::{Report, Sharing, World};
 
 /// The fleet of case 1, as flags.
@@ -117,10 +117,10 @@ fn explain(bin: &str, fleet: &[&str]) -> Result<Measured, String> {
 }
 
 /// The variants `--explain --fleet` simulates of a policy without a key.
-fn variants(policy: &Policy) -> Vec<(&'static str, Policy, Sharing, Option<SharedSettings>)> {
+fn variants(policy: &Policy) -> Vec<(&'static str, Policy, Sharing, Option<KeyRules>)> {
     let mut plain = policy.clone();
     plain.backoff.jitter = Jitter::None;
-    let keyed = SharedSettings::default();
+    let keyed = KeyRules::default();
     vec![
         ("this policy", policy.clone(), Sharing::None, None),
         ("without jitter", plain, Sharing::None, None),

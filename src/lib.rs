@@ -78,7 +78,7 @@ fn not_run(policy: &policy::Policy, flag: &str) {
 }
 
 /// `--list-keys`: every key with state, changing nothing.
-fn list_keys(policy: &policy::Policy, place: &policy::StateSettings) -> Exit {
+fn list_keys(policy: &policy::Policy, place: &policy::KeySettings) -> Exit {
     not_run(policy, "--list-keys");
     match state::list::list(place) {
         Ok(listing) => {

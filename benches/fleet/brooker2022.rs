@@ -17,7 +17,7 @@ use std::time::Duration;
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, Queue, nanos, stream};
 use retry::state::Shared;
 
@@ -34,7 +34,7 @@ pub enum Strategy {
     Breaker { rate: f64, retries: u32 },
     /// retry's breaker and budget (`settings`), with `-n retries+1`.
     Retry {
-        settings: SharedSettings,
+        settings: KeyRules,
         scope: Scope,
         retries: u32,
     },
@@ -245,9 +245,9 @@ mod tests {
         }
     }
 
-    fn settings(args: &[&str]) -> SharedSettings {
+    fn settings(args: &[&str]) -> KeyRules {
         let p = retry::setup::from_flags(&[&["--key", "k"], args].concat()).expect("a policy");
-        p.state.expect("--key").shared
+        p.state.expect("--key").rules
     }
 
     #[test]

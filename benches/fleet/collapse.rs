@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use retry::policy::backoff::{Backoff, Schedule};
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, Queue, nanos, stream};
 use retry::state::Shared;
 
@@ -64,7 +64,7 @@ pub enum Client {
     /// retry's backoff, and with `key` its breaker and budget, shared by every client.
     Retry {
         backoff: Backoff,
-        key: Option<SharedSettings>,
+        key: Option<KeyRules>,
     },
 }
 
@@ -261,7 +261,7 @@ mod tests {
             .expect("a policy");
         Client::Retry {
             backoff: p.backoff.clone(),
-            key: p.state.map(|s| s.shared),
+            key: p.state.map(|s| s.rules),
         }
     }
 

@@ -10,7 +10,7 @@
 
 use rand::RngExt;
 
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, stream};
 
 use crate::keyed::{Keyed, Scope};
@@ -80,7 +80,7 @@ pub fn grpc(t: Throttle, calls: u64, attempts: u32, failure: f64, seed: u64) -> 
 /// The same stream under retry's budget (`settings`, its breaker off), on one key, a call
 /// every `gap` of the store's clock.
 pub fn retry(
-    settings: &SharedSettings,
+    settings: &KeyRules,
     calls: u64,
     attempts: u32,
     failure: f64,
@@ -113,10 +113,10 @@ pub fn retry(
 mod tests {
     use super::*;
 
-    fn budget() -> SharedSettings {
+    fn budget() -> KeyRules {
         let p =
             retry::setup::from_flags(&["--key", "k", "--breaker-failures", "0"]).expect("a policy");
-        p.state.expect("--key").shared
+        p.state.expect("--key").rules
     }
 
     #[test]

@@ -7,7 +7,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use retry::policy::breaker::Attempt;
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::Nanos;
 use retry::state::Shared;
 use retry::state::memory::MemoryStore;
@@ -21,12 +21,12 @@ pub enum Scope {
 
 /// The key's stores, one per client or one for all.
 pub struct Keyed {
-    settings: SharedSettings,
+    settings: KeyRules,
     stores: Vec<MemoryStore>,
 }
 
 impl Keyed {
-    pub fn new(settings: SharedSettings, scope: Scope, clients: usize) -> Keyed {
+    pub fn new(settings: KeyRules, scope: Scope, clients: usize) -> Keyed {
         let one = MemoryStore::default();
         let stores = (0..clients.max(1))
             .map(|_| match scope {

@@ -46,7 +46,7 @@ use plotters::prelude::*;
 use retry::policy::Policy;
 use retry::policy::adaptive::{self, Params};
 use retry::policy::backoff::{Backoff, Jitter};
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::Estimate;
 use retry::sim::fleet::{self, Report, Sharing, World};
 use std::time::Duration;
@@ -352,7 +352,7 @@ struct Row {
 
 fn scenario_c(csv: &mut String) -> Result<Vec<Row>, String> {
     let p = policy(&["-n", "5", "--key", "api"])?;
-    let keyed: SharedSettings = p.state.as_ref().map(|s| s.shared.clone()).ok_or("no key")?;
+    let keyed: KeyRules = p.state.as_ref().map(|s| s.rules.clone()).ok_or("no key")?;
     let mut rows = Vec::new();
     for hosts in [1, 50, 500] {
         for outage_min in [10u64, 60, 180] {
@@ -499,7 +499,7 @@ struct SpikeRow {
 fn spike_setup(
     backoff: Backoff,
     delay: Delay,
-    budget: Option<SharedSettings>,
+    budget: Option<KeyRules>,
     server: spike::Server,
     (factor, seconds, closed): (f64, u64, bool),
     seed: u64,
@@ -528,7 +528,7 @@ fn scenario_b(csv: &mut String) -> Result<Vec<SpikeRow>, String> {
     let budget = keyed
         .state
         .as_ref()
-        .map(|s| s.shared.clone())
+        .map(|s| s.rules.clone())
         .ok_or("no key")?;
     let with_jitter = |j| {
         let mut b = base.backoff.clone();

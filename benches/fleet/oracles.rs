@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 
 use crate::brooker2022::{self, Strategy};
 use crate::collapse::{self, Client, Load};
@@ -14,9 +14,9 @@ use crate::keyed::Scope;
 /// Runs averaged per cell (his simulators average 10).
 const RUNS: u64 = 10;
 
-fn settings(args: &[&str]) -> Result<SharedSettings, String> {
+fn settings(args: &[&str]) -> Result<KeyRules, String> {
     let p = retry::setup::from_flags(&[&["--key", "oracle"], args].concat())?;
-    p.state.map(|s| s.shared).ok_or_else(|| "no key".into())
+    p.state.map(|s| s.rules).ok_or_else(|| "no key".into())
 }
 
 /// Brooker 2022: load amplification (calls / unique requests) against the failure rate.
@@ -24,7 +24,7 @@ pub fn print_brooker2022() -> Result<(), String> {
     let budget = settings(&["--breaker-failures", "0"])?;
     let breaker = settings(&["--budget-burst", "0"])?;
     let both = settings(&[])?;
-    let retry = |s: &SharedSettings, scope| Strategy::Retry {
+    let retry = |s: &KeyRules, scope| Strategy::Retry {
         settings: s.clone(),
         scope,
         retries: 3,
@@ -118,7 +118,7 @@ pub fn print_collapse() -> Result<(), String> {
             retry::setup::from_flags(&[&["-n", "3", "--attempt-timeout", "3s"], args].concat())?;
         Ok(Client::Retry {
             backoff: p.backoff.clone(),
-            key: p.state.map(|s| s.shared),
+            key: p.state.map(|s| s.rules),
         })
     };
     let key = ["--key", "api"];

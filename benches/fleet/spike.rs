@@ -18,7 +18,7 @@ use rand_distr::{Distribution, Exp};
 use retry::policy::adaptive::History;
 use retry::policy::backoff::{Backoff, Schedule};
 use retry::policy::breaker::Attempt;
-use retry::policy::shared::SharedSettings;
+use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, Queue, nanos, stream};
 use retry::state::Shared;
 use retry::state::memory::MemoryStore;
@@ -72,7 +72,7 @@ pub struct Setup {
     pub backoff: Backoff,
     pub delay: Delay,
     /// A shared retry budget (breaker off) for every task.
-    pub budget: Option<SharedSettings>,
+    pub budget: Option<KeyRules>,
     pub server: Server,
     pub load: Load,
     pub seed: u64,

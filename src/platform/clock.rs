@@ -30,3 +30,24 @@ pub fn boot() -> Option<(String, u64)> {
 pub fn boot() -> Option<(String, u64)> {
     None
 }
+
+/// The variable that names the tests' clock file: see [`test_ms`].
+pub const TEST_CLOCK: &str = "RETRY_TEST_CLOCK";
+
+/// The time the tests set, in ms: the number in the file that `$RETRY_TEST_CLOCK` names, read
+/// at each call, which a test moves on instead of sleeping. Only the stores keep time by it
+/// (the file store's clock, and the time given to the Redis script); the run's own waits
+/// (backoff, timeouts) stay real. Read only in builds with debug assertions, which the
+/// integration tests run: a release build never honours it, so no environment can move a
+/// fleet's breakers in time. `None` without the variable, or when the file holds no number.
+pub fn test_ms() -> Option<u64> {
+    #[cfg(debug_assertions)]
+    {
+        let path = std::env::var_os(TEST_CLOCK)?;
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        None
+    }
+}

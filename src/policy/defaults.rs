@@ -9,10 +9,10 @@ use super::LogFormat;
 use super::backoff::Jitter;
 use super::breaker::BreakerSettings;
 use super::budget::BudgetSettings;
+use super::key::FailMode;
 use super::output_rules::MatchStream;
-use super::shared::SharedSettings;
+use super::shared::KeyRules;
 use super::status::SIGTERM;
-use super::store::FailMode;
 use super::{StdinMode, StdoutMode};
 
 /// `--attempts`: total attempts, the first included.
@@ -97,11 +97,11 @@ impl Default for BudgetSettings {
     }
 }
 
-impl Default for SharedSettings {
+impl Default for KeyRules {
     /// What `--key` turns on by default: the breaker and the budget, the lease without
     /// `--attempt-timeout`, and no history (which only `--backoff adaptive` keeps).
     fn default() -> Self {
-        SharedSettings {
+        KeyRules {
             breaker: BreakerSettings::default(),
             budget: BudgetSettings::default(),
             lease: LEASE,

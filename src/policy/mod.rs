@@ -11,12 +11,12 @@ pub mod defaults;
 pub mod duration;
 pub mod escalation;
 pub mod hints;
+pub mod key;
 pub mod outcome;
 pub mod output_rules;
 pub mod pacing;
 pub mod shared;
 pub mod status;
-pub mod store;
 pub mod verdict;
 
 use std::collections::BTreeMap;
@@ -30,8 +30,8 @@ use clap::ValueEnum;
 use self::backoff::Backoff;
 use self::codes::CodeSet;
 use self::duration::human;
+pub use self::key::KeySettings;
 use self::outcome::Rules;
-use self::shared::SharedSettings;
 
 /// Everything that decides how a run goes.
 #[derive(Clone, Debug)]
@@ -86,9 +86,9 @@ pub struct Policy {
     /// Where and how much to log.
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
-    pub state: Option<StateSettings>,
+    pub state: Option<KeySettings>,
     /// `--list-keys`: where the keys' state is, and the settings to read it with (no key).
-    pub list_keys: Option<StateSettings>,
+    pub list_keys: Option<KeySettings>,
     /// A `--state` store was given without `--key`, without which it is not used.
     pub unkeyed_store: bool,
     /// The adaptive delay (`--backoff adaptive`), which needs the key's history.
@@ -131,17 +131,6 @@ impl Default for Nesting {
             outer_attempts: None,
         }
     }
-}
-
-/// The key a run shares its breaker and budget under, where they are kept, and their rules.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StateSettings {
-    pub key: String,
-    /// The state directory; `None` when none is set and there is no home to put one in.
-    pub dir: Option<PathBuf>,
-    pub shared: SharedSettings,
-    /// The fleet's store (`--state URL`); `None` keeps the state in `dir`.
-    pub store: Option<store::StoreSettings>,
 }
 
 /// Shell commands run at points of the run.
@@ -373,7 +362,7 @@ impl Policy {
 
     /// The warning of a breaker's first open time longer than its longest: the longest wins.
     pub fn breaker_cap_warning(&self) -> Option<String> {
-        let b = &self.state.as_ref()?.shared.breaker;
+        let b = &self.state.as_ref()?.rules.breaker;
         (b.enabled() && b.open > b.open_max).then(|| {
             format!(
                 "--breaker-open {} is longer than --breaker-open-max {}: the breaker stays open \

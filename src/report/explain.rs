@@ -11,11 +11,11 @@ use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, Params};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
+use crate::policy::key::FailMode;
 use crate::policy::outcome::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
-use crate::policy::store::FailMode;
-use crate::policy::{LogFormat, Origins, Policy, StateSettings, StdoutMode, defaults};
+use crate::policy::{KeySettings, LogFormat, Origins, Policy, StdoutMode, defaults};
 use crate::quote;
 
 /// Rows of the schedule shown before the rest is summed up.
@@ -187,12 +187,12 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
 /// The key's breaker and budget: the settings, and the state as it stands.
 fn shared_state(
     out: &mut String,
-    st: &StateSettings,
+    st: &KeySettings,
     report: &KeyReport,
     p_adaptive: Option<Params>,
     backoff: &Backoff,
 ) {
-    let s = &st.shared;
+    let s = &st.rules;
     let _ = writeln!(
         out,
         "Shared state (key {}, {})",

@@ -8,7 +8,24 @@ use serde::Serialize;
 use crate::policy::breaker::State;
 use crate::policy::shared::View;
 use crate::quote;
-use crate::state::list::{Listed, Listing};
+
+/// One key, as listed.
+pub struct Listed {
+    pub key: String,
+    /// The state now, or why it cannot be read.
+    pub view: Result<View, String>,
+    /// The store's time when it was read, in the milliseconds of the view's times.
+    pub now: u64,
+    /// When a run last changed the key: its file was written; in Redis, when a run last
+    /// changed it or started on it.
+    pub changed: Option<SystemTime>,
+}
+
+/// Where the keys are, and each key: what `state::list` finds, as plain data.
+pub struct Listing {
+    pub place: String,
+    pub keys: Vec<Listed>,
+}
 
 /// The breaker of a key, in words and as JSON's fields.
 struct Breaker {

@@ -72,7 +72,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .policy
             .state
             .as_ref()
-            .map_or(0, |s| s.shared.breaker.failures);
+            .map_or(0, |s| s.rules.breaker.failures);
         self.gate = Gate::new(shared, opens_after);
         self
     }

@@ -245,7 +245,7 @@ pub fn run_shared(args: &[&str], mut world: Fake, store: Option<Box<dyn Store>>)
     let mut summary = Summary::new(&policy.name);
     let shared = store.map(|store| {
         let settings = policy.state.as_ref().expect("--key");
-        let mut shared = Shared::new(settings.key.clone(), settings.shared.clone(), store);
+        let mut shared = Shared::new(settings.key.clone(), settings.rules.clone(), store);
         // As a real run's handle is (state::open).
         shared.skip_moot_successes = true;
         shared

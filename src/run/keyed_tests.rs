@@ -5,7 +5,7 @@ use super::fake::*;
 use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, History};
 use crate::policy::breaker::Attempt;
-use crate::policy::shared::{Admit, After, Refusal, SharedSettings, Ticket};
+use crate::policy::shared::{Admit, After, KeyRules, Refusal, Ticket};
 use crate::report::summary::{Outcome, RefusedBy};
 use crate::state::memory::MemoryStore;
 use crate::state::{self, Reply, Store};
@@ -168,12 +168,12 @@ fn a_spent_budget_ends_the_run_with_its_last_status() {
 struct Broken;
 
 impl Store for Broken {
-    fn admit(&mut self, _: &SharedSettings) -> Result<Reply<Admit>, state::Error> {
+    fn admit(&mut self, _: &KeyRules) -> Result<Reply<Admit>, state::Error> {
         Err(state::Error::NoDirectory)
     }
     fn after_attempt(
         &mut self,
-        _: &SharedSettings,
+        _: &KeyRules,
         _: Ticket,
         _: Attempt,
         _: bool,
@@ -183,12 +183,12 @@ impl Store for Broken {
     }
     fn before_retry(
         &mut self,
-        _: &SharedSettings,
+        _: &KeyRules,
         _: Ticket,
     ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
         panic!("a store that failed once is not asked again")
     }
-    fn view(&mut self, _: &SharedSettings) -> Result<Reply<()>, state::Error> {
+    fn view(&mut self, _: &KeyRules) -> Result<Reply<()>, state::Error> {
         Err(state::Error::NoDirectory)
     }
     fn reset(&mut self) -> Result<(), state::Error> {

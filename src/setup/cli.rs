@@ -9,9 +9,9 @@ use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
 
 use crate::policy::backoff::Jitter;
 use crate::policy::codes::CodeSet;
+use crate::policy::key::FailMode;
 use crate::policy::output_rules::MatchStream;
 use crate::policy::status::{NAMES, signal_number};
-use crate::policy::store::FailMode;
 use crate::policy::{BadValue, LogFormat, StdinMode, StdoutMode};
 use crate::policy::{defaults, duration};
 use crate::setup::minfrin;

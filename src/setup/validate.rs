@@ -10,11 +10,11 @@ use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
 use crate::policy::codes::CodeSet;
+use crate::policy::key::{Remote, Secret, StoreUrl};
 use crate::policy::outcome::Rules;
-use crate::policy::shared::SharedSettings;
-use crate::policy::store::{self, Secret, StoreSettings, StoreUrl};
+use crate::policy::shared::KeyRules;
 use crate::policy::{
-    Hooks, HttpRules, LogSettings, Nesting, Policy, StateSettings, UsageError, output_rules,
+    Hooks, HttpRules, KeySettings, LogSettings, Nesting, Policy, UsageError, output_rules,
 };
 use crate::policy::{adaptive, defaults};
 
@@ -92,14 +92,14 @@ impl TryFrom<Cli> for Policy {
         let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
         let unkeyed_store = cli.state_url.is_some() && cli.key.is_none() && !cli.list_keys;
         let store = match store_url(cli.state_url.as_deref(), cli.key.is_some() || cli.list_keys)? {
-            Some(url) => Some(StoreSettings {
+            Some(url) => Some(Remote {
                 url,
                 timeout: cli.state_timeout.unwrap_or(defaults::STATE_TIMEOUT),
                 fail: cli.state_fail.unwrap_or(defaults::STATE_FAIL),
             }),
             None => None,
         };
-        let shared = SharedSettings {
+        let shared = KeyRules {
             breaker: BreakerSettings {
                 failures: cli.breaker_failures.unwrap_or(defaults::BREAKER_FAILURES),
                 window: cli.breaker_window.unwrap_or(defaults::BREAKER_WINDOW),
@@ -117,17 +117,17 @@ impl TryFrom<Cli> for Policy {
             history: adaptive.is_some(),
         };
         let dir = cli.state_dir.or_else(state_dir);
-        let list_keys = cli.list_keys.then(|| StateSettings {
+        let list_keys = cli.list_keys.then(|| KeySettings {
             key: String::new(),
             store: store.clone(),
             dir: dir.clone(),
-            shared: shared.clone(),
+            rules: shared.clone(),
         });
-        let state = cli.key.map(|key| StateSettings {
+        let state = cli.key.map(|key| KeySettings {
             key,
             store,
             dir,
-            shared,
+            rules: shared,
         });
         let nesting = nesting();
         Ok(Policy {
@@ -249,10 +249,10 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
         },
         None => return Ok(None),
     };
-    let mut url = StoreUrl::parse(&text).map_err(|why| {
+    let mut url = crate::state::url::parse(&text).map_err(|why| {
         UsageError(format!(
             "not a store URL for {name}: {}; {why}",
-            crate::quote::clean(&store::redact(&text))
+            crate::quote::clean(&crate::state::url::redact(&text))
         ))
     })?;
     if url.place.tls() && !cfg!(feature = "tls") {
@@ -368,7 +368,7 @@ mod tests {
     fn a_probe_holds_its_lease_for_the_attempt_timeout_else_the_default_never_for_0ms() {
         let lease = |args: &[&str]| {
             let p = policy(&[&["--key", "k"], args].concat()).expect("valid");
-            p.state.expect("--key").shared.lease
+            p.state.expect("--key").rules.lease
         };
         assert_eq!(lease(&["--attempt-timeout", "5s"]), Duration::from_secs(5));
         assert_eq!(lease(&[]), defaults::LEASE);

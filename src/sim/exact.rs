@@ -12,7 +12,7 @@ use super::{Component, Nanos, Queue, nanos, stream};
 use crate::policy::Policy;
 use crate::policy::outcome::Reason;
 use crate::policy::pacing::Pacing;
-use crate::policy::shared::SharedSettings;
+use crate::policy::shared::KeyRules;
 use crate::policy::verdict::{Judgement, Retryable};
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
@@ -44,7 +44,7 @@ enum Event {
 pub fn simulate(
     policy: &Policy,
     sharing: Sharing,
-    state: Option<&SharedSettings>,
+    state: Option<&KeyRules>,
     world: &World,
 ) -> Report {
     let backoff = &policy.backoff;

@@ -14,7 +14,7 @@ use super::fleet::{Report, Sharing, World, simulate_counting};
 use super::progress::Progress;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
-use crate::policy::shared::SharedSettings;
+use crate::policy::shared::KeyRules;
 use crate::policy::{Fleet, LogFormat, Policy};
 
 /// Columns of the chart.
@@ -95,8 +95,8 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         call: fleet.call,
         seed: policy.seed.unwrap_or(1),
     };
-    let state = policy.state.as_ref().map(|s| &s.shared);
-    let keyed = SharedSettings::default();
+    let state = policy.state.as_ref().map(|s| &s.rules);
+    let keyed = KeyRules::default();
     let runs = super::fleet::runs(policy, state.or(Some(&keyed)), &world);
     if runs > MOST_RUNS {
         return Err(format!(
@@ -175,7 +175,7 @@ pub struct Variant<'a> {
     pub name: &'static str,
     pub policy: &'a Policy,
     pub sharing: Sharing,
-    pub state: Option<&'a SharedSettings>,
+    pub state: Option<&'a KeyRules>,
 }
 
 impl<'a> Variant<'a> {
@@ -183,7 +183,7 @@ impl<'a> Variant<'a> {
         name: &'static str,
         policy: &'a Policy,
         sharing: Sharing,
-        state: Option<&'a SharedSettings>,
+        state: Option<&'a KeyRules>,
     ) -> Variant<'a> {
         Variant {
             name,
@@ -531,7 +531,7 @@ mod tests {
             call: fleet.call,
             seed: 1,
         };
-        let keyed = SharedSettings::default();
+        let keyed = KeyRules::default();
         let variants = [
             Variant::new("a", &policy, Sharing::None, None),
             Variant::new("b", &policy, Sharing::None, None),

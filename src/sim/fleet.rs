@@ -18,7 +18,7 @@ use super::tally::{Tally, window_end, window_of};
 use super::{Component, Nanos, group_stream, nanos, stream};
 use crate::policy::backoff::Shape;
 use crate::policy::pacing::Pacing;
-use crate::policy::shared::SharedSettings;
+use crate::policy::shared::KeyRules;
 use crate::policy::{Policy, defaults};
 
 /// `--breaker-open-max`'s default: the simulated time covers at least this after the outage.
@@ -128,7 +128,7 @@ impl Report {
 /// The simulated time, the same for every variant of a policy, so that they are compared over
 /// the same time: long enough for a breaker open for its longest to let a probe through after
 /// the outage, and for every host to run again.
-pub(super) fn horizon(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> Nanos {
+pub(super) fn horizon(policy: &Policy, state: Option<&KeyRules>, world: &World) -> Nanos {
     let every = nanos(world.every).max(1);
     let open_max = state.map_or(0, |s| nanos(s.breaker.open_max));
     nanos(world.outage)
@@ -139,7 +139,7 @@ pub(super) fn horizon(policy: &Policy, state: Option<&SharedSettings>, world: &W
 
 /// How many runs of the job [`simulate`] starts: every host, every `every`, over the
 /// simulated time. The time a simulation takes grows with it.
-pub fn runs(policy: &Policy, state: Option<&SharedSettings>, world: &World) -> u128 {
+pub fn runs(policy: &Policy, state: Option<&KeyRules>, world: &World) -> u128 {
     let every = nanos(world.every).max(1);
     let per_host = if world.repeat {
         horizon(policy, state, world) / every + 1
@@ -216,7 +216,7 @@ pub const QUEUED_RUNS: u128 = 1_000_000;
 pub fn simulate(
     policy: &Policy,
     sharing: Sharing,
-    state: Option<&SharedSettings>,
+    state: Option<&KeyRules>,
     world: &World,
 ) -> Report {
     simulate_counting(policy, sharing, state, world, &AtomicU64::new(0))
@@ -234,7 +234,7 @@ pub fn simulate(
 pub fn simulate_counting(
     policy: &Policy,
     sharing: Sharing,
-    state: Option<&SharedSettings>,
+    state: Option<&KeyRules>,
     world: &World,
     started: &AtomicU64,
 ) -> Report {
@@ -245,7 +245,7 @@ pub fn simulate_counting(
 fn simulate_in_groups(
     policy: &Policy,
     sharing: Sharing,
-    state: Option<&SharedSettings>,
+    state: Option<&KeyRules>,
     world: &World,
     started: &AtomicU64,
     group: usize,
@@ -439,7 +439,7 @@ fn groups<'a>(
 }
 
 /// The shared-state rules with the breaker or the budget turned off.
-pub fn only(s: &SharedSettings, breaker: bool, budget: bool) -> SharedSettings {
+pub fn only(s: &KeyRules, breaker: bool, budget: bool) -> KeyRules {
     let mut s = s.clone();
     if !breaker {
         s.breaker.failures = 0;
@@ -467,8 +467,8 @@ mod tests {
         )
     }
 
-    fn shared(p: &Policy) -> SharedSettings {
-        p.state.as_ref().expect("--key").shared.clone()
+    fn shared(p: &Policy) -> KeyRules {
+        p.state.as_ref().expect("--key").rules.clone()
     }
 
     #[test]
@@ -669,11 +669,11 @@ mod tests {
 
     /// The variants `--explain --fleet` simulates of a policy: its own key's sharing, none, a
     /// state per host and one for the fleet.
-    fn variants(p: &Policy) -> Vec<(Sharing, Option<SharedSettings>)> {
+    fn variants(p: &Policy) -> Vec<(Sharing, Option<KeyRules>)> {
         let keyed = p
             .state
             .as_ref()
-            .map_or_else(SharedSettings::default, |s| s.shared.clone());
+            .map_or_else(KeyRules::default, |s| s.rules.clone());
         vec![
             (Sharing::None, None),
             (Sharing::PerHost, Some(keyed.clone())),
@@ -768,7 +768,7 @@ mod tests {
             _ => Some(
                 p.state
                     .as_ref()
-                    .map_or_else(SharedSettings::default, |s| s.shared.clone()),
+                    .map_or_else(KeyRules::default, |s| s.rules.clone()),
             ),
         };
         let (mut fast, mut single) = (Vec::new(), Vec::new());

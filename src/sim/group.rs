@@ -23,7 +23,7 @@ use crate::policy::Policy;
 use crate::policy::adaptive::Estimates;
 use crate::policy::outcome::Reason;
 use crate::policy::pacing::Pacing;
-use crate::policy::shared::{Refusal, SharedSettings};
+use crate::policy::shared::{KeyRules, Refusal};
 use crate::policy::verdict::{Judgement, Retryable};
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
@@ -36,7 +36,7 @@ const PROGRESS_EVERY: u64 = 4096;
 pub struct Plan<'a> {
     pub policy: &'a Policy,
     /// The key's rules; `None` without a key.
-    pub state: Option<&'a SharedSettings>,
+    pub state: Option<&'a KeyRules>,
     pub outage: Nanos,
     pub every: Nanos,
     pub call: Nanos,

@@ -13,14 +13,11 @@ use std::os::unix::fs::{DirBuilderExt, FileExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use super::clock::Clock;
+use super::saved::{MAX_BYTES, Saved, VERSION, file_name, key_of};
 use super::{Error, Forgot, Local, Reply};
 use crate::platform::files::{Dir, Entry};
-use crate::policy::adaptive::KEPT;
-use crate::policy::breaker::Breaker;
-use crate::policy::shared::{KeyState, SharedSettings};
+use crate::policy::shared::{KeyRules, KeyState};
 
 /// How long a run waits for the key's lock while nobody makes progress with it: the holder is
 /// then stuck, and the run goes on without the key's state.
@@ -33,91 +30,10 @@ const LOCK_WAIT_MAX: Duration = Duration::from_secs(5);
 /// The longest pause between two tries of the lock: what a signal may wait to be seen.
 const LOCK_PAUSE: Duration = Duration::from_millis(4);
 
-/// The format of the file's contents.
-const VERSION: u32 = 1;
-
-/// A state file longer than this is not read (a real one is a few hundred bytes; a breaker
-/// that counts 1000 failures and the longest history stay under 30 KiB).
-const MAX_BYTES: u64 = 256 * 1024;
-
-/// The largest number any field of the file may hold: 2^53, what a double (Lua's, JSON's)
-/// holds exactly; as milliseconds, 285,000 years.
-const MAX_NUMBER: u64 = 1 << 53;
-
 /// A wait for a key's lock ends as soon as a signal that stops the run arrives (once retry's
 /// handlers are installed), so that the run can answer it at once.
 fn stop_waiting() -> bool {
     crate::platform::signals::cancelling_arrived()
-}
-
-/// The file, as JSON: the state, and the moment it was written on both clocks, so that the
-/// next reader can place its times on its own timeline.
-#[derive(Serialize, Deserialize)]
-struct Saved {
-    version: u32,
-    boot_id: String,
-    boot_ms: u64,
-    wall_ms: u64,
-    state: KeyState,
-}
-
-impl Saved {
-    /// Whether every value is one retry could have written: `Err` with what is not.
-    fn validate(&self) -> Result<(), String> {
-        if self.version != VERSION {
-            return Err(format!("it is of version {}", self.version));
-        }
-        let state = &self.state;
-        let mut times = vec![
-            self.boot_ms,
-            self.wall_ms,
-            state.budget.at,
-            state.generation,
-        ];
-        match &state.breaker {
-            Breaker::Closed { failures } => {
-                // --breaker-failures is at most 1000, and no more are kept.
-                if failures.len() > 1000 {
-                    return Err(format!("it keeps {} failures", failures.len()));
-                }
-                times.extend(failures);
-            }
-            Breaker::Open {
-                until,
-                open_for,
-                failures,
-            }
-            | Breaker::HalfOpen {
-                lease_until: until,
-                open_for,
-                failures,
-            } => {
-                if failures.len() > 1000 {
-                    return Err(format!("it keeps {} failures", failures.len()));
-                }
-                times.extend(failures);
-                if *open_for == 0 {
-                    return Err("its breaker is open for no time".into());
-                }
-                times.extend([*until, *open_for]);
-            }
-        }
-        if state.history.outcomes().count() > KEPT {
-            return Err(format!(
-                "it keeps {} outcomes",
-                state.history.outcomes().count()
-            ));
-        }
-        times.extend(state.history.outcomes().map(|o| o.at));
-        if let Some(t) = times.iter().find(|&&t| t > MAX_NUMBER) {
-            return Err(format!("it holds {t}, out of range"));
-        }
-        // The most tokens any --budget-burst allows; fewer than that is clamped to the run's.
-        if state.budget.milli > u64::from(u32::MAX) * crate::policy::budget::MILLI {
-            return Err(format!("it holds {} tokens", state.budget.milli));
-        }
-        Ok(())
-    }
 }
 
 /// The key's state file, as read.
@@ -408,7 +324,7 @@ fn unsafe_dir(path: &Path, owner: u32, mode: u32) -> Option<String> {
 impl Local for FileStore {
     fn update<T>(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         op: impl Fn(&mut KeyState, u64) -> T,
     ) -> Result<Reply<T>, Error> {
         let path = self.dir()?.to_path_buf();
@@ -469,7 +385,7 @@ impl Local for FileStore {
 
     /// The key's state, changing nothing: no directory is made, no lock taken, nothing moved
     /// aside. What a run would find wrong is the reply's warning.
-    fn peek(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+    fn peek(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
         let path = self.dir()?.to_path_buf();
         let clock = Clock::now();
         let now = clock.boot_ms;
@@ -574,59 +490,6 @@ fn io_error(doing: &'static str, path: &Path, source: io::Error) -> Error {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// The key a file name stands for: `file_name` undone (a long key's hashed name as it is).
-fn key_of(name: &str) -> String {
-    if name.contains('~') {
-        return name.to_string();
-    }
-    let bytes = name.as_bytes();
-    let mut key = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                key.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                key.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&key).into_owned()
-}
-
-/// The key as a file name: letters, digits, `-`, `_` and `.` as they are (but no leading dot),
-/// anything else as `%XX`, so that no key reaches outside the state directory or collides
-/// with another. A very long key keeps its start and gets a hash of the whole.
-fn file_name(key: &str) -> String {
-    let mut name = String::with_capacity(key.len());
-    for (i, b) in key.bytes().enumerate() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => name.push(char::from(b)),
-            b'.' if i > 0 => name.push('.'),
-            _ => name.push_str(&format!("%{b:02X}")),
-        }
-    }
-    if name.len() > 150 {
-        // FNV-1a: stable across versions and platforms, unlike std's hasher.
-        let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        let mut cut = 120;
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name = format!("{}~{hash:016x}", &name[..cut]);
-    }
-    name
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::policy::breaker::Breaker;
 
 #[test]
 fn key_names_stay_inside_the_state_directory() {
@@ -64,7 +65,7 @@ fn saved(dir: &Path, then: &Clock, until: u64, open_for: u64) -> FileStore {
     store
 }
 
-fn admit(store: &mut FileStore, s: &SharedSettings) -> Reply<Admit> {
+fn admit(store: &mut FileStore, s: &KeyRules) -> Reply<Admit> {
     store
         .update(s, |state, now| state.admit(s, now))
         .expect("answered")

@@ -6,40 +6,22 @@ use std::time::{Duration, SystemTime};
 use super::file::FileStore;
 use super::redis::RedisStore;
 use super::{Error, Shared, Store};
-use crate::policy::StateSettings;
-use crate::policy::shared::View;
-
-/// One key, as listed.
-pub struct Listed {
-    pub key: String,
-    /// The state now, or why it cannot be read.
-    pub view: Result<View, String>,
-    /// The store's time when it was read, in the milliseconds of the view's times.
-    pub now: u64,
-    /// When a run last changed the key: its file was written; in Redis, when a run last
-    /// changed it or started on it.
-    pub changed: Option<SystemTime>,
-}
-
-/// Where the keys are, and each key.
-pub struct Listing {
-    pub place: String,
-    pub keys: Vec<Listed>,
-}
+use crate::policy::KeySettings;
+use crate::report::keys::{Listed, Listing};
 
 /// Every key with state where `settings` say it is kept.
-pub fn list(settings: &StateSettings) -> Result<Listing, Error> {
+pub fn list(settings: &KeySettings) -> Result<Listing, Error> {
     match &settings.store {
         Some(store) => {
             let mut redis = RedisStore::new(store, "");
             let mut keys = Vec::new();
             for key in redis.keys()? {
                 redis.switch_to(&key);
-                let (view, now) = match redis.view(&settings.shared) {
+                let (view, now) = match redis.view(&settings.rules) {
                     Ok(reply) => (Ok(reply.view), reply.now),
                     Err(e) => (Err(e.to_string()), 0),
                 };
-                let ago = redis.last_used(&settings.shared).ok().flatten();
+                let ago = redis.last_used(&settings.rules).ok().flatten();
                 let changed =
                     ago.and_then(|ms| SystemTime::now().checked_sub(Duration::from_millis(ms)));
                 keys.push(Listed {
@@ -65,7 +47,7 @@ pub fn list(settings: &StateSettings) -> Result<Listing, Error> {
                 .into_iter()
                 .map(|(key, store, changed)| {
                     let mut shared =
-                        Shared::new(key.clone(), settings.shared.clone(), Box::new(store));
+                        Shared::new(key.clone(), settings.rules.clone(), Box::new(store));
                     let view = shared.view().map_err(|e| e.to_string());
                     Listed {
                         key,

@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::{Error, Local, Reply};
-use crate::policy::shared::{KeyState, SharedSettings};
+use crate::policy::shared::{KeyRules, KeyState};
 
 /// A handle on one key's state; clones share it.
 #[derive(Clone, Default)]
@@ -25,7 +25,7 @@ impl MemoryStore {
 impl Local for MemoryStore {
     fn update<T>(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         op: impl Fn(&mut KeyState, u64) -> T,
     ) -> Result<Reply<T>, Error> {
         let now = self.now.get();

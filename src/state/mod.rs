@@ -1,34 +1,47 @@
-//! State shared between runs (`--key`): where a key's breaker and budget are kept. The rules
-//! are [`crate::policy::shared`]'s; a [`Store`] runs each of them as one atomic operation, and
-//! [`Shared`] is a run's handle on its key.
+//! State shared between runs (`--key`): where a key's circuit breaker and retry budget are
+//! kept. One concept, in these places:
+//!
+//! - the rules, pure and shared with the simulator: `policy/shared.rs` (each operation on a
+//!   key's state: admit, after an attempt, before a retry), over `policy/breaker.rs` and
+//!   `policy/budget.rs` (and `policy/adaptive.rs`'s kept outcomes);
+//! - the settings: `policy/key.rs` ([`KeySettings`]: the key, its rules, and where it is kept);
+//! - the stores, here: a [`Store`] runs each rule as one atomic operation. `file.rs` (with
+//!   `saved.rs`, the file's contents and name, and `clock.rs`) keeps a key in the state
+//!   directory; `redis.rs` in Redis, through the script `redis.lua` (with `connect.rs`, which
+//!   reaches the server, and `url.rs`, which parses `--state URL`); `memory.rs` in memory, for
+//!   the simulator; `list.rs` lists every key for `--list-keys`;
+//! - the run's handle on its key: [`Shared`] (`handle.rs`), which `run/gate.rs` calls.
 
 mod clock;
+mod connect;
 pub mod file;
+mod handle;
 pub mod list;
 pub mod memory;
 pub mod redis;
+mod saved;
+pub mod url;
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use crate::policy::StateSettings;
-use crate::policy::breaker::{Attempt, Change};
+pub use self::handle::{Fallback, Shared};
+use crate::policy::KeySettings;
+use crate::policy::breaker::Attempt;
 pub use crate::policy::shared::Refused;
-use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket, View};
-use crate::policy::store::FailMode;
+use crate::policy::shared::{Admit, After, KeyRules, KeyState, Refusal, Ticket, View};
 
 /// A run's handle on the key its policy names: in the `--state` store, with the local state
 /// directory to fall back on, or in the state directory alone. Nothing is connected yet.
-pub fn open(settings: &StateSettings) -> Shared {
+pub fn open(settings: &KeySettings) -> Shared {
     let local = Box::new(file::FileStore::new(settings.dir.clone(), &settings.key));
     let key = settings.key.clone();
     let mut shared = match &settings.store {
-        None => Shared::new(key, settings.shared.clone(), local),
+        None => Shared::new(key, settings.rules.clone(), local),
         Some(store) => {
             let remote = Box::new(redis::RedisStore::new(store, &settings.key));
-            let mut shared = Shared::new(key, settings.shared.clone(), remote);
+            let mut shared = Shared::new(key, settings.rules.clone(), remote);
             shared.fallback = Some(Fallback {
                 fail: store.fail,
                 local,
@@ -56,11 +69,11 @@ pub struct Reply<T> {
 /// with respect to every other process that uses the key, at the store's own time.
 pub trait Store {
     /// A run wants to start.
-    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error>;
+    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, Error>;
     /// An attempt ended; the run may want a retry.
     fn after_attempt(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
         attempt: Attempt,
         wants_retry: bool,
@@ -69,11 +82,11 @@ pub trait Store {
     /// A retry is about to start, after its wait.
     fn before_retry(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
     ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error>;
     /// The key's state now, changing nothing.
-    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error>;
+    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, Error>;
     /// Forgets the key.
     fn reset(&mut self) -> Result<(), Error>;
     /// Forgets the key, and says whether there was anything to forget.
@@ -95,14 +108,14 @@ pub trait Local {
     /// (without its lock first, to find that it changes nothing and need not be written).
     fn update<T>(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         op: impl Fn(&mut KeyState, u64) -> T,
     ) -> Result<Reply<T>, Error>;
     fn reset(&mut self) -> Result<(), Error>;
     fn describe(&self) -> String;
     /// The key's state now, changing nothing: not even what `update` would write back (a
     /// clamped time, a corrupt file moved aside), which the reply's warning may tell instead.
-    fn peek(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+    fn peek(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
         self.update(s, |_, _| ())
     }
     /// Forgets the key, and says whether there was anything to forget.
@@ -121,13 +134,13 @@ pub enum Forgot {
 }
 
 impl<L: Local> Store for L {
-    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
+    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, Error> {
         self.update(s, |state, now| state.admit(s, now))
     }
 
     fn after_attempt(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
         attempt: Attempt,
         wants_retry: bool,
@@ -140,7 +153,7 @@ impl<L: Local> Store for L {
 
     fn before_retry(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
     ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
         self.update(s, |state, _| {
@@ -149,7 +162,7 @@ impl<L: Local> Store for L {
         })
     }
 
-    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
         self.peek(s)
     }
 
@@ -204,425 +217,5 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "cannot {doing} '{}': {source}", path.display()),
         }
-    }
-}
-
-/// What a run with a `--state` store does when it cannot be reached before the run starts.
-pub struct Fallback {
-    pub fail: FailMode,
-    /// The key's state in this host's state directory.
-    pub local: Box<dyn Store>,
-}
-
-/// A run's handle on its key: the store, and the run's ticket.
-pub struct Shared {
-    pub key: String,
-    settings: SharedSettings,
-    store: Box<dyn Store>,
-    /// With a `--state` store: what to do if it fails at the start. Taken when the run starts.
-    pub fallback: Option<Fallback>,
-    /// The store's errors in this run.
-    pub errors: u32,
-    ticket: Option<Ticket>,
-    /// The key's state as the store last answered.
-    pub view: Option<View>,
-    /// A warning the last operation left, for the log.
-    pub warning: Option<String>,
-    now: u64,
-    /// `view` is the state the current attempt started under (the answer to the admission or
-    /// to the check before a retry), not one given after it.
-    at_start: bool,
-    /// Leave unrecorded the successes that change nothing (see `Shared::skips_success`).
-    /// On for a real run's handle ([`open`]); off by default, so that the simulator sees
-    /// every outcome.
-    pub skip_moot_successes: bool,
-}
-
-impl Shared {
-    pub fn new(key: String, settings: SharedSettings, store: Box<dyn Store>) -> Shared {
-        Shared {
-            key,
-            settings,
-            store,
-            fallback: None,
-            errors: 0,
-            ticket: None,
-            view: None,
-            warning: None,
-            now: 0,
-            at_start: false,
-            skip_moot_successes: false,
-        }
-    }
-
-    /// The store's time at its last answer.
-    pub fn now(&self) -> u64 {
-        self.now
-    }
-
-    /// The run must not start: its `--state` store failed and `--state-fail` is closed.
-    pub fn fails_closed(&self) -> bool {
-        self.fallback
-            .as_ref()
-            .is_some_and(|f| f.fail == FailMode::Closed)
-    }
-
-    /// This run probes the half-open breaker.
-    pub fn probing(&self) -> bool {
-        self.ticket.is_some_and(|t| t.probe)
-    }
-
-    /// Remembers what a reply says of the key.
-    fn heard<T>(&mut self, reply: Reply<T>) -> (T, u64) {
-        self.at_start = false;
-        self.view = Some(reply.view);
-        self.warning = reply.warning;
-        self.now = reply.now;
-        (reply.value, reply.now)
-    }
-
-    /// Before the first attempt: `Some` when the run may not start. A `--state` store that
-    /// fails here is replaced by the local state with `--state-fail open` (and the reply's
-    /// warning says so); with `closed` the error is returned, and [`Shared::fails_closed`]
-    /// says the run must not start.
-    pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
-        let fallback = self.fallback.take();
-        let reply = match (self.store.admit(&self.settings), fallback) {
-            (Err(e @ Error::Store { .. }), Some(fallback)) => {
-                self.errors += 1;
-                if fallback.fail == FailMode::Closed {
-                    self.fallback = Some(fallback);
-                    return Err(e);
-                }
-                self.store = fallback.local;
-                let mut reply = self.store.admit(&self.settings)?;
-                let went_on = format!(
-                    "key '{}': {e}; going on with this host's local state (--state-fail open)",
-                    self.key
-                );
-                reply.warning = Some(match reply.warning.take() {
-                    Some(w) => format!("{went_on}; {w}"),
-                    None => went_on,
-                });
-                reply
-            }
-            (Err(e), _) => {
-                self.errors += 1;
-                return Err(e);
-            }
-            (Ok(reply), _) => reply,
-        };
-        match self.heard(reply) {
-            (Admit::Run(ticket), _) => {
-                self.ticket = Some(ticket);
-                self.at_start = true;
-                Ok(None)
-            }
-            (Admit::Refused(refusal), now) => Ok(Some(refused(refusal, now))),
-        }
-    }
-
-    /// After an attempt's verdict: counts it, and when the run wants a retry, asks for one.
-    /// Returns the breaker's move and, when the retry is refused, why.
-    pub fn after_attempt(
-        &mut self,
-        attempt: Attempt,
-        wants_retry: bool,
-        u: f64,
-    ) -> Result<(Change, Option<Refused>), Error> {
-        let Some(ticket) = self.ticket else {
-            return Ok((Change::None, None));
-        };
-        if !self.records(attempt, wants_retry) {
-            // The ticket, and the view the run reports, stay those of the attempt's start.
-            self.at_start = false;
-            return Ok((Change::None, None));
-        }
-        let reply = self
-            .store
-            .after_attempt(&self.settings, ticket, attempt, wants_retry, u)
-            .inspect_err(|_| self.errors += 1)?;
-        let (after, now) = self.heard(reply);
-        self.ticket = Some(after.ticket);
-        Ok((after.change, after.refusal.map(|r| refused(r, now))))
-    }
-
-    /// Whether the attempt that ended is told to the store.
-    fn records(&self, attempt: Attempt, wants_retry: bool) -> bool {
-        !(attempt == Attempt::Success && !wants_retry && self.skips_success())
-    }
-
-    /// Whether the success of the attempt now running would not be told to the store: the one
-    /// place where that is decided. It is not, when the state the attempt started under shows
-    /// that recording it would change nothing ([`View::success_is_moot`]): a breaker closed
-    /// with no failure kept, a full bucket, no probe. That saves the store a call (a round
-    /// trip to Redis, a read of the state file) in the commonest run of all, one that succeeds
-    /// at once. The success then counts as of the attempt's start, when its evidence was
-    /// gathered: failures other runs record during the attempt are not cleared by it, and its
-    /// `--budget-ratio` credit to a bucket that was full is not given. No success is moot on
-    /// a key that keeps its outcomes (`--backoff adaptive`), and none is skipped without
-    /// `skip_moot_successes`.
-    fn skips_success(&self) -> bool {
-        self.skip_moot_successes
-            && self.at_start
-            && self
-                .ticket
-                .zip(self.view.as_ref())
-                .is_some_and(|(ticket, view)| view.success_is_moot(ticket))
-    }
-
-    /// The attempt's command has started. When its success would not be told to the store,
-    /// the store's connection is let go now, while the command runs, rather than at exit:
-    /// closing it then costs the run no time, and a long attempt holds no idle connection to
-    /// a fleet's server. A failure, which is told, connects again.
-    pub fn attempt_started(&mut self) {
-        if self.skips_success() {
-            self.store.idle();
-        }
-    }
-
-    /// Just before a retry starts, after its wait: has the breaker opened since?
-    pub fn before_retry(&mut self) -> Result<Option<Refused>, Error> {
-        let Some(ticket) = self.ticket else {
-            return Ok(None);
-        };
-        let reply = self
-            .store
-            .before_retry(&self.settings, ticket)
-            .inspect_err(|_| self.errors += 1)?;
-        let ((refusal, ticket), now) = self.heard(reply);
-        self.ticket = Some(ticket);
-        self.at_start = refusal.is_none();
-        Ok(refusal.map(|r| refused(r, now)))
-    }
-
-    /// The key's state, for `--explain`, changing nothing.
-    pub fn view(&mut self) -> Result<View, Error> {
-        let reply = self.store.view(&self.settings)?;
-        let view = reply.view.clone();
-        self.heard(reply);
-        Ok(view)
-    }
-
-    /// Forgets the key's state.
-    pub fn reset(&mut self) -> Result<(), Error> {
-        self.store.reset()
-    }
-
-    /// Forgets the key's state, and says whether it had any.
-    pub fn forget(&mut self) -> Result<Forgot, Error> {
-        self.store.forget()
-    }
-
-    /// Where the key's state is kept.
-    pub fn describe(&self) -> String {
-        self.store.describe()
-    }
-}
-
-fn refused(refusal: Refusal, now: u64) -> Refused {
-    let until = match refusal {
-        Refusal::Open { until } => until,
-        Refusal::Probing { lease_until } => lease_until,
-        Refusal::Budget => now,
-    };
-    Refused {
-        refusal,
-        left: Duration::from_millis(until.saturating_sub(now)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::cell::Cell;
-    use std::rc::Rc;
-
-    use super::memory::MemoryStore;
-    use super::*;
-    use crate::policy::breaker::Breaker;
-    use crate::policy::shared::tests::settings;
-
-    /// A store in memory that counts the attempts it is told of, and the times it is let go.
-    #[derive(Clone, Default)]
-    struct Counted {
-        memory: MemoryStore,
-        told: Rc<Cell<u32>>,
-        idled: Rc<Cell<u32>>,
-    }
-
-    impl Store for Counted {
-        fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
-            Store::admit(&mut self.memory, s)
-        }
-        fn after_attempt(
-            &mut self,
-            s: &SharedSettings,
-            ticket: Ticket,
-            attempt: Attempt,
-            wants_retry: bool,
-            u: f64,
-        ) -> Result<Reply<After>, Error> {
-            self.told.set(self.told.get() + 1);
-            Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
-        }
-        fn before_retry(
-            &mut self,
-            s: &SharedSettings,
-            ticket: Ticket,
-        ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
-            Store::before_retry(&mut self.memory, s, ticket)
-        }
-        fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
-            Store::view(&mut self.memory, s)
-        }
-        fn reset(&mut self) -> Result<(), Error> {
-            Store::reset(&mut self.memory)
-        }
-        fn describe(&self) -> String {
-            "counted".into()
-        }
-        fn idle(&mut self) {
-            self.idled.set(self.idled.get() + 1);
-        }
-    }
-
-    /// A real run's handle on the store.
-    fn handle(store: &Counted) -> Shared {
-        let mut shared = Shared::new("api".into(), settings(), Box::new(store.clone()));
-        shared.skip_moot_successes = true;
-        shared
-    }
-
-    /// A run whose attempts end as `attempts` say (each retried but the last); how many of
-    /// them the store was told of.
-    fn told(store: &Counted, attempts: &[Attempt]) -> u32 {
-        let before = store.told.get();
-        let mut shared = handle(store);
-        assert_eq!(shared.admit().expect("admitted"), None);
-        for (i, &attempt) in attempts.iter().enumerate() {
-            let last = i + 1 == attempts.len();
-            shared.attempt_started();
-            let (_, refused) = shared.after_attempt(attempt, !last, 0.0).expect("told");
-            assert_eq!(refused, None);
-            if !last {
-                assert_eq!(shared.before_retry().expect("checked"), None);
-            }
-        }
-        store.told.get() - before
-    }
-
-    #[test]
-    fn a_success_on_a_settled_key_is_not_told_to_the_store() {
-        let store = Counted::default();
-        assert_eq!(told(&store, &[Attempt::Success]), 0);
-        assert_eq!(store.memory.state(), Some(KeyState::new(&settings(), 0)));
-        // The run reports the state its attempt started under.
-        let mut shared = handle(&store);
-        shared.admit().expect("admitted");
-        shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        let view = shared.view.as_ref().expect("a view");
-        assert_eq!((view.breaker.name(), view.tokens), ("closed", 3.0));
-        // Off: every attempt is told.
-        let mut shared = handle(&store);
-        shared.skip_moot_successes = false;
-        shared.admit().expect("admitted");
-        shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!(store.told.get(), 1);
-        // A key that keeps its outcomes, for --backoff adaptive: every success is one.
-        let mut shared = handle(&store);
-        shared.settings.history = true;
-        shared.admit().expect("admitted");
-        shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!(store.told.get(), 2);
-    }
-
-    #[test]
-    fn a_success_is_told_when_a_failure_is_kept_the_bucket_is_not_full_or_the_run_probes() {
-        let store = Counted::default();
-        // A failure, then a success that must clear it.
-        assert_eq!(told(&store, &[Attempt::Failure]), 1);
-        assert_eq!(told(&store, &[Attempt::Success]), 1);
-        assert_eq!(
-            store.memory.state().map(|k| k.breaker),
-            Some(Breaker::default())
-        );
-        // A retry took a token, with the breaker off so that nothing else is kept: the success
-        // after it gives half a token back.
-        let off = Counted::default();
-        let mut shared = handle(&off);
-        shared.settings.breaker.failures = 0;
-        shared.admit().expect("admitted");
-        shared
-            .after_attempt(Attempt::Failure, true, 0.0)
-            .expect("ok");
-        shared.before_retry().expect("ok");
-        shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!(off.told.get(), 2);
-        assert_eq!(off.memory.state().map(|k| k.budget.milli), Some(2500));
-        // The bucket is still short: the next run's success is told too, and fills it.
-        assert_eq!(told(&off, &[Attempt::Success]), 1);
-        // Two failures open the breaker; after its open time the probe's success closes it.
-        let store = Counted::default();
-        told(&store, &[Attempt::Failure, Attempt::Failure]);
-        store.memory.now.set(60_000);
-        let mut shared = handle(&store);
-        shared.admit().expect("admitted");
-        assert!(shared.probing());
-        let (change, _) = shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!(change, Change::Closed);
-    }
-
-    #[test]
-    fn the_store_is_let_go_while_an_attempt_runs_whose_success_it_would_not_be_told() {
-        let store = Counted::default();
-        told(&store, &[Attempt::Success]);
-        assert_eq!(store.idled.get(), 1);
-        // A failure then: the store is told of it, and of the success after it.
-        told(&store, &[Attempt::Failure]);
-        assert_eq!(store.idled.get(), 2);
-        told(&store, &[Attempt::Success]);
-        assert_eq!((store.idled.get(), store.told.get()), (2, 2));
-        // Not when it would be told: off, as for a policy that learns from every outcome.
-        let mut shared = handle(&store);
-        shared.skip_moot_successes = false;
-        shared.admit().expect("admitted");
-        shared.attempt_started();
-        assert_eq!(store.idled.get(), 2);
-    }
-
-    #[test]
-    fn a_success_after_a_retry_is_judged_by_the_state_it_started_under() {
-        // Budget off and breaker off: nothing a success could change.
-        let store = Counted::default();
-        let mut shared = handle(&store);
-        shared.settings.breaker.failures = 0;
-        shared.settings.budget.burst = 0;
-        shared.admit().expect("admitted");
-        shared
-            .after_attempt(Attempt::Failure, true, 0.0)
-            .expect("ok");
-        // Without the check before the retry, the view is the one given after the failure.
-        let (change, _) = shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!((change, store.told.get()), (Change::None, 2));
-        shared
-            .after_attempt(Attempt::Failure, true, 0.0)
-            .expect("ok");
-        shared.before_retry().expect("ok");
-        shared
-            .after_attempt(Attempt::Success, false, 0.0)
-            .expect("ok");
-        assert_eq!(store.told.get(), 3);
     }
 }

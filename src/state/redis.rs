@@ -3,22 +3,18 @@
 //! [`crate::policy::shared`] atomically, on the server's clock. The client connects on the
 //! first call, and every call of a run together waits no longer than `--state-timeout`.
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use redis::{
-    Client, Connection, ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError, ServerErrorKind,
-};
+use redis::{Connection, ConnectionAddr, ErrorKind, RedisError, ServerErrorKind};
 
+use super::connect::{Failure, ask_sentinels, connect, info, limit, tcp, unauthenticated};
 use super::{Error, Reply, Store};
 use crate::policy::adaptive::History;
 use crate::policy::breaker::{Attempt, Breaker, Change, ms};
 use crate::policy::budget::Budget;
 use crate::policy::duration::human;
-use crate::policy::shared::{Admit, After, KeyState, Refusal, SharedSettings, Ticket};
-use crate::policy::store::{Place, StoreSettings};
+use crate::policy::key::{Place, Remote};
+use crate::policy::shared::{Admit, After, KeyRules, KeyState, Refusal, Ticket};
 
 /// Where a key's hash is: `retry:KEY`.
 pub const PREFIX: &str = "retry:";
@@ -39,7 +35,7 @@ pub const SCRIPT_SHA1: &str = include_str!("redis.lua.sha1");
 
 /// A key's state in a Redis server.
 pub struct RedisStore {
-    settings: StoreSettings,
+    settings: Remote,
     /// The key's hash.
     hash: String,
     /// Connected at the first call.
@@ -55,28 +51,9 @@ pub struct RedisStore {
     asking: bool,
 }
 
-/// Why a call failed, before it is told with the store's URL.
-enum Failure {
-    /// `--state-timeout` is used up.
-    Timeout,
-    Redis(RedisError),
-    /// The script answered something this version does not understand.
-    Reply(String),
-}
-
-impl From<RedisError> for Failure {
-    fn from(e: RedisError) -> Failure {
-        if e.is_timeout() {
-            Failure::Timeout
-        } else {
-            Failure::Redis(e)
-        }
-    }
-}
-
 impl RedisStore {
     /// The store for `key`; nothing is connected until the first call.
-    pub fn new(settings: &StoreSettings, key: &str) -> RedisStore {
+    pub fn new(settings: &Remote, key: &str) -> RedisStore {
         RedisStore {
             settings: settings.clone(),
             hash: format!("{PREFIX}{key}"),
@@ -173,7 +150,7 @@ impl RedisStore {
 
     /// When a run last changed the key or started on it: the store pushes the key's expiry
     /// back then, so it is the expiry less the time left. `None` when the key has no expiry.
-    pub fn last_used(&mut self, s: &SharedSettings) -> Result<Option<u64>, Error> {
+    pub fn last_used(&mut self, s: &KeyRules) -> Result<Option<u64>, Error> {
         let hash = self.hash.clone();
         let left: i64 = self.call(|con, deadline| {
             limit(con, deadline)?;
@@ -190,7 +167,7 @@ impl RedisStore {
     }
 
     /// The key's state as the scripts see it, changing nothing.
-    pub fn read(&mut self, s: &SharedSettings) -> Result<(KeyState, u64), Error> {
+    pub fn read(&mut self, s: &KeyRules) -> Result<(KeyState, u64), Error> {
         let (now, _, state, _) = self.run("view", s, &[])?;
         Ok((state, now))
     }
@@ -317,7 +294,7 @@ impl RedisStore {
     fn run(
         &mut self,
         op: &str,
-        s: &SharedSettings,
+        s: &KeyRules,
         own: &[String],
     ) -> Result<(u64, bool, KeyState, Vec<String>), Error> {
         let mut args = self.settings_args(op, s);
@@ -348,7 +325,7 @@ impl RedisStore {
     }
 
     /// The script's ARGV[1..11]: the operation, the time, and the settings as whole numbers.
-    fn settings_args(&self, op: &str, s: &SharedSettings) -> Vec<String> {
+    fn settings_args(&self, op: &str, s: &KeyRules) -> Vec<String> {
         let b = &s.breaker;
         let expiry = expiry(s);
         let numbers = [
@@ -364,14 +341,17 @@ impl RedisStore {
         ];
         let mut args = Vec::with_capacity(16);
         args.push(op.to_string());
-        args.push(self.clock.map_or(String::new(), |t| t.to_string()));
+        // The server's clock, unless a test gives the time: the store's own (`at`), or the
+        // tests' clock of a debug build.
+        let clock = self.clock.or_else(crate::platform::clock::test_ms);
+        args.push(clock.map_or(String::new(), |t| t.to_string()));
         args.extend(numbers.iter().map(|n| n.min(&EXACT).to_string()));
         args
     }
 
     fn reply<T>(
         &self,
-        s: &SharedSettings,
+        s: &KeyRules,
         now: u64,
         corrupt: bool,
         state: &KeyState,
@@ -392,143 +372,13 @@ impl RedisStore {
     }
 }
 
-/// The address of a TCP server, with TLS or not.
-fn tcp(host: &str, port: u16, tls: bool) -> ConnectionAddr {
-    if tls {
-        ConnectionAddr::TcpTls {
-            host: host.to_string(),
-            port,
-            insecure: false,
-            tls_params: None,
-        }
-    } else {
-        ConnectionAddr::Tcp(host.to_string(), port)
-    }
-}
-
-/// How to reach a server as `user` with `password`, in database `db`.
-fn info(
-    addr: ConnectionAddr,
-    user: Option<&str>,
-    password: Option<&str>,
-    db: u32,
-) -> Result<redis::ConnectionInfo, RedisError> {
-    // No CLIENT SETINFO: one command less for the ACL to allow.
-    let mut redis = RedisConnectionInfo::default()
-        .set_db(i64::from(db))
-        .set_skip_set_lib_name();
-    if let Some(user) = user {
-        redis = redis.set_username(user);
-    }
-    if let Some(password) = password {
-        redis = redis.set_password(password);
-    }
-    Ok(addr.into_connection_info()?.set_redis_settings(redis))
-}
-
-/// Asks the sentinels, in turn, where the master they call `master` is now: the first that
-/// answers names it. A failover moves it; the next run asks again.
-fn ask_sentinels(
-    sentinels: &[(String, u16)],
-    master: &str,
-    tls: bool,
-    auth: &Option<(Option<String>, crate::policy::store::Secret)>,
-    deadline: Instant,
-) -> Result<(String, u16), Failure> {
-    let (user, password) = match auth {
-        Some((user, password)) => (user.as_deref(), Some(password.expose())),
-        None => (None, None),
-    };
-    let mut last = Failure::Reply("the sentinel URL names no sentinel".into());
-    for (host, port) in sentinels {
-        let asked = info(tcp(host, *port, tls), user, password, 0)
-            .map_err(Failure::from)
-            .and_then(|info| connect(info, deadline))
-            .and_then(|mut con| {
-                limit(&mut con, deadline)?;
-                Ok(redis::cmd("SENTINEL")
-                    .arg("get-master-addr-by-name")
-                    .arg(master)
-                    .query::<Option<(String, u16)>>(&mut con)?)
-            });
-        match asked {
-            Ok(Some(addr)) => return Ok(addr),
-            Ok(None) => {
-                last = Failure::Reply(format!(
-                    "the sentinel at {host}:{port} knows no master called '{master}'"
-                ));
-            }
-            Err(Failure::Timeout) => return Err(Failure::Timeout),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
-/// Connects within the deadline. A host name is looked up with getaddrinfo, which has no time
-/// limit of its own: then the lookup, the TCP connection, TLS and AUTH run on a helper thread
-/// that is left behind if the deadline passes first. An IP address needs no lookup, and
-/// redis-rs limits the rest (connecting, then reading and writing) to the time it is given,
-/// so it connects on this thread and saves the helper's cost (about 50 µs).
-fn connect(info: redis::ConnectionInfo, deadline: Instant) -> Result<Connection, Failure> {
-    let left = left(deadline)?;
-    // rustls needs a process-wide provider of its cryptography; installed once, and a second
-    // installation is refused harmlessly.
-    #[cfg(feature = "tls")]
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let literal = match info.addr() {
-        ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => {
-            host.parse::<std::net::IpAddr>().is_ok()
-        }
-        _ => false,
-    };
-    if literal {
-        return Ok(Client::open(info)?.get_connection_with_timeout(left)?);
-    }
-    let (tx, rx) = mpsc::channel();
-    // Unnamed: naming a thread is a prctl on Linux, which the portable build makes none of.
-    thread::Builder::new()
-        .spawn(move || {
-            let connected = Client::open(info).and_then(|c| c.get_connection_with_timeout(left));
-            let _ = tx.send(connected);
-        })
-        .map_err(|e| Failure::Reply(format!("cannot start a thread to connect: {e}")))?;
-    match rx.recv_timeout(left) {
-        Ok(connected) => Ok(connected?),
-        Err(_) => Err(Failure::Timeout),
-    }
-}
-
-/// The server wants a client to authenticate first: NOAUTH, or, for a command as long as a
-/// script's, the protocol error it answers an unauthenticated client with before closing.
-fn unauthenticated(e: &RedisError) -> bool {
-    e.code() == Some("NOAUTH") || e.detail().is_some_and(|d| d.contains("unauthenticated"))
-}
-
-/// The time left before the deadline; none left is a timeout.
-fn left(deadline: Instant) -> Result<Duration, Failure> {
-    deadline
-        .checked_duration_since(Instant::now())
-        .filter(|d| !d.is_zero())
-        .ok_or(Failure::Timeout)
-}
-
-/// Sets the socket's read and write time limits to what is left. redis-rs clears them once
-/// it has connected, so they are set again before every command.
 /// How long a key's hash is kept after the last run that used it, in ms: long enough for
 /// every time the state holds.
-fn expiry(s: &SharedSettings) -> u64 {
+fn expiry(s: &KeyRules) -> u64 {
     let b = &s.breaker;
     ms(EXPIRY)
         .max(ms(b.window))
         .max(ms(b.open_max).saturating_add(ms(s.lease)))
-}
-
-fn limit(con: &mut Connection, deadline: Instant) -> Result<(), Failure> {
-    let left = left(deadline)?;
-    con.set_read_timeout(Some(left))?;
-    con.set_write_timeout(Some(left))?;
-    Ok(())
 }
 
 /// The script's answer: the time, whether the hash was started afresh, the state, and the
@@ -605,7 +455,7 @@ fn text(answer: &[String], i: usize) -> &str {
 }
 
 impl Store for RedisStore {
-    fn admit(&mut self, s: &SharedSettings) -> Result<Reply<Admit>, Error> {
+    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, Error> {
         let (now, corrupt, state, answer) = self.run("admit", s, &[])?;
         let ticket = |probe| {
             Admit::Run(Ticket {
@@ -625,7 +475,7 @@ impl Store for RedisStore {
 
     fn after_attempt(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
         attempt: Attempt,
         wants_retry: bool,
@@ -665,7 +515,7 @@ impl Store for RedisStore {
 
     fn before_retry(
         &mut self,
-        s: &SharedSettings,
+        s: &KeyRules,
         ticket: Ticket,
     ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
         let own = [
@@ -683,7 +533,7 @@ impl Store for RedisStore {
         Ok(self.reply(s, now, corrupt, &state, value))
     }
 
-    fn view(&mut self, s: &SharedSettings) -> Result<Reply<()>, Error> {
+    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
         let (now, corrupt, state, _) = self.run("view", s, &[])?;
         Ok(self.reply(s, now, corrupt, &state, ()))
     }

@@ -1,6 +1,7 @@
 //! A fleet's shared state in Redis (`--state URL`), against a real `redis-server`
-//! that each test starts on its own free loopback port, with the ACL user the README documents
-//! and a password that no output may show. Without `redis-server` the tests skip loudly, unless
+//! that each test starts on its own free loopback port (the cluster scenarios share one
+//! cluster, each on keys of its own), with the ACL user the README documents and a password
+//! that no output may show. Without `redis-server` the tests skip loudly, unless
 //! `CI` is set.
 //!
 //! The scenarios of the `state` module run here too, through Redis (`scenarios`); then what
@@ -24,8 +25,8 @@ use serde_json::Value;
 
 use retry::policy::breaker::{Attempt, BreakerSettings};
 use retry::policy::budget::BudgetSettings;
-use retry::policy::shared::{Admit, KeyState, SharedSettings, Ticket};
-use retry::policy::store::{FailMode, StoreSettings, StoreUrl};
+use retry::policy::key::{FailMode, Remote};
+use retry::policy::shared::{Admit, KeyRules, KeyState, Ticket};
 use retry::state::Store;
 use retry::state::memory::MemoryStore;
 use retry::state::redis::RedisStore;
@@ -50,8 +51,8 @@ fn said(o: &Output) -> String {
 }
 
 /// Small settings, so that a scenario moves through every state in a few steps.
-fn small() -> SharedSettings {
-    SharedSettings {
+fn small() -> KeyRules {
+    KeyRules {
         breaker: BreakerSettings {
             failures: 3,
             window: Duration::from_secs(10),
@@ -79,9 +80,9 @@ fn no_sigchld_here() {
     set.thread_block().expect("block SIGCHLD");
 }
 
-fn store_settings(url: &str, timeout: Duration) -> StoreSettings {
-    StoreSettings {
-        url: StoreUrl::parse(url).expect("URL"),
+fn store_settings(url: &str, timeout: Duration) -> Remote {
+    Remote {
+        url: retry::state::url::parse(url).expect("URL"),
         timeout,
         fail: FailMode::Open,
     }

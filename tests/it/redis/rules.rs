@@ -6,7 +6,7 @@ use super::*;
 
 /// A full bucket is full whenever it was last brought up to date: the local store keeps the
 /// time of the key's first use, Redis (which writes only what changed) the time of the read.
-fn canonical(mut k: KeyState, s: &SharedSettings) -> KeyState {
+fn canonical(mut k: KeyState, s: &KeyRules) -> KeyState {
     if k.budget.milli >= s.budget.burst_milli() {
         k.budget.at = 0;
     }
@@ -159,7 +159,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
     ];
     assert_eq!(s.run(&flags, 1).status.code(), Some(1));
     assert_eq!(s.ran(), 1);
-    thread::sleep(Duration::from_millis(300));
+    s.advance(300);
     // The probe holds its lease until the test lets it go, after every other host has been
     // refused.
     let release = s.dir.path().join("release");
@@ -373,10 +373,30 @@ fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
          exit 3",
         s.marks().display()
     );
+    // Unspoilt, the hash each case starts from is read as it is (closed, open, half-open with
+    // its lease held): only the spoilt field starts the key afresh.
+    let now = s.now();
+    for (field, value, code) in [
+        ("a", now - 5000, 3),
+        ("u", now + 3_600_000, 75),
+        ("l", now + 60_000, 75),
+    ] {
+        server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+        let pairs = spoilt(now, field, &value.to_string());
+        server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
+        let out = s.run(&flags, 3);
+        assert_eq!(out.status.code(), Some(code), "{field}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("could not be read"),
+            "{field}: {}",
+            stderr(&out)
+        );
+    }
     for (field, value) in cases {
         for during in [false, true] {
             let what = format!("{field} = {value:?}, spoilt during the run: {during}");
-            let pairs = spoilt(server_ms(&server), field, value);
+            // Spoilt among times that are right for the store's clock.
+            let pairs = spoilt(s.now(), field, value);
             server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
             if !during {
                 server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
@@ -485,7 +505,7 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
     assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
     assert_eq!(s.open_for("api"), 1000, "the cut is written");
     // The open time it announced is over: the next run probes.
-    thread::sleep(Duration::from_millis(2000));
+    s.advance(2000);
     let probe = s.run(&cut, 0);
     assert_eq!(probe.status.code(), Some(0), "{}", stderr(&probe));
     assert!(
@@ -534,7 +554,8 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     let Some(server) = Server::start() else {
         return;
     };
-    let s = Setup::redis(&server);
+    // On the server's clock, which the script reads when no test gives the time.
+    let s = Setup::redis(&server).on_real_clock();
     // A run's exit status, and the scripts it had the server run.
     let connections = std::cell::Cell::new(0);
     let run = |args: &[&str], code: i32| {

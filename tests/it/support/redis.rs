@@ -2,12 +2,17 @@
 //! nothing saved to disk, the default user off, and two users: `retry`, with exactly the ACL
 //! the README documents, and `admin`, for the test to look at and spoil the keys. The server
 //! is killed when the guard is dropped, a failing test's unwinding included.
+//!
+//! One Redis Cluster is shared by the scenarios that need one ([`Cluster::shared`]), each on
+//! keys of its own: its servers die with the test process, however it ends.
 
 use std::fs;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, OnceLock};
+use std::thread;
 
 use tempfile::TempDir;
 
@@ -29,7 +34,8 @@ pub struct Server {
     pub port: u16,
     _dir: TempDir,
     /// The server's log, read until it ends so that the server never writes into a closed pipe.
-    _log: Lines,
+    /// (In a mutex only so that a server can be shared by the tests' threads.)
+    _log: Mutex<Lines>,
 }
 
 impl Server {
@@ -54,17 +60,20 @@ impl Server {
 
     /// Starts a server with these arguments added (a cluster node's, a replica's).
     pub fn start_with_args(extra: &[String]) -> Option<Server> {
-        Server::start_full(None, None, extra)
+        Server::start_full(None, None, extra, false)
     }
 
     fn start_with(tls: Option<&Path>, requirepass: Option<&str>) -> Option<Server> {
-        Server::start_full(tls, requirepass, &[])
+        Server::start_full(tls, requirepass, &[], false)
     }
 
+    /// Starts a server; with `with_parent`, one that the kernel kills when the thread that
+    /// starts it ends (on Linux): a thread that lives as long as the test process.
     fn start_full(
         tls: Option<&Path>,
         requirepass: Option<&str>,
         extra: &[String],
+        with_parent: bool,
     ) -> Option<Server> {
         if !super::have("redis-server", "apt-get install redis-server") {
             return None;
@@ -72,7 +81,7 @@ impl Server {
         // Another process may take the free port before the server binds it: then try again.
         let mut last = String::new();
         for _ in 0..5 {
-            match Server::try_start(tls, requirepass, extra) {
+            match Server::try_start(tls, requirepass, extra, with_parent) {
                 Ok(server) => return Some(server),
                 Err(log) => last = log,
             }
@@ -84,6 +93,7 @@ impl Server {
         tls: Option<&Path>,
         requirepass: Option<&str>,
         extra: &[String],
+        with_parent: bool,
     ) -> Result<Server, String> {
         let dir = tempfile::tempdir().expect("temporary directory");
         let acl = dir.path().join("users.acl");
@@ -111,6 +121,20 @@ impl Server {
             None => command.arg("--aclfile").arg(&acl),
             Some(password) => command.args(["--requirepass", password]),
         };
+        #[cfg(target_os = "linux")]
+        if with_parent {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the child between fork and exec, and only makes
+            // prctl(2), an async-signal-safe system call; it allocates nothing.
+            unsafe {
+                command.pre_exec(|| {
+                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = with_parent;
         let mut child = command
             .args(extra)
             .args(["--bind", "127.0.0.1"])
@@ -131,7 +155,7 @@ impl Server {
                         child,
                         port,
                         _dir: dir,
-                        _log: lines,
+                        _log: Mutex::new(lines),
                     });
                 }
                 Ok(line) => log.push(line),
@@ -195,10 +219,52 @@ pub struct Cluster {
     pub nodes: Vec<Server>,
 }
 
+/// The cluster of [`Cluster::shared`].
+static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
+
 impl Cluster {
-    /// Starts the cluster, or returns `None` (having said so loudly) without `redis-server` or
-    /// `redis-cli`, unless `CI` is set.
-    pub fn start() -> Option<Cluster> {
+    /// The cluster the scenarios share, started at the first call, once per test process:
+    /// `None` (said loudly) without `redis-server` or `redis-cli`, unless `CI` is set. A
+    /// scenario on it keeps to keys of its own. Its servers are started by a thread that
+    /// lives as long as the process, and the kernel kills them when it ends (Linux's parent
+    /// death signal), a crash or a SIGKILL of the tests included; at a normal exit they are
+    /// killed, and their directories removed, at once. (A test that killed or failed over a
+    /// node would need a cluster of its own: none does.)
+    pub fn shared() -> Option<&'static Cluster> {
+        SHARED
+            .get_or_init(|| {
+                let (tx, rx) = mpsc::channel();
+                thread::spawn(move || {
+                    let _ = tx.send(Cluster::start(true));
+                    loop {
+                        thread::park();
+                    }
+                });
+                let cluster = rx.recv().expect("the shared cluster started");
+                extern "C" fn stop() {
+                    if let Some(Some(cluster)) = SHARED.get() {
+                        for node in &cluster.nodes {
+                            let pid = nix::unistd::Pid::from_raw(
+                                i32::try_from(node.pid()).expect("a pid"),
+                            );
+                            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                            let _ = nix::sys::wait::waitpid(pid, None);
+                            let _ = fs::remove_dir_all(node._dir.path());
+                        }
+                    }
+                }
+                // SAFETY: atexit(3) only records the function, which takes nothing, returns
+                // nothing and unwinds never (it ignores every error).
+                unsafe { nix::libc::atexit(stop) };
+                cluster
+            })
+            .as_ref()
+    }
+
+    /// Starts a cluster, or returns `None` (having said so loudly) without `redis-server` or
+    /// `redis-cli`, unless `CI` is set; its servers die with the thread that starts them when
+    /// `with_parent`.
+    fn start(with_parent: bool) -> Option<Cluster> {
         if !super::have("redis-cli", "apt-get install redis-tools") {
             return None;
         }
@@ -214,7 +280,7 @@ impl Cluster {
         .to_vec();
         let mut nodes = Vec::new();
         for _ in 0..3 {
-            nodes.push(Server::start_with_args(&args)?);
+            nodes.push(Server::start_full(None, None, &args, with_parent)?);
         }
         let mut create = Command::new("redis-cli");
         create.args([
