@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use tempfile::TempDir;
 
 use crate::support;
+use crate::support::Launch;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -67,25 +68,6 @@ impl Desk {
             .env_remove("RETRY_CONFIG")
             .stdin(Stdio::null());
         shell
-    }
-}
-
-/// Runs `shell` to its end, within the tests' patience.
-fn finish(mut shell: Command) -> Output {
-    let mut child = shell
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the shell");
-    // Read while it runs, so that a full pipe cannot stall it.
-    let out = support::Lines::of(child.stdout.take().expect("stdout"));
-    let err = support::Lines::of(child.stderr.take().expect("stderr"));
-    let status = support::wait(&mut child);
-    let join = |lines: Vec<String>| lines.join("\n").into_bytes();
-    Output {
-        status,
-        stdout: join(out.rest()),
-        stderr: join(err.rest()),
     }
 }
 
@@ -157,7 +139,7 @@ fn bash(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
     }
     let mut shell = desk.shell("bash");
     shell.args(["--norc", "--noprofile", "-c", &script]);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "{}",
@@ -208,7 +190,7 @@ fn zsh(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
         .arg(&functions)
         .arg(&out_file)
         .args(lines);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "zsh under zpty: {:?} {}",
@@ -257,7 +239,7 @@ fn fish(desk: &Desk, lines: &[&str]) -> Option<(Vec<BTreeSet<String>>, String)> 
     }
     let mut shell = desk.shell("fish");
     shell.args(["--no-config", "-c", &script]);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "{}",

@@ -6,10 +6,11 @@ use std::path::Path;
 use tempfile::TempDir;
 
 use crate::support;
+use crate::support::Launch;
 
-/// [`support::cmd`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
-fn retry_in(home: &Path) -> assert_cmd::Command {
-    let mut c = support::cmd();
+/// [`support::retry`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
+fn retry_in(home: &Path) -> std::process::Command {
+    let mut c = support::retry();
     c.env("XDG_CONFIG_HOME", home);
     c
 }
@@ -51,8 +52,8 @@ fn flags_win_over_the_profile_which_wins_over_the_file_defaults() {
             .arg(&config)
             .args(args)
             .arg("--explain")
-            .output()
-            .expect("run retry")
+            .run()
+            .out
             .stdout
     };
     let file = explain(&[]);
@@ -91,14 +92,8 @@ fn a_flag_hides_the_files_settings_it_excludes() {
             "1s,2s",
             "--explain",
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.stderr());
     assert!(row(&out.stdout, "attempts").contains("unlimited"));
     assert!(row(&out.stdout, "backoff").contains("list 1s,2s"));
 }
@@ -115,25 +110,18 @@ fn the_settings_apply_to_a_real_run() {
         .arg("--config")
         .arg(&config)
         .args(["-p", "quick", "--", "sh", "-c", "echo run; exit 1"])
-        .output()
-        .expect("run retry");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "run\nrun\n");
+        .run();
+    assert_eq!(out.stdout(), "run\nrun\n");
 }
 
 #[test]
 fn the_default_file_is_found_under_xdg_config_home_and_its_absence_is_fine() {
     let dir = TempDir::new().expect("temp dir");
-    let out = retry_in(dir.path())
-        .args(["--explain"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
+    let out = retry_in(dir.path()).args(["--explain"]).run();
+    assert_eq!(out.code(), Some(0));
     assert!(row(&out.stdout, "attempts").contains("5 (4 retries)"));
     write(&dir, "retry/config.toml", "attempts = 9\n");
-    let out = retry_in(dir.path())
-        .args(["--explain"])
-        .output()
-        .expect("run retry");
+    let out = retry_in(dir.path()).args(["--explain"]).run();
     assert!(
         row(&out.stdout, "attempts").contains("9 (8 retries)"),
         "{}",
@@ -148,16 +136,14 @@ fn retry_config_names_the_file_when_no_flag_does() {
     let out = retry_in(dir.path())
         .env("RETRY_CONFIG", &config)
         .args(["--explain"])
-        .output()
-        .expect("run retry");
+        .run();
     assert!(row(&out.stdout, "attempts").contains("6 (5 retries)"));
     let out = retry_in(dir.path())
         .env("RETRY_CONFIG", dir.path().join("missing.toml"))
         .args(["--", "true"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(from RETRY_CONFIG): "));
+        .run();
+    assert_eq!(out.code(), Some(125));
+    assert!(out.stderr().contains("(from RETRY_CONFIG): "));
 }
 
 #[test]
@@ -165,8 +151,7 @@ fn a_built_in_preset_serves_as_a_profile() {
     let dir = TempDir::new().expect("temp dir");
     let out = retry_in(dir.path())
         .args(["-p", "sysexits", "--explain"])
-        .output()
-        .expect("run retry");
+        .run();
     assert!(
         row(&out.stdout, "retry-on").contains("75  (preset sysexits, by -p sysexits)"),
         "{}",
@@ -185,13 +170,9 @@ fn bad_config(text: &str, args: &[&str]) -> (String, bool) {
         .args(args)
         .args(["--", "touch"])
         .arg(&marker)
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125), "{text}");
-    (
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        marker.exists(),
-    )
+        .run();
+    assert_eq!(out.code(), Some(125), "{text}");
+    (out.stderr(), marker.exists())
 }
 
 #[test]
@@ -240,21 +221,18 @@ fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
     let dir = TempDir::new().expect("temp dir");
     let out = retry_in(dir.path())
         .args(["--config", "/nonexistent/retry.toml", "--", "true"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125));
+        .run();
+    assert_eq!(out.code(), Some(125));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("(from --config): /nonexistent/retry.toml;")
+        out.stderr()
+            .contains("(from --config): /nonexistent/retry.toml;")
     );
 }
 
 #[test]
 fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
     let dir = TempDir::new().expect("temp dir");
-    let out = retry_in(dir.path())
-        .args(["-n", "3", "--explain"])
-        .output()
-        .expect("run retry");
+    let out = retry_in(dir.path()).args(["-n", "3", "--explain"]).run();
     assert!(row(&out.stdout, "attempts").ends_with("(flag)"));
     assert!(
         row(&out.stdout, "delay").ends_with("1s  (default)"),
@@ -326,14 +304,8 @@ fn the_readmes_sample_config_keeps_its_fetch_profile_retrying_a_503() {
         .args([
             "-p", "fetch", "-n", "2", "-d", "0", "--", "sh", "-c", script,
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "run\nrun\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run();
+    assert_eq!(out.stdout(), "run\nrun\n", "{}", out.stderr());
 }
 
 #[test]
@@ -350,9 +322,8 @@ fn a_status_list_from_the_file_is_named_in_the_give_up_line() {
             .arg(&config)
             .args(args)
             .args(["--", "sh", "-c", &format!("exit {status}")])
-            .output()
-            .expect("run retry");
-        String::from_utf8_lossy(&out.stderr).into_owned()
+            .run();
+        out.stderr()
     };
     let err = give_up(&[], "3");
     assert!(
@@ -377,29 +348,24 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
         "attempts = 2\n\n[profiles.ci]\ndelay = \"5x\"\n\n[profiles.fast]\ndelay = \"0\"\n",
     );
     // A run without the profile runs, and says once that the profile is broken.
-    let out = retry_in(home.path())
-        .args(["--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+    let out = retry_in(home.path()).args(["--", "echo", "hi"]).run();
+    assert_eq!(out.code(), Some(0));
     assert_eq!(out.stdout, b"hi\n");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = out.stderr();
     assert_eq!(said.matches("warning: profile ci").count(), 1, "{said}");
     assert!(said.contains("5x"), "names the bad value: {said}");
     // Another profile is used as it is.
     let out = retry_in(home.path())
         .args(["-p", "fast", "--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code(), Some(0));
     // The run that uses it stops, naming the file, the line and the value, and runs nothing.
     let out = retry_in(home.path())
         .args(["-p", "ci", "--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(125));
+        .run();
+    assert_eq!(out.code(), Some(125));
     assert!(out.stdout.is_empty());
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = out.stderr();
     assert!(
         said.contains("config.toml:4") && said.contains("5x"),
         "{said}"
@@ -410,15 +376,8 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
 fn no_config_ignores_a_broken_config_file_and_retry_config() {
     let home = TempDir::new().expect("temp dir");
     let path = write(&home, "retry/config.toml", "delay = \"5x\"\n");
-    let out = retry_in(home.path())
-        .args(["--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(125),
-        "a broken top level stops the run"
-    );
+    let out = retry_in(home.path()).args(["--", "echo", "hi"]).run();
+    assert_eq!(out.code(), Some(125), "a broken top level stops the run");
     for env in [false, true] {
         let mut c = retry_in(home.path());
         if env {
@@ -426,9 +385,8 @@ fn no_config_ignores_a_broken_config_file_and_retry_config() {
         }
         let out = c
             .args(["--no-config", "-n", "2", "-d", "0", "--", "echo", "hi"])
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(0), "RETRY_CONFIG set: {env}");
+            .run();
+        assert_eq!(out.code(), Some(0), "RETRY_CONFIG set: {env}");
         assert_eq!(out.stdout, b"hi\n");
     }
     let out = retry_in(home.path())
@@ -439,10 +397,9 @@ fn no_config_ignores_a_broken_config_file_and_retry_config() {
             "--",
             "true",
         ])
-        .output()
-        .expect("runs");
+        .run();
     assert_eq!(
-        out.status.code(),
+        out.code(),
         Some(125),
         "--no-config with --config is a usage error"
     );
@@ -462,18 +419,13 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
         retry_in(home.path())
             .args(args)
             .args(["-n", "2", "-d", "0", "--", "sh", "-c", "echo ran; exit 3"])
-            .output()
-            .expect("runs")
+            .run()
     };
     for args in [&["-p", "loud"][..], &["-v"][..]] {
         let out = run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(3),
-            "{args:?}: the command ran, twice"
-        );
+        assert_eq!(out.code(), Some(3), "{args:?}: the command ran, twice");
         assert_eq!(out.stdout, b"ran\nran\n", "{args:?}");
-        let said = String::from_utf8_lossy(&out.stderr);
+        let said = out.stderr();
         assert!(
             said.contains("attempt 2/2: starting"),
             "{args:?}: -v: {said}"
@@ -484,7 +436,7 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
     assert_eq!(said.lines().count(), 1, "{said}");
     write(&home, "retry/config.toml", "verbose = \"yes\"\n");
     let out = run(&[]);
-    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(out.code(), Some(125));
     assert!(out.stdout.is_empty(), "nothing ran");
 }
 
@@ -510,10 +462,9 @@ fn explain_warns_when_the_file_makes_fatal_a_status_the_profile_retries() {
             "{hints}",
             "u",
         ])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&out.stdout);
+        .run();
+    assert_eq!(out.code(), Some(0));
+    let text = out.stdout();
     assert!(
         text.lines().any(
             |l| l.contains("- 22 in both the curl preset's retried statuses")

@@ -122,6 +122,8 @@ impl Aside {
                 ),
                 // A duration, a timestamp or a mean in a report: 0.084, 1795292163.255202.
                 rule(r"\b\d+\.\d{3,}\b", "<number>"),
+                // A metric in seconds: a duration, which may end in a zero left out (0.16).
+                rule(r"(_seconds\{[^}]*\}) \d+(\.\d+)?$", "$1 <number>"),
                 // The JSON summary's milliseconds.
                 rule(r#""([a-z_]*_ms)":\d+"#, "\"$1\":<number>"),
                 // curl's message after its exit status changes with its version.

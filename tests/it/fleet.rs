@@ -4,15 +4,16 @@
 use std::time::{Duration, Instant};
 
 use crate::support;
+use crate::support::{Launch, Run};
 
-fn explain(args: &[&str]) -> (std::process::Output, Duration) {
-    let mut c = support::retry();
-    c.env_remove("RETRY_STATE_DIR")
+fn explain(args: &[&str]) -> (Run, Duration) {
+    let out = support::retry()
+        .env_remove("RETRY_STATE_DIR")
         .args(["--explain"])
-        .args(args);
-    let started = Instant::now();
-    let out = c.output().expect("retry runs");
-    (out, started.elapsed())
+        .args(args)
+        .run();
+    let took = out.took;
+    (out, took)
 }
 
 #[test]
@@ -128,10 +129,7 @@ fn with_a_shared_store_the_fleet_has_one_breaker() {
 
 #[test]
 fn fleet_needs_explain_and_a_sane_interval() {
-    let out = support::retry()
-        .args(["--fleet", "10", "--", "true"])
-        .output()
-        .expect("retry runs");
+    let out = support::retry().args(["--fleet", "10", "--", "true"]).run();
     assert_eq!(out.status.code(), Some(125));
     let (out, _) = explain(&["--fleet", "10", "--every", "10ms"]);
     assert_eq!(out.status.code(), Some(125));

@@ -179,11 +179,20 @@ fn a_config_file_takes_times_and_refuses_minfrins_other_keys() {
     let text = explain(&["--config", &path]);
     assert!(row(&text, "attempts").contains("3 (2 retries)"), "{text}");
     write_file(&config, "attempts = 2\ntimes = 3\n", 0o644);
-    assert_usage_error(&["--config", &path], "times and attempts");
+    assert_usage_error(
+        &["--config", &path],
+        str![[r#"
+retry: error: [TMP]/config.toml:2: settings that exclude each other: times and attempts (line 1); keep one of them
+
+"#]],
+    );
     write_file(&config, "until = \"success\"\n", 0o644);
     assert_usage_error(
         &["--config", &path],
-        "until is an option of minfrin's retry",
+        str![[r#"
+retry: error: [TMP]/config.toml:1: --until is an option of minfrin's retry, not of this one: success; this retry stops at the first success by default: leave --until out (minfrin's retry tried forever, 10s apart; here that is --forever -d 10 -b constant -j none --stdout hold)
+
+"#]],
     );
 }
 
