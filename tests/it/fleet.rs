@@ -145,10 +145,13 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
     // Refused before it simulates: a simulation would outlast the patience.
     let out = c.run();
     assert_eq!(out.status.code(), Some(125));
-    support::assert_output(out.stderr(), str![[r#"
+    support::assert_output(
+        out.stderr(),
+        str![[r#"
 retry: error: --fleet 5000 with --every 5m through --outage 1year is 525995000 runs of the job to simulate; the most is 50000000: give fewer processes, a longer --every or a shorter --outage
 
-"#]]);
+"#]],
+    );
     assert!(out.stdout.is_empty());
 }
 
@@ -187,10 +190,13 @@ fn a_fleet_whose_runs_would_retry_through_the_outage_is_refused_naming_the_limit
         "true",
     ]);
     assert_eq!(out.status.code(), Some(125));
-    support::assert_output(out.stderr(), str![[r#"
+    support::assert_output(
+        out.stderr(),
+        str![[r#"
 retry: error: --fleet 100000 with --every 10s through --outage 1h is about 4896600000 steps to simulate, 2357500000 for its largest row (about 2357500000 calls without a key, each a step; with a key, each run or call several, as it reads and writes the key's state); the most is 1800000000, 800000000 for one row: give fewer processes, fewer attempts or longer delays, a longer --every or a shorter --outage
 
-"#]]);
+"#]],
+    );
     assert!(out.stdout.is_empty());
     assert!(took < support::PATIENCE, "{took:?}");
 }

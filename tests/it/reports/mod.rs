@@ -14,9 +14,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
+use snapbox::str;
 use tempfile::TempDir;
 
-use crate::support::{Launch, Lines, Run, dev_full, retry, run, start, wait};
+use crate::support::{Launch, Lines, Run, assert_output, dev_full, retry, run, start, wait};
 
 mod files;
 mod metrics;
