@@ -150,13 +150,14 @@ fn bash(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
 
 /// The zsh that types each line and a TAB into an interactive zsh on a pseudo-terminal
 /// (zsh/zpty), with compadd wrapped to write down every match the completion adds; a key of
-/// its own then writes the line as it stands and a mark the script waits for.
+/// its own then writes the line as it stands and a mark the script waits for. Ctrl-X begins
+/// other bindings too: KEYTIMEOUT=1 has zle wait 10 ms, not 400, for a key that would follow.
 const ZSH_TYPIST: &str = r#"
 zmodload zsh/zpty || exit 3
 compdir=$1 out=$2
 shift 2
 zpty z zsh -f -i
-zpty -w z "PS1=''; RPS1=''; unsetopt auto_list auto_menu list_beep beep"
+zpty -w z "PS1=''; RPS1=''; unsetopt auto_list auto_menu list_beep beep; KEYTIMEOUT=1"
 zpty -w z "fpath=(${(@qs.:.)compdir} \$fpath); autoload -Uz compinit; compinit -u -d ${(q)out}.dump"
 zpty -w z "compadd() { local -a m; builtin compadd -O m \"\$@\"; (( \$#m )) && print -rl -- \$m >> ${(q)out}; builtin compadd \"\$@\"; }"
 zpty -w z "typed() { print -r -- \"=== line \$BUFFER\" >> ${(q)out}; BUFFER=''; zle -M __TY\"\"PED__; }; zle -N typed; bindkey '^X' typed"
