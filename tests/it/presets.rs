@@ -77,8 +77,8 @@ fn apt_and_dpkg_retry_a_held_lock_only() {
 fn a_preset_adds_to_the_users_own_rules() {
     // --fatal-on adds to the preset's fatal list; --retry-on replaces its retryable one.
     assert_eq!(attempts("sysexits", "exit 75"), 3);
-    let out = support::retry()
-        .args([
+    let out = support::run_sh(
+        &[
             "--preset",
             "sysexits",
             "--fatal-on",
@@ -87,15 +87,12 @@ fn a_preset_adds_to_the_users_own_rules() {
             "3",
             "-d",
             "0",
-            "--",
-            "sh",
-            "-c",
-            "exit 75",
-        ])
-        .run();
+        ],
+        "exit 75",
+    );
     assert!(out.stderr().contains("giving up after 1 attempt"));
-    let out = support::retry()
-        .args([
+    let out = support::run_sh(
+        &[
             "--preset",
             "sysexits",
             "--retry-on",
@@ -104,12 +101,9 @@ fn a_preset_adds_to_the_users_own_rules() {
             "2",
             "-d",
             "0",
-            "--",
-            "sh",
-            "-c",
-            "exit 65",
-        ])
-        .run();
+        ],
+        "exit 65",
+    );
     assert!(out.stderr().contains("giving up after 2 attempts"));
 }
 

@@ -30,15 +30,8 @@ mod timeouts;
 mod usage;
 
 pub(crate) use crate::support::{
-    Launch, Run, assert_output, is_local_time, json_lines, retry, run,
+    Launch, Run, assert_output, is_local_time, json_lines, retry, run, run_sh,
 };
-
-/// `retry ARGS -- sh -c SCRIPT`.
-fn run_sh(args: &[&str], script: &str) -> Run {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--", "sh", "-c", script]);
-    run(&all)
-}
 
 /// `retry ARGS --log-format json -- sh -c SCRIPT`.
 fn run_json(args: &[&str], script: &str) -> Run {

@@ -17,7 +17,9 @@ use serde_json::Value;
 use snapbox::str;
 use tempfile::TempDir;
 
-use crate::support::{Launch, Lines, Run, assert_output, dev_full, retry, run, start, wait};
+use crate::support::{
+    Launch, Lines, Run, assert_output, dev_full, retry, run, run_sh, start, wait,
+};
 
 mod files;
 mod metrics;

@@ -53,7 +53,9 @@ fn the_summary_of_a_failed_run_has_every_field() {
     ]);
     assert_eq!(r.code(), Some(3), "{}", r.stderr());
     // The name is the command's file name by default.
-    assert_output(shown(&s), str![[r#"
+    assert_output(
+        shown(&s),
+        str![[r#"
 {
   "attempt_count": 3,
   "attempts": [
@@ -86,7 +88,8 @@ fn the_summary_of_a_failed_run_has_every_field() {
   "sleeping_ms": "[MS]"
 }
 
-"#]]);
+"#]],
+    );
     let ms = |f: &str| s[f].as_u64().unwrap_or_else(|| panic!("{f} in {s}"));
     // Two waits of 10 ms and 20 ms.
     assert!(ms("sleeping_ms") >= 30, "{s}");
@@ -118,7 +121,9 @@ fn the_summary_of_a_run_that_succeeds_after_a_retry() {
         r#"[ "$RETRY_ATTEMPT" = 2 ] || exit 7"#,
     ]);
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
-    assert_output(shown(&s), str![[r#"
+    assert_output(
+        shown(&s),
+        str![[r#"
 {
   "attempt_count": 2,
   "attempts": [
@@ -145,7 +150,8 @@ fn the_summary_of_a_run_that_succeeds_after_a_retry() {
   "sleeping_ms": "[MS]"
 }
 
-"#]]);
+"#]],
+    );
 }
 
 #[test]
@@ -258,18 +264,17 @@ fn a_run_stopped_by_sigterm_during_a_wait_is_cancelled() {
 
 #[test]
 fn a_summary_that_cannot_be_written_is_logged_and_the_exit_status_stands() {
-    let r = run(&[
-        "--summary",
-        "/nonexistent/retry-tests/summary.json",
-        "-n",
-        "2",
-        "-d",
-        "0",
-        "--",
-        "sh",
-        "-c",
+    let r = run_sh(
+        &[
+            "--summary",
+            "/nonexistent/retry-tests/summary.json",
+            "-n",
+            "2",
+            "-d",
+            "0",
+        ],
         "exit 3",
-    ]);
+    );
     assert_eq!(r.code(), Some(3), "{}", r.stderr());
     assert!(
         r.stderr()

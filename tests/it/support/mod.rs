@@ -157,6 +157,11 @@ pub fn run<S: AsRef<OsStr>>(args: &[S]) -> Run {
     retry().args(args).run()
 }
 
+/// `retry ARGS -- sh -c SCRIPT`, run to the end.
+pub fn run_sh(args: &[&str], script: &str) -> Run {
+    retry().args(args).args(["--", "sh", "-c", script]).run()
+}
+
 /// `retry ARGS`, started.
 pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
     retry().args(args).start()
