@@ -568,6 +568,11 @@ fn a_repl_that_handles_ctrl_c_keeps_its_later_exit_status() {
         return;
     };
     shell.line("\"$RETRY\" -n 2 -d 0 --kill-after 1s -- python3 -q");
+    // The REPL has the terminal once it answers a line typed there: a Ctrl-C typed at its
+    // first prompt could still reach retry instead, and the REPL never see it.
+    shell.screen.until(">>> ");
+    shell.line("print(6 * 7)");
+    shell.screen.until("42");
     shell.screen.until(">>> ");
     shell.type_("\x03");
     shell.screen.until("KeyboardInterrupt");
