@@ -21,7 +21,7 @@ use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, Queue, nanos, stream};
 use retry::state::Shared;
 
-use crate::keyed::{Keyed, Scope};
+use super::keyed::{Keyed, Scope};
 
 /// Who decides whether a failed call is retried.
 #[derive(Clone, Debug)]

@@ -22,7 +22,7 @@ use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, Queue, nanos, stream};
 use retry::state::Shared;
 
-use crate::keyed::{Keyed, Scope};
+use super::keyed::{Keyed, Scope};
 
 /// The simulated time, as his.
 pub const HORIZON_S: u64 = 80;

@@ -13,7 +13,7 @@ use rand::RngExt;
 use retry::policy::shared::KeyRules;
 use retry::sim::{Component, Nanos, stream};
 
-use crate::keyed::{Keyed, Scope};
+use super::keyed::{Keyed, Scope};
 
 /// gRPC's throttle.
 #[derive(Clone, Copy, Debug)]

@@ -34,8 +34,8 @@
 //! Scenarios A and B are research, not product: their models live beside this file
 //! (`brooker.rs`, `spike.rs`, and `rules.rs`, the adaptive rules tried beside retry's own) and
 //! use only retry's public API; scenario C is `retry::sim::fleet`, which `retry --explain
-//! --fleet` runs too. Their unit tests run with `cargo test`, from `tests.rs` (the test target
-//! `fleet_models`).
+//! --fleet` runs too. Their unit tests run with `cargo test`, from `tests.rs`, which the
+//! integration tests include as their module `fleet_models`.
 
 use std::fmt::Write as _;
 use std::fs;

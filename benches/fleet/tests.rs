@@ -1,5 +1,6 @@
-//! The unit tests of the fleet bench's models, for `cargo test`: the bench (`main.rs`) is built
-//! without a test harness, so its own build never compiles them. Scenario B's model
+//! The unit tests of the fleet bench's models, for `cargo test`, as the module `fleet_models` of
+//! the one integration test binary (tests/it/main.rs): the bench (`main.rs`) is built without a
+//! test harness, so its own build never compiles them. Scenario B's model
 //! (`spike.rs`) has none; it is compiled, and checked by clippy, with the bench.
 
 // The models' items that the bench uses and their tests do not.

@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use tempfile::TempDir;
 
 use crate::support;
+use crate::support::Launch;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -67,25 +68,6 @@ impl Desk {
             .env_remove("RETRY_CONFIG")
             .stdin(Stdio::null());
         shell
-    }
-}
-
-/// Runs `shell` to its end, within the tests' patience.
-fn finish(mut shell: Command) -> Output {
-    let mut child = shell
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the shell");
-    // Read while it runs, so that a full pipe cannot stall it.
-    let out = support::Lines::of(child.stdout.take().expect("stdout"));
-    let err = support::Lines::of(child.stderr.take().expect("stderr"));
-    let status = support::wait(&mut child);
-    let join = |lines: Vec<String>| lines.join("\n").into_bytes();
-    Output {
-        status,
-        stdout: join(out.rest()),
-        stderr: join(err.rest()),
     }
 }
 
@@ -157,7 +139,7 @@ fn bash(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
     }
     let mut shell = desk.shell("bash");
     shell.args(["--norc", "--noprofile", "-c", &script]);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "{}",
@@ -168,13 +150,14 @@ fn bash(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
 
 /// The zsh that types each line and a TAB into an interactive zsh on a pseudo-terminal
 /// (zsh/zpty), with compadd wrapped to write down every match the completion adds; a key of
-/// its own then writes the line as it stands and a mark the script waits for.
+/// its own then writes the line as it stands and a mark the script waits for. Ctrl-X begins
+/// other bindings too: KEYTIMEOUT=1 has zle wait 10 ms, not 400, for a key that would follow.
 const ZSH_TYPIST: &str = r#"
 zmodload zsh/zpty || exit 3
 compdir=$1 out=$2
 shift 2
 zpty z zsh -f -i
-zpty -w z "PS1=''; RPS1=''; unsetopt auto_list auto_menu list_beep beep"
+zpty -w z "PS1=''; RPS1=''; unsetopt auto_list auto_menu list_beep beep; KEYTIMEOUT=1"
 zpty -w z "fpath=(${(@qs.:.)compdir} \$fpath); autoload -Uz compinit; compinit -u -d ${(q)out}.dump"
 zpty -w z "compadd() { local -a m; builtin compadd -O m \"\$@\"; (( \$#m )) && print -rl -- \$m >> ${(q)out}; builtin compadd \"\$@\"; }"
 zpty -w z "typed() { print -r -- \"=== line \$BUFFER\" >> ${(q)out}; BUFFER=''; zle -M __TY\"\"PED__; }; zle -N typed; bindkey '^X' typed"
@@ -208,7 +191,7 @@ fn zsh(desk: &Desk, lines: &[&str]) -> Option<Vec<BTreeSet<String>>> {
         .arg(&functions)
         .arg(&out_file)
         .args(lines);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "zsh under zpty: {:?} {}",
@@ -257,7 +240,7 @@ fn fish(desk: &Desk, lines: &[&str]) -> Option<(Vec<BTreeSet<String>>, String)> 
     }
     let mut shell = desk.shell("fish");
     shell.args(["--no-config", "-c", &script]);
-    let out = finish(shell);
+    let out = shell.run().out;
     assert!(
         out.status.success(),
         "{}",

@@ -3,13 +3,15 @@
 
 use std::path::Path;
 
+use snapbox::str;
 use tempfile::TempDir;
 
 use crate::support;
+use crate::support::{Launch, assert_output};
 
-/// [`support::cmd`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
-fn retry_in(home: &Path) -> assert_cmd::Command {
-    let mut c = support::cmd();
+/// [`support::retry`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
+fn retry_in(home: &Path) -> std::process::Command {
+    let mut c = support::retry();
     c.env("XDG_CONFIG_HOME", home);
     c
 }
@@ -51,8 +53,8 @@ fn flags_win_over_the_profile_which_wins_over_the_file_defaults() {
             .arg(&config)
             .args(args)
             .arg("--explain")
-            .output()
-            .expect("run retry")
+            .run()
+            .out
             .stdout
     };
     let file = explain(&[]);
@@ -91,14 +93,8 @@ fn a_flag_hides_the_files_settings_it_excludes() {
             "1s,2s",
             "--explain",
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.stderr());
     assert!(row(&out.stdout, "attempts").contains("unlimited"));
     assert!(row(&out.stdout, "backoff").contains("list 1s,2s"));
 }
@@ -115,25 +111,18 @@ fn the_settings_apply_to_a_real_run() {
         .arg("--config")
         .arg(&config)
         .args(["-p", "quick", "--", "sh", "-c", "echo run; exit 1"])
-        .output()
-        .expect("run retry");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "run\nrun\n");
+        .run();
+    assert_eq!(out.stdout(), "run\nrun\n");
 }
 
 #[test]
 fn the_default_file_is_found_under_xdg_config_home_and_its_absence_is_fine() {
     let dir = TempDir::new().expect("temp dir");
-    let out = retry_in(dir.path())
-        .args(["--explain"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
+    let out = retry_in(dir.path()).args(["--explain"]).run();
+    assert_eq!(out.code(), Some(0));
     assert!(row(&out.stdout, "attempts").contains("5 (4 retries)"));
     write(&dir, "retry/config.toml", "attempts = 9\n");
-    let out = retry_in(dir.path())
-        .args(["--explain"])
-        .output()
-        .expect("run retry");
+    let out = retry_in(dir.path()).args(["--explain"]).run();
     assert!(
         row(&out.stdout, "attempts").contains("9 (8 retries)"),
         "{}",
@@ -148,16 +137,14 @@ fn retry_config_names_the_file_when_no_flag_does() {
     let out = retry_in(dir.path())
         .env("RETRY_CONFIG", &config)
         .args(["--explain"])
-        .output()
-        .expect("run retry");
+        .run();
     assert!(row(&out.stdout, "attempts").contains("6 (5 retries)"));
     let out = retry_in(dir.path())
         .env("RETRY_CONFIG", dir.path().join("missing.toml"))
         .args(["--", "true"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(from RETRY_CONFIG): "));
+        .run();
+    assert_eq!(out.code(), Some(125));
+    assert!(out.stderr().contains("(from RETRY_CONFIG): "));
 }
 
 #[test]
@@ -165,13 +152,21 @@ fn a_built_in_preset_serves_as_a_profile() {
     let dir = TempDir::new().expect("temp dir");
     let out = retry_in(dir.path())
         .args(["-p", "sysexits", "--explain"])
-        .output()
-        .expect("run retry");
+        .run();
     assert!(
         row(&out.stdout, "retry-on").contains("75  (preset sysexits, by -p sysexits)"),
         "{}",
         row(&out.stdout, "retry-on")
     );
+}
+
+/// Runs retry with a config file holding `text` and `args`: a usage error whose whole message
+/// is `expected`, with nothing run.
+#[track_caller]
+fn assert_bad_config(text: &str, args: &[&str], expected: impl snapbox::IntoData) {
+    let (err, ran) = bad_config(text, args);
+    assert!(!ran, "nothing runs for {text:?}");
+    assert_output(err, expected);
 }
 
 /// Runs retry with a config file holding `text`; the command would create a file.
@@ -185,54 +180,70 @@ fn bad_config(text: &str, args: &[&str]) -> (String, bool) {
         .args(args)
         .args(["--", "touch"])
         .arg(&marker)
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125), "{text}");
-    (
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        marker.exists(),
-    )
+        .run();
+    assert_eq!(out.code(), Some(125), "{text}");
+    (out.stderr(), marker.exists())
 }
 
 #[test]
 fn every_config_error_names_the_file_the_line_and_the_key_and_runs_nothing() {
-    let cases: [(&str, &[&str], &[&str]); 7] = [
-        (
-            "attempts = 3\nattemps = 4\n",
-            &[],
-            &["bad.toml:2", ": attemps;", "not a setting"],
-        ),
-        (
-            "delay = \"fast\"\n",
-            &[],
-            &["bad.toml:1", "for delay", ": fast;"],
-        ),
-        ("\n\nattempts = \n", &[], &["bad.toml:3", "not valid TOML"]),
-        (
-            "attempts = 0\n",
-            &[],
-            &["bad.toml:1", "for attempts", ": 0;"],
-        ),
-        (
-            // A broken profile stops the runs that use it (only those: see below).
-            "[profiles.ci]\nmax-time = []\nfatal-on = \"x\"\n",
-            &["-p", "ci"],
-            &["bad.toml:3", "for fatal-on"],
-        ),
-        ("profiles = 3\n", &[], &["bad.toml:1", "table of profiles"]),
-        (
-            "attempts = 2\n",
-            &["-p", "nope"],
-            &["no such profile", ": nope;", "bad.toml"],
-        ),
-    ];
-    for (text, args, needles) in cases {
-        let (err, ran) = bad_config(text, args);
-        assert!(!ran, "nothing runs for {text:?}");
-        for needle in needles {
-            assert!(err.contains(needle), "{text:?}: no {needle:?} in {err}");
-        }
-    }
+    assert_bad_config(
+        "attempts = 3\nattemps = 4\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:2: not a setting: attemps; did you mean attempts? Keys are the long flag names
+
+"#]],
+    );
+    assert_bad_config(
+        "delay = \"fast\"\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:1: not a duration for delay: fast; write 250ms, 1.5s, 2m or 1h 30m; a bare number means seconds
+
+"#]],
+    );
+    assert_bad_config(
+        "\n\nattempts = \n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:3: not valid TOML: attempts =; string values must be quoted, expected literal string
+
+"#]],
+    );
+    assert_bad_config(
+        "attempts = 0\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:1: not a number of attempts for attempts: 0; give a whole number of at least 1, or --forever for no limit
+
+"#]],
+    );
+    // A broken profile stops the runs that use it (only those: see below).
+    assert_bad_config(
+        "[profiles.ci]\nmax-time = []\nfatal-on = \"x\"\n",
+        &["-p", "ci"],
+        str![[r#"
+retry: error: [TMP]/bad.toml:3: neither an exit status nor a signal name for fatal-on: x; give statuses (0-255), ranges and signals, as 1,5-7,SIGKILL
+
+"#]],
+    );
+    assert_bad_config(
+        "profiles = 3\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:1: not a table of profiles: profiles; write [profiles.NAME] tables, as [profiles.ci]
+
+"#]],
+    );
+    assert_bad_config(
+        "attempts = 2\n",
+        &["-p", "nope"],
+        str![[r#"
+retry: error: no such profile or preset: nope; add [profiles.nope] to [TMP]/bad.toml, or use a preset: curl, sysexits, ssh, git, apt
+
+"#]],
+    );
 }
 
 #[test]
@@ -240,21 +251,18 @@ fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
     let dir = TempDir::new().expect("temp dir");
     let out = retry_in(dir.path())
         .args(["--config", "/nonexistent/retry.toml", "--", "true"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125));
+        .run();
+    assert_eq!(out.code(), Some(125));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("(from --config): /nonexistent/retry.toml;")
+        out.stderr()
+            .contains("(from --config): /nonexistent/retry.toml;")
     );
 }
 
 #[test]
 fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
     let dir = TempDir::new().expect("temp dir");
-    let out = retry_in(dir.path())
-        .args(["-n", "3", "--explain"])
-        .output()
-        .expect("run retry");
+    let out = retry_in(dir.path()).args(["-n", "3", "--explain"]).run();
     assert!(row(&out.stdout, "attempts").ends_with("(flag)"));
     assert!(
         row(&out.stdout, "delay").ends_with("1s  (default)"),
@@ -264,45 +272,56 @@ fn explain_marks_the_values_given_as_flags_even_without_a_config_file() {
 
 #[test]
 fn conflicting_settings_in_one_file_name_the_file_the_lines_and_the_keys() {
-    let (err, ran) = bad_config("attempts = 4\nforever = true\n", &[]);
-    assert!(!ran);
-    assert_eq!(err.lines().count(), 1, "one line, no usage text: {err}");
-    assert!(err.starts_with("retry: error: "), "{err}");
-    for needle in ["bad.toml:2", "forever", "attempts", "line 1"] {
-        assert!(err.contains(needle), "no {needle:?} in {err}");
-    }
-    let (err, _) = bad_config(
+    assert_bad_config(
+        "attempts = 4\nforever = true\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:2: settings that exclude each other: forever and attempts (line 1); keep one of them
+
+"#]],
+    );
+    assert_bad_config(
         "[profiles.ci]\nbackoff = \"linear\"\ndelays = \"1s\"\n",
         &["-p", "ci"],
+        str![[r#"
+retry: error: [TMP]/bad.toml:3: settings that exclude each other: delays and backoff (line 2); keep one of them
+
+"#]],
     );
-    for needle in ["bad.toml:3", "delays", "backoff"] {
-        assert!(err.contains(needle), "no {needle:?} in {err}");
-    }
 }
 
 #[test]
 fn a_misspelled_key_gets_did_you_mean_as_a_misspelled_flag_does() {
-    let (err, _) = bad_config("atempts = 3\n", &[]);
-    assert!(err.contains("bad.toml:1"), "{err}");
-    assert!(err.contains("did you mean attempts"), "{err}");
-    let (err, _) = bad_config("[profiles.ci]\nmax-dealy = \"5s\"\n", &["-p", "ci"]);
-    assert!(
-        err.contains("bad.toml:2") && err.contains("did you mean max-delay"),
-        "{err}"
+    assert_bad_config(
+        "atempts = 3\n",
+        &[],
+        str![[r#"
+retry: error: [TMP]/bad.toml:1: not a setting: atempts; did you mean attempts? Keys are the long flag names
+
+"#]],
+    );
+    assert_bad_config(
+        "[profiles.ci]\nmax-dealy = \"5s\"\n",
+        &["-p", "ci"],
+        str![[r#"
+retry: error: [TMP]/bad.toml:2: not a setting: max-dealy; did you mean max-delay? Keys are the long flag names
+
+"#]],
     );
 }
 
 #[test]
 fn a_singular_profile_table_is_refused_with_the_spelling_to_use() {
-    let (err, ran) = bad_config("[profile.ci]\nattempts = 2\n", &["-p", "ci"]);
-    assert!(!ran);
-    assert!(
-        err.contains("bad.toml:1") && err.contains("[profiles.ci]"),
-        "{err}"
+    assert_bad_config(
+        "[profile.ci]\nattempts = 2\n",
+        &["-p", "ci"],
+        str![[r#"
+retry: error: [TMP]/bad.toml:1: not a setting: profile; profiles are [profiles.NAME] tables, as [profiles.ci]
+
+"#]],
     );
 }
 
-/// The sample config of the guide (docs/config.md), as the user would copy it.
 fn readme_config() -> String {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config.md"))
@@ -326,14 +345,8 @@ fn the_readmes_sample_config_keeps_its_fetch_profile_retrying_a_503() {
         .args([
             "-p", "fetch", "-n", "2", "-d", "0", "--", "sh", "-c", script,
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "run\nrun\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run();
+    assert_eq!(out.stdout(), "run\nrun\n", "{}", out.stderr());
 }
 
 #[test]
@@ -350,9 +363,8 @@ fn a_status_list_from_the_file_is_named_in_the_give_up_line() {
             .arg(&config)
             .args(args)
             .args(["--", "sh", "-c", &format!("exit {status}")])
-            .output()
-            .expect("run retry");
-        String::from_utf8_lossy(&out.stderr).into_owned()
+            .run();
+        out.stderr()
     };
     let err = give_up(&[], "3");
     assert!(
@@ -377,29 +389,24 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
         "attempts = 2\n\n[profiles.ci]\ndelay = \"5x\"\n\n[profiles.fast]\ndelay = \"0\"\n",
     );
     // A run without the profile runs, and says once that the profile is broken.
-    let out = retry_in(home.path())
-        .args(["--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+    let out = retry_in(home.path()).args(["--", "echo", "hi"]).run();
+    assert_eq!(out.code(), Some(0));
     assert_eq!(out.stdout, b"hi\n");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = out.stderr();
     assert_eq!(said.matches("warning: profile ci").count(), 1, "{said}");
     assert!(said.contains("5x"), "names the bad value: {said}");
     // Another profile is used as it is.
     let out = retry_in(home.path())
         .args(["-p", "fast", "--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code(), Some(0));
     // The run that uses it stops, naming the file, the line and the value, and runs nothing.
     let out = retry_in(home.path())
         .args(["-p", "ci", "--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(125));
+        .run();
+    assert_eq!(out.code(), Some(125));
     assert!(out.stdout.is_empty());
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = out.stderr();
     assert!(
         said.contains("config.toml:4") && said.contains("5x"),
         "{said}"
@@ -410,15 +417,8 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
 fn no_config_ignores_a_broken_config_file_and_retry_config() {
     let home = TempDir::new().expect("temp dir");
     let path = write(&home, "retry/config.toml", "delay = \"5x\"\n");
-    let out = retry_in(home.path())
-        .args(["--", "echo", "hi"])
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(125),
-        "a broken top level stops the run"
-    );
+    let out = retry_in(home.path()).args(["--", "echo", "hi"]).run();
+    assert_eq!(out.code(), Some(125), "a broken top level stops the run");
     for env in [false, true] {
         let mut c = retry_in(home.path());
         if env {
@@ -426,9 +426,8 @@ fn no_config_ignores_a_broken_config_file_and_retry_config() {
         }
         let out = c
             .args(["--no-config", "-n", "2", "-d", "0", "--", "echo", "hi"])
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(0), "RETRY_CONFIG set: {env}");
+            .run();
+        assert_eq!(out.code(), Some(0), "RETRY_CONFIG set: {env}");
         assert_eq!(out.stdout, b"hi\n");
     }
     let out = retry_in(home.path())
@@ -439,10 +438,9 @@ fn no_config_ignores_a_broken_config_file_and_retry_config() {
             "--",
             "true",
         ])
-        .output()
-        .expect("runs");
+        .run();
     assert_eq!(
-        out.status.code(),
+        out.code(),
         Some(125),
         "--no-config with --config is a usage error"
     );
@@ -462,18 +460,13 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
         retry_in(home.path())
             .args(args)
             .args(["-n", "2", "-d", "0", "--", "sh", "-c", "echo ran; exit 3"])
-            .output()
-            .expect("runs")
+            .run()
     };
     for args in [&["-p", "loud"][..], &["-v"][..]] {
         let out = run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(3),
-            "{args:?}: the command ran, twice"
-        );
+        assert_eq!(out.code(), Some(3), "{args:?}: the command ran, twice");
         assert_eq!(out.stdout, b"ran\nran\n", "{args:?}");
-        let said = String::from_utf8_lossy(&out.stderr);
+        let said = out.stderr();
         assert!(
             said.contains("attempt 2/2: starting"),
             "{args:?}: -v: {said}"
@@ -484,7 +477,7 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
     assert_eq!(said.lines().count(), 1, "{said}");
     write(&home, "retry/config.toml", "verbose = \"yes\"\n");
     let out = run(&[]);
-    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(out.code(), Some(125));
     assert!(out.stdout.is_empty(), "nothing ran");
 }
 
@@ -510,10 +503,9 @@ fn explain_warns_when_the_file_makes_fatal_a_status_the_profile_retries() {
             "{hints}",
             "u",
         ])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&out.stdout);
+        .run();
+    assert_eq!(out.code(), Some(0));
+    let text = out.stdout();
     assert!(
         text.lines().any(
             |l| l.contains("- 22 in both the curl preset's retried statuses")

@@ -6,7 +6,8 @@
 //! of day, long fractions, the home folder's path, curl's own wording (which its version
 //! changes) and the width of aligned columns. A line `...` stands for any number of lines.
 //!
-//! A block's text is shown as written in the page; nothing here rewrites it.
+//! A block's text is shown as written in the page; nothing here rewrites it. Each example is a
+//! test of its own (`examples!`), and one test checks that every example has one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -121,6 +122,8 @@ impl Aside {
                 ),
                 // A duration, a timestamp or a mean in a report: 0.084, 1795292163.255202.
                 rule(r"\b\d+\.\d{3,}\b", "<number>"),
+                // A metric in seconds: a duration, which may end in a zero left out (0.16).
+                rule(r"(_seconds\{[^}]*\}) \d+(\.\d+)?$", "$1 <number>"),
                 // The JSON summary's milliseconds.
                 rule(r#""([a-z_]*_ms)":\d+"#, "\"$1\":<number>"),
                 // curl's message after its exit status changes with its version.
@@ -218,20 +221,61 @@ fn run(example: &Example) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn every_example_in_the_readme_and_the_guide_prints_what_it_shows() {
+/// One test per example, so that they run side by side and a stale one is named by its test:
+/// `name: "page" n` is the page's example `n` (from 0, in the page's order).
+macro_rules! examples {
+    ($($name:ident: $page:literal $n:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                prints_what_it_shows($page, $n);
+            }
+        )*
+        /// The examples that have a test.
+        const TESTED: &[(&str, usize)] = &[$(($page, $n)),*];
+    };
+}
+
+examples! {
+    readme_a_breaker_opens_across_runs: "README.md" 0,
+    readme_a_fleet_through_an_outage: "README.md" 1,
+    hooks_and_metrics_the_metrics_file: "docs/hooks-and-metrics.md" 0,
+    hooks_and_metrics_the_summary: "docs/hooks-and-metrics.md" 1,
+    logs_output_on_failure: "docs/logs.md" 0,
+    policy_reset_after: "docs/policy.md" 0,
+    shared_state_the_breaker: "docs/shared-state.md" 0,
+    shared_state_list_keys: "docs/shared-state.md" 1,
+    shared_state_adaptive_backoff: "docs/shared-state.md" 2,
+    simulator_the_table: "docs/simulator.md" 0,
+    simulator_json_lines: "docs/simulator.md" 1,
+    simulator_adaptive_backoff: "docs/simulator.md" 2,
+}
+
+/// Runs the example `n` of `page`, failing with where and how it differs.
+fn prints_what_it_shows(page: &str, n: usize) {
     if !support::have("curl", "apt-get install curl") {
         return;
     }
-    let examples: Vec<Example> = pages().iter().flat_map(|p| examples(p)).collect();
-    assert!(examples.len() >= 12, "{} examples", examples.len());
-    let stale: Vec<String> = examples.iter().filter_map(|e| run(e).err()).collect();
-    assert!(
-        stale.is_empty(),
-        "{} of {} examples differ from what they show:\n\n{}",
-        stale.len(),
-        examples.len(),
-        stale.join("\n\n----\n\n")
+    let example = examples(&root().join(page))
+        .into_iter()
+        .nth(n)
+        .unwrap_or_else(|| panic!("{page} has no example {n}"));
+    if let Err(stale) = run(&example) {
+        panic!("{stale}");
+    }
+}
+
+#[test]
+fn every_example_in_the_readme_and_the_guide_has_a_test() {
+    let found: Vec<(String, usize)> = pages()
+        .iter()
+        .flat_map(|p| examples(p).into_iter().enumerate())
+        .map(|(n, e)| (e.page, n))
+        .collect();
+    let tested: Vec<(String, usize)> = TESTED.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+    assert_eq!(
+        found, tested,
+        "the pages' examples, and those `examples!` lists: give each its line there"
     );
 }
 

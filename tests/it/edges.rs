@@ -5,14 +5,10 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::support::redis::Server;
-use crate::support::{dev_full, retry, retry_in_sh, start_command, wait};
-
-fn run(mut c: Command) -> Output {
-    c.stdin(Stdio::null()).output().expect("retry runs")
-}
+use crate::support::{Launch, dev_full, retry, retry_in_sh, wait};
 
 /// Whether `text` holds anything that could end, hide or reorder a line: a control character
 /// other than the newline that ends each line, a C1 control, a line or paragraph separator, a
@@ -48,7 +44,7 @@ fn a_forged_line_in_an_argument_stays_inside_the_give_up_line_of_the_log_file() 
     c.args(["-n1", "--log-file"])
         .arg(&log)
         .args(["--", "sh", "-c", "exit 1", HOSTILE[0]]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(1));
     let text = fs::read_to_string(&log).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
@@ -75,7 +71,7 @@ fn no_argument_name_or_program_can_write_a_control_character_or_begin_a_line() {
             if program == "false" {
                 c.arg(value);
             }
-            let out = run(c);
+            let out = c.run();
             assert!(!out.status.success());
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(hostile(&out.stderr), None, "{value:?}: {err}");
@@ -104,7 +100,7 @@ fn explain_shows_every_value_from_outside_escaped() {
             value,
         ])
         .args(["--on-retry", value, "--", "true", value]);
-        let out = run(c);
+        let out = c.run();
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(hostile(&out.stdout), None, "{value:?}: {text}");
@@ -117,7 +113,7 @@ fn an_argument_that_is_not_utf8_is_shown_byte_by_byte_not_as_a_replacement() {
     let mut c = retry();
     c.args(["-n1", "--", "false"])
         .arg(OsStr::from_bytes(b"caf\xe9"));
-    let out = run(c);
+    let out = c.run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(r"command: false $'caf\351'"), "{err}");
     assert!(!err.contains('\u{fffd}'), "{err}");
@@ -131,7 +127,7 @@ fn a_name_that_is_not_utf8_is_a_usage_error_naming_the_option_and_the_value() {
     ] {
         let mut c = retry();
         c.args(&args).args(["--", "true"]);
-        let out = run(c);
+        let out = c.run();
         assert_eq!(out.status.code(), Some(125));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -146,7 +142,7 @@ fn a_state_url_from_the_environment_is_shown_escaped_in_its_usage_error() {
     let mut c = retry();
     c.env("RETRY_STATE_URL", "redis://h:99999\x1b[2K\n::error::x")
         .args(["--key", "k", "--", "true"]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(125));
     assert_eq!(
         hostile(&out.stderr),
@@ -166,7 +162,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
     let list = |place: &[String]| {
         let mut c = retry();
         c.args(place).arg("--list-keys");
-        let out = run(c);
+        let out = c.run();
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert_eq!(hostile(&out.stdout), None, "{text}");
@@ -177,7 +173,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
     let place = vec!["--state-dir".to_string(), state.display().to_string()];
     let mut c = retry();
     c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
-    assert_eq!(run(c).status.code(), Some(1));
+    assert_eq!(c.run().status.code(), Some(1));
     let planted: String = KEY
         .bytes()
         .map(|b| {
@@ -196,7 +192,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
     let place = vec!["--state".to_string(), server.url()];
     let mut c = retry();
     c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
-    assert_eq!(run(c).status.code(), Some(1));
+    assert_eq!(c.run().status.code(), Some(1));
     let _: () = server.query(
         ::redis::cmd("RENAME")
             .arg("retry:k")
@@ -224,7 +220,7 @@ fn no_part_of_a_password_is_in_the_error_that_rejects_a_store_url() {
                 c.env("RETRY_STATE_URL", url);
             }
             c.args(["--key", "k", "--", "true"]);
-            let out = run(c);
+            let out = c.run();
             assert_eq!(out.status.code(), Some(125), "{url}");
             let err = String::from_utf8_lossy(&out.stderr);
             for part in [
@@ -264,7 +260,7 @@ fn a_fifo_or_a_link_as_the_hint_file_is_ignored_with_a_warning_and_never_hangs()
         c.args(["--hints", "-n2", "-d", "10ms", "--max-time", "20s", "--"])
             .args(["sh", "-c", &format!("{plant}; exit 22")]);
         // A retry blocked in open() is killed by the wait, and the test fails.
-        let (mut child, _out, err) = start_command(c);
+        let (mut child, _out, err) = c.start();
         assert_eq!(wait(&mut child).code(), Some(22));
         let err = err.rest().join("\n");
         assert_eq!(err.matches("is ignored").count(), 2, "{err}");
@@ -277,7 +273,7 @@ fn hints_without_a_usable_tmpdir_warn_and_run_the_command() {
     let mut c = retry();
     c.env("TMPDIR", "/nonexistent/retry-tests")
         .args(["--hints", "-n1", "--", "sh", "-c", "echo ran"]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -303,7 +299,7 @@ fn output_that_cannot_be_held_passes_through_and_the_end_of_the_run_is_never_los
         "-c",
         "head -c 1500000 /dev/zero; echo \"last error of $RETRY_ATTEMPT\" >&2; exit 1",
     ]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot hold more output"), "{err}");
@@ -332,7 +328,7 @@ fn held_output_is_bounded_and_the_printout_says_how_many_attempts_were_left_out(
         "-c",
         "head -c 1048576 /dev/zero; echo \"end of $RETRY_ATTEMPT\" >&2; exit 1",
     ]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.stdout.len() <= 16 << 20, "{}", out.stdout.len());
@@ -366,7 +362,7 @@ fn the_printout_ends_with_the_give_up_line_also_when_the_log_goes_to_a_file() {
     c.args(["--output-on-failure", "-n2", "-d", "0", "--log-file"])
         .arg(&log)
         .args(["--", "sh", "-c", "echo oops >&2; exit 3"]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err
@@ -385,7 +381,7 @@ fn the_printout_ends_with_the_give_up_line_also_when_the_log_goes_to_a_file() {
     c.args(["--output-on-failure", "--log-file"])
         .arg(&log)
         .args(["--", "true"]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!((out.stdout.len(), out.stderr.len()), (0, 0));
 }
 
@@ -401,7 +397,7 @@ fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_f
         "-qq",
     ])
     .args(["--", "true"]);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     let summary: serde_json::Value = serde_json::from_str(err.trim()).expect("the summary");
@@ -423,7 +419,7 @@ fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_f
     fs::write(&file, "old").unwrap();
     let mut c = retry();
     c.arg("--summary").arg(&file).args(["--", "true"]);
-    assert_eq!(run(c).status.code(), Some(0));
+    assert_eq!(c.run().status.code(), Some(0));
     assert!(fs::read_to_string(&file).unwrap().starts_with('{'));
 }
 
@@ -465,7 +461,7 @@ fn a_breaker_saved_in_another_boot_under_a_clock_a_day_ahead_stays_open_no_longe
     };
     let mut c = retry();
     inner(&mut c);
-    assert_eq!(run(c).status.code(), Some(75), "open at first");
+    assert_eq!(c.run().status.code(), Some(75), "open at first");
     // An outer retry runs it again every 100ms while it is refused: it must be let through
     // well before the wall clock catches up a day.
     let started = std::time::Instant::now();
@@ -483,7 +479,7 @@ fn a_breaker_saved_in_another_boot_under_a_clock_a_day_ahead_stays_open_no_longe
     .args(["--max-time", "20s", "--forever", "-qq", "--"])
     .arg(crate::support::bin());
     inner(&mut c);
-    let out = run(c);
+    let out = c.run();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -508,8 +504,12 @@ fn what_runs_nothing_reports_a_write_error_on_a_full_disk() {
     ] {
         let Some(full) = dev_full() else { return };
         let mut c = retry();
-        c.args(args).stdout(full);
-        let out = run(c);
+        let out = c
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(full)
+            .output()
+            .expect("run retry");
         let err = String::from_utf8_lossy(&out.stderr);
         if args[0] == "--list-keys" && !err.contains("write error") {
             // No keys folder: an error of its own, still not 0.

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::support;
+use crate::support::Launch;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,10 +40,7 @@ fn generate_prints_the_checked_in_files() {
     use retry::setup::generate::{Kind, file_name};
     for kind in Kind::value_variants() {
         let name = kind.to_possible_value().expect("a name");
-        let out = support::retry()
-            .args(["--generate", name.get_name()])
-            .output()
-            .expect("run retry --generate");
+        let out = support::retry().args(["--generate", name.get_name()]).run();
         assert_eq!(out.status.code(), Some(0), "{kind:?}");
         let path = file_name(*kind);
         let file = std::fs::read(root().join(&path)).expect("the checked-in file");
@@ -51,10 +49,7 @@ fn generate_prints_the_checked_in_files() {
             "--generate {kind:?} differs from {path}"
         );
     }
-    let out = support::retry()
-        .args(["--generate", "tcsh"])
-        .output()
-        .expect("run retry");
+    let out = support::retry().args(["--generate", "tcsh"]).run();
     assert_eq!(out.status.code(), Some(125));
 }
 
@@ -106,14 +101,9 @@ fn run(program: &str, install: &str, args: &[&str]) -> Option<std::process::Outp
     let out = std::process::Command::new(program)
         .args(args)
         .current_dir(root())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(out)
+        .run();
+    assert!(out.status.success(), "{program} {args:?}: {}", out.stderr());
+    Some(out.out)
 }
 
 #[test]
@@ -185,35 +175,18 @@ fn render_again() -> String {
     String::from_utf8(render(Kind::Man)).expect("UTF-8 roff")
 }
 
+/// `retry -h` on an 80-column terminal, whole: the usage, durations, the exit statuses, the
+/// presets and the defaults a first run needs (tests/it/snapshots/short-help.txt).
 #[test]
 fn the_short_help_answers_the_common_questions_on_its_first_screen() {
-    let out = support::retry().arg("-h").output().expect("run retry -h");
-    let help = String::from_utf8_lossy(&out.stdout);
-    let screen: Vec<&str> = help.lines().take(30).collect();
-    let first = screen.join("\n");
-    assert!(
-        first.contains("retry [OPTIONS] [--] COMMAND [ARG]..."),
-        "{first}"
-    );
-    assert!(
-        first.contains("250ms") && first.contains("1h 30m"),
-        "durations: {first}"
-    );
-    for status in ["124", "125"] {
-        assert!(first.contains(status), "exit status {status}: {first}");
-    }
+    let out = support::retry().arg("-h").env("COLUMNS", "80").run();
+    assert_eq!(out.code(), Some(0), "{}", out.show());
+    let help = out.stdout();
+    support::assert_output(&help, snapbox::file!["snapshots/short-help.txt"]);
+    // A preset added later is listed too.
     for preset in retry::setup::presets::ALL {
-        assert!(
-            first.contains(preset.name),
-            "preset {}: {first}",
-            preset.name
-        );
+        assert!(help.contains(preset.name), "preset {}: {help}", preset.name);
     }
-    let n = help
-        .lines()
-        .find(|l| l.contains("-n, --attempts"))
-        .expect("the -n line");
-    assert!(n.contains("[default: 5]"), "{n}");
 }
 
 /// `retry -h` is a page of what a first run needs, as curl's `-h` is: at most 60 lines on an
@@ -221,13 +194,9 @@ fn the_short_help_answers_the_common_questions_on_its_first_screen() {
 #[test]
 fn the_short_help_fits_a_screen_and_points_to_the_full_one() {
     let help = |flag: &str| {
-        let out = support::retry()
-            .arg(flag)
-            .env("COLUMNS", "80")
-            .output()
-            .expect("run retry");
+        let out = support::retry().arg(flag).env("COLUMNS", "80").run();
         assert_eq!(out.status.code(), Some(0), "{flag}");
-        String::from_utf8(out.stdout).expect("UTF-8 help")
+        String::from_utf8(out.out.stdout).expect("UTF-8 help")
     };
     let short = help("-h");
     assert!(
@@ -363,8 +332,7 @@ fn the_readmes_examples_are_what_retry_prints() {
     let out = support::retry()
         .args(["-d", "1ms", "--", "sh", "-c"])
         .arg(r#"echo "attempt $RETRY_ATTEMPT"; [ "$RETRY_ATTEMPT" -ge 3 ]"#)
-        .output()
-        .expect("run retry");
+        .run();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(out.stdout, b"attempt 1\nattempt 2\nattempt 3\n");
     let said = String::from_utf8_lossy(&out.stderr);

@@ -7,49 +7,44 @@
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
+use snapbox::str;
 use tempfile::TempDir;
 
 use crate::support;
-use crate::support::{Lines, PATIENCE, cmd, wait};
+use crate::support::{Launch, Lines, Run, assert_output, wait};
 
 /// A wide margin: a hung hook would take 30 s, a working one well under a second or two.
 const QUICK: Duration = Duration::from_secs(10);
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
+/// retry with `$OUT` set to `dir`.
+fn retry_in(dir: &TempDir) -> Command {
+    let mut command = support::retry();
+    command.env("OUT", dir.path());
+    command
 }
 
-/// Runs retry with `$OUT` set to `dir`, stdin empty.
+/// Runs retry with `$OUT` set to `dir`.
 fn run(dir: &TempDir, args: &[&str]) -> Run {
-    let started = Instant::now();
-    let out = cmd()
-        .env("OUT", dir.path())
-        .args(args)
-        .timeout(PATIENCE)
-        .output()
-        .expect("run retry");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        took: started.elapsed(),
-    }
+    retry_in(dir).args(args).run()
+}
+
+/// `retry -n ATTEMPTS -d 0 FLAGS -- sh -c SCRIPT`, with `$OUT` set to `dir`.
+fn run_hooked(dir: &TempDir, attempts: &str, flags: &[&str], script: &str) -> Run {
+    let mut args = vec!["-n", attempts, "-d", "0"];
+    args.extend(flags);
+    args.extend(["--", "sh", "-c", script]);
+    run(dir, &args)
 }
 
 /// Starts retry with `$OUT` set to `dir`; its stdout and stderr read line by line.
 fn start(dir: &TempDir, args: &[&str]) -> (Child, Lines, Lines) {
-    let mut command = support::retry();
-    command.env("OUT", dir.path()).args(args);
-    support::start_command(command)
+    retry_in(dir).args(args).start()
 }
 
 /// A file's text; empty when it does not exist.
@@ -142,7 +137,7 @@ fn on_retry_gets_the_attempt_its_status_the_next_delay_and_the_run_variables() {
             r#"env > "$OUT/cmd.$RETRY_ATTEMPT"; exit 3"#,
         ],
     );
-    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert_eq!(r.code(), Some(3), "{}", r.stderr());
     assert_eq!(files(&dir, "retry."), ["retry.1", "retry.2"]);
     let first = read(dir.path().join("retry.1"));
     let second = read(dir.path().join("retry.2"));
@@ -177,8 +172,7 @@ fn on_retry_gets_the_attempt_its_status_the_next_delay_and_the_run_variables() {
 #[test]
 fn an_inherited_idempotency_key_reaches_the_hooks_too() {
     let dir = TempDir::new().expect("temp dir");
-    let out = cmd()
-        .env("OUT", dir.path())
+    let out = retry_in(&dir)
         .env("RETRY_IDEMPOTENCY_KEY", "key-from-outside")
         .args([
             "-n",
@@ -192,10 +186,8 @@ fn an_inherited_idempotency_key_reaches_the_hooks_too() {
             "--",
             "false",
         ])
-        .timeout(PATIENCE)
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(1));
+        .run();
+    assert_eq!(out.code(), Some(1));
     for hook in ["retry", "giveup"] {
         let env = read(dir.path().join(hook));
         assert_eq!(
@@ -209,22 +201,13 @@ fn an_inherited_idempotency_key_reaches_the_hooks_too() {
 #[test]
 fn on_giveup_gets_the_last_status_and_the_reason() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
-        &[
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "--on-giveup",
-            r#"env > "$OUT/giveup""#,
-            "--",
-            "sh",
-            "-c",
-            "exit 4",
-        ],
+        "2",
+        &["--on-giveup", r#"env > "$OUT/giveup""#],
+        "exit 4",
     );
-    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    assert_eq!(r.code(), Some(4), "{}", r.stderr());
     let env = read(dir.path().join("giveup"));
     assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("2"));
     assert_eq!(var(&env, "RETRY_MAX_ATTEMPTS"), Some("2"));
@@ -241,26 +224,20 @@ fn on_giveup_gets_the_last_status_and_the_reason() {
 #[test]
 fn on_giveup_runs_on_a_fatal_status_with_its_reason() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "5",
         &[
-            "-n",
-            "5",
-            "-d",
-            "0",
             "--fatal-on",
             "9",
             "--on-retry",
             r#"echo x >> "$OUT/retries""#,
             "--on-giveup",
             r#"env > "$OUT/giveup""#,
-            "--",
-            "sh",
-            "-c",
-            "exit 9",
         ],
+        "exit 9",
     );
-    assert_eq!(r.code, Some(9), "{}", r.stderr);
+    assert_eq!(r.code(), Some(9), "{}", r.stderr());
     assert_eq!(read(dir.path().join("retries")), "", "nothing was retried");
     let env = read(dir.path().join("giveup"));
     assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("1"));
@@ -293,7 +270,7 @@ fn a_timed_out_attempt_is_status_124_for_the_hooks() {
             "30",
         ],
     );
-    assert_eq!(r.code, Some(124), "{}", r.stderr);
+    assert_eq!(r.code(), Some(124), "{}", r.stderr());
     assert_eq!(read(dir.path().join("retry")), "124\n");
     assert_eq!(read(dir.path().join("giveup")), "124\n");
 }
@@ -303,24 +280,18 @@ fn a_timed_out_attempt_is_status_124_for_the_hooks() {
 #[test]
 fn on_retry_runs_once_per_wait_and_never_after_the_last_attempt() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "4",
         &[
-            "-n",
-            "4",
-            "-d",
-            "0",
             "--on-retry",
             r#"echo "retry $RETRY_ATTEMPT" >> "$OUT/log""#,
             "--on-giveup",
             r#"echo "giveup $RETRY_ATTEMPT" >> "$OUT/log""#,
-            "--",
-            "sh",
-            "-c",
-            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; exit 1"#,
         ],
+        r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; exit 1"#,
     );
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr());
     assert_eq!(
         read(dir.path().join("log")),
         "attempt 1\nretry 1\nattempt 2\nretry 2\nattempt 3\nretry 3\nattempt 4\ngiveup 4\n"
@@ -330,24 +301,18 @@ fn on_retry_runs_once_per_wait_and_never_after_the_last_attempt() {
 #[test]
 fn on_retry_runs_before_the_retry_that_then_succeeds_and_on_giveup_does_not_run() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "5",
         &[
-            "-n",
-            "5",
-            "-d",
-            "0",
             "--on-retry",
             r#"echo "retry $RETRY_ATTEMPT" >> "$OUT/log""#,
             "--on-giveup",
             r#"echo giveup >> "$OUT/log""#,
-            "--",
-            "sh",
-            "-c",
-            r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; [ "$RETRY_ATTEMPT" = 2 ]"#,
         ],
+        r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; [ "$RETRY_ATTEMPT" = 2 ]"#,
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
     assert_eq!(
         read(dir.path().join("log")),
         "attempt 1\nretry 1\nattempt 2\n"
@@ -370,7 +335,7 @@ fn no_hook_runs_when_the_first_attempt_succeeds() {
             "true",
         ],
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
     assert!(files(&dir, "").is_empty(), "{:?}", files(&dir, ""));
 }
 
@@ -435,205 +400,181 @@ fn on_giveup_does_not_run_when_the_run_is_cancelled_during_a_wait() {
 #[test]
 fn hook_stdout_goes_to_stderr_not_to_retrys_stdout() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "2",
         &[
-            "-n",
-            "2",
-            "-d",
-            "0",
             "--on-retry",
             "echo from-on-retry",
             "--on-giveup",
             "echo from-on-giveup; echo err-from-on-giveup >&2",
-            "--",
-            "sh",
-            "-c",
-            "echo from-command; exit 1",
         ],
+        "echo from-command; exit 1",
     );
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert_eq!(r.stdout, "from-command\nfrom-command\n");
-    for line in ["from-on-retry", "from-on-giveup", "err-from-on-giveup"] {
-        assert!(r.stderr.contains(line), "{line} in {}", r.stderr);
-    }
+    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+    assert_eq!(r.stdout(), "from-command\nfrom-command\n");
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/2 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+from-on-retry
+retry: attempt 2/2 failed: exit status 1 after [ELAPSED] (not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 1; command: sh -c 'echo from-command; exit 1'
+from-on-giveup
+err-from-on-giveup
+
+"#]],
+    );
 }
 
 #[test]
 fn a_failing_on_retry_hook_is_logged_and_changes_nothing() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
-        &[
-            "-n",
-            "3",
-            "-d",
-            "0",
-            "--on-retry",
-            "exit 7",
-            "--",
-            "sh",
-            "-c",
-            r#"echo x >> "$OUT/runs"; [ "$RETRY_ATTEMPT" = 3 ]"#,
-        ],
+        "3",
+        &["--on-retry", "exit 7"],
+        r#"echo x >> "$OUT/runs"; [ "$RETRY_ATTEMPT" = 3 ]"#,
     );
-    assert_eq!(r.code, Some(0), "the run still succeeds: {}", r.stderr);
+    assert_eq!(r.code(), Some(0), "the run still succeeds: {}", r.stderr());
     assert_eq!(
         read(dir.path().join("runs")),
         "x\nx\nx\n",
         "every attempt ran"
     );
-    let failures: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("retry: --on-retry hook failed: exit status 7"))
-        .collect();
-    assert_eq!(failures.len(), 2, "{}", r.stderr);
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: exit status 7
+retry: attempt 2/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: exit status 7
+retry: attempt 3/3 succeeded after 2 attempts failed; [ELAPSED] in all; command: sh -c 'echo x >> "$OUT/runs"; [ "$RETRY_ATTEMPT" = 3 ]'
+
+"#]],
+    );
 }
 
 #[test]
 fn a_failing_on_giveup_hook_is_logged_and_the_exit_status_is_the_commands() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
-        &dir,
-        &[
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "--on-giveup",
-            "exit 1",
-            "--",
-            "sh",
-            "-c",
-            "exit 5",
-        ],
-    );
-    assert_eq!(r.code, Some(5), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("retry: --on-giveup hook failed: exit status 1"),
-        "{}",
-        r.stderr
+    let r = run_hooked(&dir, "2", &["--on-giveup", "exit 1"], "exit 5");
+    assert_eq!(r.code(), Some(5), "{}", r.stderr());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/2 failed: exit status 5 after [ELAPSED] (retryable); retrying in 0ms
+retry: attempt 2/2 failed: exit status 5 after [ELAPSED] (not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 5; command: sh -c 'exit 5'
+retry: --on-giveup hook failed: exit status 1
+
+"#]],
     );
 }
 
 #[test]
 fn a_hook_killed_by_a_signal_is_logged_as_a_failure() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
-        &[
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "--on-retry",
-            "kill -KILL $$",
-            "--",
-            "sh",
-            "-c",
-            r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
-        ],
+        "2",
+        &["--on-retry", "kill -KILL $$"],
+        r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
     );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("retry: --on-retry hook failed: killed by SIGKILL"),
-        "{}",
-        r.stderr
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/2 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: killed by SIGKILL (status 137)
+retry: attempt 2/2 succeeded after 1 attempt failed; [ELAPSED] in all; command: sh -c '[ "$RETRY_ATTEMPT" = 2 ]'
+
+"#]],
     );
 }
 
 #[test]
 fn a_hook_that_cannot_be_run_is_logged_and_changes_nothing() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
-        &[
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "--on-giveup",
-            "/nonexistent/retry-test-hook",
-            "--",
-            "sh",
-            "-c",
-            "exit 6",
-        ],
+        "2",
+        &["--on-giveup", "/nonexistent/retry-test-hook"],
+        "exit 6",
     );
-    assert_eq!(r.code, Some(6), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("retry: --on-giveup hook failed:"),
-        "{}",
-        r.stderr
+    assert_eq!(r.code(), Some(6), "{}", r.stderr());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/2 failed: exit status 6 after [ELAPSED] (retryable); retrying in 0ms
+retry: attempt 2/2 failed: exit status 6 after [ELAPSED] (not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 6; command: sh -c 'exit 6'
+sh: [..]/nonexistent/retry-test-hook: [..]
+retry: --on-giveup hook failed: exit status 127
+
+"#]],
     );
 }
 
 #[test]
 fn a_hanging_hook_is_stopped_by_hook_timeout_and_the_run_goes_on() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "3",
         &[
-            "-n",
-            "3",
-            "-d",
-            "0",
             "--hook-timeout",
             "200ms",
             "--on-retry",
             "sleep 30",
             "--on-giveup",
             "sleep 30",
-            "--",
-            "sh",
-            "-c",
-            r#"echo x >> "$OUT/runs"; exit 2"#,
         ],
+        r#"echo x >> "$OUT/runs"; exit 2"#,
     );
     assert!(r.took < QUICK, "took {:?}", r.took);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.code(), Some(2), "{}", r.stderr());
     assert_eq!(read(dir.path().join("runs")), "x\nx\nx\n");
-    let timed_out = |flag: &str| {
-        r.stderr
-            .lines()
-            .filter(|l| l.starts_with(&format!("retry: {flag} hook failed: timed out")))
-            .count()
-    };
-    assert_eq!(timed_out("--on-retry"), 2, "{}", r.stderr);
-    assert_eq!(timed_out("--on-giveup"), 1, "{}", r.stderr);
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/3 failed: exit status 2 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: timed out after 200ms
+retry: attempt 2/3 failed: exit status 2 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: timed out after 200ms
+retry: attempt 3/3 failed: exit status 2 after [ELAPSED] (not retried: attempts used up)
+retry: giving up after 3 attempts in [ELAPSED]: attempts used up; last exit status 2; command: sh -c 'echo x >> "$OUT/runs"; exit 2'
+retry: --on-giveup hook failed: timed out after 200ms
+
+"#]],
+    );
 }
 
 #[test]
 fn a_hook_that_ignores_term_is_killed_a_second_later() {
     let dir = TempDir::new().expect("temp dir");
-    let r = run(
+    let r = run_hooked(
         &dir,
+        "2",
         &[
-            "-n",
-            "2",
-            "-d",
-            "0",
             "--hook-timeout",
             "200ms",
             "--on-retry",
             "trap '' TERM; sleep 30",
-            "--",
-            "sh",
-            "-c",
-            r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
         ],
+        r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
     );
     // The output is read to its end: nothing of the hook holds retry's stderr open.
     assert!(r.took < QUICK, "took {:?}", r.took);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("retry: --on-retry hook failed: timed out after 200ms"),
-        "{}",
-        r.stderr
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/2 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: timed out after 200ms
+retry: attempt 2/2 succeeded after 1 attempt failed; [ELAPSED] in all; command: sh -c '[ "$RETRY_ATTEMPT" = 2 ]'
+
+"#]],
     );
 }
 
@@ -693,13 +634,13 @@ fn no_attempt_starts_after_an_on_retry_hook_outlasts_max_time() {
             "-n",
             "5",
             "--max-time",
-            "1s",
+            "500ms",
             "-d",
             "10ms",
             "-j",
             "none",
             "--on-retry",
-            "sleep 2",
+            "sleep 1",
             "--summary",
             &dir.path().join("summary.json").to_string_lossy(),
             "--",
@@ -714,10 +655,15 @@ fn no_attempt_starts_after_an_on_retry_hook_outlasts_max_time() {
         s["attempts"].as_array().map(Vec::len),
         Some(1),
         "no attempt after the deadline: {s}\n{}",
-        r.stderr
+        r.stderr()
     );
     assert_eq!(read(dir.path().join("runs")), "attempt 1\n");
-    assert_eq!(r.code, Some(1), "the last attempt's status: {}", r.stderr);
+    assert_eq!(
+        r.code(),
+        Some(1),
+        "the last attempt's status: {}",
+        r.stderr()
+    );
 }
 
 /// "A signal during a wait ends the run at once", and the on-retry hook runs within the wait.

@@ -3,20 +3,20 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::cmd;
 use crate::support::http::{Reply, Server};
+use crate::support::{Launch, Run, retry};
 
 /// `retry ARGS -- curl -sS -D {hints} URL` with the given extra curl flags; returns the output.
-fn curl(args: &[&str], curl_flags: &[&str], url: &str) -> std::process::Output {
-    let mut c = cmd();
+fn curl(args: &[&str], curl_flags: &[&str], url: &str) -> Run {
+    let mut c = retry();
     c.args(args)
         .args(["--hints", "--", "curl", "-sS", "-D", "{hints}"]);
     c.args(curl_flags).arg(url);
-    c.output().expect("run retry")
+    c.run()
 }
 
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn stderr(out: &Run) -> String {
+    out.stderr()
 }
 
 fn gap(server: &Server, between: usize) -> Duration {
@@ -28,7 +28,7 @@ fn gap(server: &Server, between: usize) -> Duration {
 fn a_503_then_a_200_succeeds_on_the_second_attempt() {
     let server = Server::start(vec![Reply::new(503), Reply::new(200).body("ok\n")]);
     let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.requests(), 2);
     assert_eq!(out.stdout, b"ok\n");
 }
@@ -37,7 +37,7 @@ fn a_503_then_a_200_succeeds_on_the_second_attempt() {
 fn a_404_stops_after_one_attempt() {
     let server = Server::start(vec![Reply::new(404)]);
     let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
-    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(out.code(), Some(22));
     assert_eq!(server.requests(), 1);
     assert!(
         stderr(&out).contains("HTTP status 404 is fatal"),
@@ -51,24 +51,24 @@ fn without_fail_a_503_that_never_recovers_does_not_exit_0() {
     let server = Server::start(vec![Reply::new(503)]);
     let out = curl(&["-n", "2", "-d", "0"], &[], &server.url("/"));
     assert_eq!(server.requests(), 2);
-    assert_eq!(out.status.code(), Some(22), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(22), "{}", stderr(&out));
 }
 
 #[test]
-fn retry_after_2_makes_the_next_attempt_wait_at_least_2_seconds() {
+fn retry_after_1_makes_the_next_attempt_wait_at_least_a_second() {
     let server = Server::start(vec![
-        Reply::new(503).header("Retry-After", "2"),
+        Reply::new(503).header("Retry-After", "1"),
         Reply::new(200),
     ]);
     let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert!(
-        gap(&server, 1) >= Duration::from_secs(2),
+        gap(&server, 1) >= Duration::from_secs(1),
         "{:?}",
         gap(&server, 1)
     );
     assert!(
-        stderr(&out).contains("following Retry-After 2s"),
+        stderr(&out).contains("following Retry-After 1s"),
         "{}",
         stderr(&out)
     );
@@ -81,7 +81,7 @@ fn a_retry_after_date_in_the_past_means_no_wait() {
         Reply::new(200),
     ]);
     let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert!(
         gap(&server, 1) < Duration::from_secs(1),
         "{:?}",
@@ -100,7 +100,7 @@ fn a_retry_after_of_a_day_is_capped_by_retry_after_max() {
         &["-f"],
         &server.url("/"),
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     let waited = gap(&server, 1);
     assert!(
         waited >= Duration::from_millis(800) && waited < Duration::from_secs(10),
@@ -124,7 +124,7 @@ fn a_retry_after_past_max_time_stops_the_run_at_once() {
         started.elapsed()
     );
     assert_eq!(server.requests(), 1);
-    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(out.code(), Some(22));
     let log = stderr(&out);
     assert!(
         log.contains("come back in 2m, after the --max-time deadline"),
@@ -139,7 +139,7 @@ fn a_redirect_chain_is_judged_by_its_last_response() {
         ("/end", vec![Reply::new(503), Reply::new(200).body("done")]),
     ]);
     let out = curl(&["-d", "0"], &["-f", "-L"], &server.url("/start"));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, b"done");
     assert_eq!(server.request_paths(), ["/start", "/end", "/start", "/end"]);
     // A redirect to a 404 is fatal, though the first response was a 302.
@@ -148,7 +148,7 @@ fn a_redirect_chain_is_judged_by_its_last_response() {
         ("/gone", vec![Reply::new(404)]),
     ]);
     let out = curl(&["-d", "0"], &["-f", "-L"], &server.url("/start"));
-    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(out.code(), Some(22));
     assert_eq!(server.requests(), 2);
 }
 
@@ -161,7 +161,7 @@ fn output_rules_match_a_line_written_slowly_in_pieces() {
             .in_pieces(5, Duration::from_millis(20)),
         Reply::new(200).body("fine\n"),
     ]);
-    let out = cmd()
+    let out = retry()
         .args([
             "-d",
             "0",
@@ -171,22 +171,18 @@ fn output_rules_match_a_line_written_slowly_in_pieces() {
         ])
         .args(["curl", "-sS"])
         .arg(server.url("/"))
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.requests(), 2);
     // The output still reached stdout, unchanged, from both attempts.
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        format!("{body}fine\n")
-    );
+    assert_eq!(out.stdout(), format!("{body}fine\n"));
 }
 
 #[test]
 fn the_commands_output_arrives_byte_exact_through_output_rules() {
     let body: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 256) as u8).collect();
     let server = Server::start(vec![Reply::new(200).body(body.clone())]);
-    let out = cmd()
+    let out = retry()
         .args([
             "--fatal-if-output",
             "never matches this",
@@ -195,30 +191,28 @@ fn the_commands_output_arrives_byte_exact_through_output_rules() {
             "-sS",
         ])
         .arg(server.url("/"))
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code(), Some(0));
     assert!(out.stdout == body, "stdout has {} bytes", out.stdout.len());
 }
 
 #[test]
 fn a_fatal_output_rule_stops_a_retryable_http_status() {
     let server = Server::start(vec![Reply::new(503).body("account suspended\n")]);
-    let out = cmd()
+    let out = retry()
         .args(["-d", "0", "--fatal-if-output", "suspended", "--hints", "--"])
         .args(["curl", "-sS", "-D", "{hints}"])
         .arg(server.url("/"))
-        .output()
-        .expect("run retry");
+        .run();
     assert_eq!(server.requests(), 1);
-    assert_eq!(out.status.code(), Some(22), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(22), "{}", stderr(&out));
 }
 
 #[test]
 fn a_hints_placeholder_turns_hints_on_without_the_flag() {
     let server = Server::start(vec![Reply::new(503), Reply::new(200)]);
     let dir = tempfile::TempDir::new().expect("temp dir");
-    let out = cmd()
+    let out = retry()
         .current_dir(dir.path())
         .args([
             "-d",
@@ -232,10 +226,9 @@ fn a_hints_placeholder_turns_hints_on_without_the_flag() {
             "{hints}",
         ])
         .arg(server.url("/"))
-        .output()
-        .expect("run retry");
+        .run();
     assert_eq!(server.requests(), 2, "the 503 is retried: {}", stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
     assert!(
         !dir.path().join("{hints}").exists(),
         "no file named {{hints}} in the current folder"
@@ -249,20 +242,19 @@ fn the_curl_preset_retries_a_refused_connection_and_not_a_malformed_url() {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let out = cmd()
+    let out = retry()
         .args([
             "--preset", "curl", "-n", "2", "-d", "0", "--", "curl", "-sS",
         ])
         .arg(format!("http://127.0.0.1:{port}/"))
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+        .run();
+    assert_eq!(out.code(), Some(7), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("attempt 2/2 failed: exit status 7"),
         "{}",
         stderr(&out)
     );
-    let out = cmd()
+    let out = retry()
         .args([
             "--preset",
             "curl",
@@ -273,9 +265,8 @@ fn the_curl_preset_retries_a_refused_connection_and_not_a_malformed_url() {
             "-sS",
             "http://[bad",
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(3));
+        .run();
+    assert_eq!(out.code(), Some(3));
     assert!(
         stderr(&out).contains("giving up after 1 attempt"),
         "{}",

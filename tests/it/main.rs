@@ -1,7 +1,8 @@
 //! retry's integration tests: the built binary, run with real processes, files, a real HTTP
 //! server and a real `redis-server`. One test binary, one module per area (as ripgrep and uv
 //! do), so that `cargo test` links once; `cargo test --test it AREA` runs one area, e.g.
-//! `cargo test --test it redis::` or `RETRY_BLESS=1 cargo test --test it generated`.
+//! `cargo test --test it redis::` or `RETRY_BLESS=1 cargo test --test it generated`; outputs
+//! checked whole are rewritten by `SNAPSHOTS=overwrite cargo test --test it`.
 //!
 //! Every test has its own temporary directory, server and port: they run in parallel threads
 //! of this one process. Shared helpers are in `support`.
@@ -18,6 +19,10 @@ mod config;
 mod docs;
 mod edges;
 mod fleet;
+// The unit tests of the fleet bench's research models (scenarios A and B): the bench has no
+// test harness, so they run here, in the one test binary.
+#[path = "../../benches/fleet/tests.rs"]
+mod fleet_models;
 mod generated;
 mod hooks;
 mod http;

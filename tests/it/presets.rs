@@ -2,18 +2,15 @@
 //! exit status or by a line of output, and which it gives up on at once.
 
 use crate::support;
+use crate::support::Launch;
 
 /// Runs `sh -c script` under `retry --preset NAME -n 3 -d 0`; returns how many attempts ran.
 fn attempts(preset: &str, script: &str) -> usize {
-    let out = support::cmd()
+    let out = support::retry()
         .args(["--preset", preset, "-n", "3", "-d", "0", "--", "sh", "-c"])
         .arg(format!("echo attempt; {script}"))
-        .output()
-        .expect("run retry");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| *l == "attempt")
-        .count()
+        .run();
+    out.stdout().lines().filter(|l| *l == "attempt").count()
 }
 
 #[test]
@@ -80,8 +77,8 @@ fn apt_and_dpkg_retry_a_held_lock_only() {
 fn a_preset_adds_to_the_users_own_rules() {
     // --fatal-on adds to the preset's fatal list; --retry-on replaces its retryable one.
     assert_eq!(attempts("sysexits", "exit 75"), 3);
-    let out = support::cmd()
-        .args([
+    let out = support::run_sh(
+        &[
             "--preset",
             "sysexits",
             "--fatal-on",
@@ -90,16 +87,12 @@ fn a_preset_adds_to_the_users_own_rules() {
             "3",
             "-d",
             "0",
-            "--",
-            "sh",
-            "-c",
-            "exit 75",
-        ])
-        .output()
-        .expect("run retry");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("giving up after 1 attempt"));
-    let out = support::cmd()
-        .args([
+        ],
+        "exit 75",
+    );
+    assert!(out.stderr().contains("giving up after 1 attempt"));
+    let out = support::run_sh(
+        &[
             "--preset",
             "sysexits",
             "--retry-on",
@@ -108,24 +101,19 @@ fn a_preset_adds_to_the_users_own_rules() {
             "2",
             "-d",
             "0",
-            "--",
-            "sh",
-            "-c",
-            "exit 65",
-        ])
-        .output()
-        .expect("run retry");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("giving up after 2 attempts"));
+        ],
+        "exit 65",
+    );
+    assert!(out.stderr().contains("giving up after 2 attempts"));
 }
 
 #[test]
 fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
-    let out = support::cmd()
+    let out = support::retry()
         .args(["--preset", "nope", "--", "true"])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(125));
-    let err = String::from_utf8_lossy(&out.stderr);
+        .run();
+    assert_eq!(out.code(), Some(125));
+    let err = out.stderr();
     assert!(
         err.contains(": nope;") && err.contains("curl, sysexits, ssh, git, apt"),
         "{err}"
@@ -135,8 +123,8 @@ fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
 #[test]
 fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
     let warned = |args: &[&str]| {
-        let out = support::cmd().args(args).output().expect("runs");
-        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let out = support::retry().args(args).run();
+        let said = out.stderr();
         (
             said.matches("--preset curl without a header dump").count(),
             said,
@@ -144,7 +132,7 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
         )
     };
     let (n, said, out) = warned(&["--preset", "curl", "-n", "1", "--", "true"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.code(), Some(0));
     assert_eq!(n, 1, "{said}");
     assert!(said.contains("-D {hints}"), "gives the fix: {said}");
     let (n, said, _) = warned(&["--preset", "curl", "-n", "1", "--", "true", "-D", "{hints}"]);
@@ -153,7 +141,7 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
     assert_eq!(n, 0, "{said}");
     // --explain says it too, and runs nothing.
     let (_, _, out) = warned(&["--explain", "--preset", "curl", "--", "curl", "-fsS", "URL"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = out.stdout();
     assert!(
         text.contains("--preset curl without a header dump"),
         "{text}"

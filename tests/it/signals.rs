@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
-use crate::support::{PATIENCE, retry, start, start_command, wait};
+use crate::support::{Launch, PATIENCE, retry, start, wait};
 
 fn send(child: &std::process::Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).expect("signal retry");
@@ -236,7 +236,7 @@ fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the
         "^SigBlk:",
         "/proc/self/status",
     ]);
-    let (mut child, out, _err) = start_command(command);
+    let (mut child, out, _err) = command.start();
     let status = wait(&mut child);
     assert_eq!(status.code(), Some(0));
     assert_eq!(out.rest(), [sigblk(&blocked)]);
@@ -253,7 +253,7 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
         "-c",
         "echo ready; exec sleep 1000",
     ]);
-    let (mut child, out, err) = start_command(command);
+    let (mut child, out, err) = command.start();
     out.until("ready");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
     let status = wait(&mut child);
@@ -278,7 +278,7 @@ fn a_ci_cancel_of_a_step_that_execs_retry_ends_everything_within_a_second() {
         r#"exec "$0" -n 5 -d 1s -- sh -c 'echo "pid $$"; echo ready; exec sleep 1000'"#,
     ])
     .arg(crate::support::bin());
-    let (mut child, out, _err) = start_command(bash);
+    let (mut child, out, _err) = bash.start();
     let lines = out.until("ready");
     let sent = Instant::now();
     send(&child, Signal::SIGINT);

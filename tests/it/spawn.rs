@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use nix::sys::resource::{Resource, setrlimit};
 use nix::unistd::{Gid, Uid, setgid, setuid};
 
-use crate::support::{self, Lines};
+use crate::support::{self, Launch, Lines};
 
 /// `command`, run as user `uid` with at most `most` processes of that user's. RLIMIT_NPROC
 /// counts a user's processes, and root (or CAP_SYS_RESOURCE) is not held to it; each test has
@@ -95,9 +95,7 @@ fn out_of_processes_to_the_last_attempt_ends_125() {
     let out = as_user(&mut retry, 47_352, 1)
         .args(["-n", "3", "-d", "0", "--", "true"])
         .current_dir("/")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retry");
+        .run();
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{log}");
     assert_eq!(log.matches("lack of resources").count(), 3, "{log}");

@@ -2,13 +2,13 @@
 //! gives a pipeline exactly one attempt's output.
 
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::{Command, Stdio};
 use std::thread;
 
 use crate::support;
-use crate::support::{Lines, cmd, dev_full, retry, wait};
+use crate::support::{Launch, Run, dev_full, retry, wait};
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -30,36 +30,17 @@ fn shell(script: &str, arg: &std::ffi::OsStr) -> String {
         .arg(script)
         .arg(support::bin())
         .arg(arg)
-        .output()
-        .expect("run the script");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .run();
+    out.stdout()
 }
 
 #[test]
 fn several_mib_of_binary_stdin_reach_every_attempt_byte_for_byte() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = binary(5 << 20);
-    let mut child = retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "0",
-            "-qq",
-            "--",
-            "sh",
-            "-c",
-            "cat > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
-        ])
-        .arg(dir.path())
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let feed = data.clone();
-    let writer = thread::spawn(move || stdin.write_all(&feed));
-    assert_eq!(wait(&mut child).code(), Some(1));
-    writer.join().expect("writer").expect("write stdin");
+    let mut command = quiet(3, "cat > \"$0/in.$RETRY_ATTEMPT\"; exit 1");
+    command.arg(dir.path());
+    assert_eq!(taking_all(command, &data).code(), Some(1));
     for attempt in 1..=3 {
         let got = std::fs::read(dir.path().join(format!("in.{attempt}"))).expect("attempt's copy");
         assert!(
@@ -70,50 +51,47 @@ fn several_mib_of_binary_stdin_reach_every_attempt_byte_for_byte() {
     }
 }
 
-#[test]
-fn every_attempt_that_reads_part_of_stdin_gets_the_same_first_bytes() {
-    // Each attempt reads four bytes: the first is replayed, then reading goes on from the pipe.
-    let out = cmd()
+/// Runs `command` with `data` on stdin, all of which it must take; its exit status.
+fn taking_all(mut command: Command, data: &[u8]) -> std::process::ExitStatus {
+    let mut child = command.stdin(Stdio::piped()).spawn().expect("start retry");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feed = data.to_vec();
+    let writer = thread::spawn(move || stdin.write_all(&feed));
+    let status = wait(&mut child);
+    writer.join().expect("writer").expect("write stdin");
+    status
+}
+
+/// `retry -n ATTEMPTS -d 0 -qq -- sh -c SCRIPT`: the command's output alone.
+fn quiet(attempts: u32, script: &str) -> Command {
+    let mut command = retry();
+    command
         .args([
             "-n",
-            "3",
+            &attempts.to_string(),
             "-d",
             "0",
             "-qq",
             "--",
             "sh",
             "-c",
-            "head -c 4; exit 1",
         ])
-        .write_stdin("abcdefgh")
-        .output()
-        .expect("run retry");
+        .arg(script);
+    command
+}
+
+#[test]
+fn every_attempt_that_reads_part_of_stdin_gets_the_same_first_bytes() {
+    // Each attempt reads four bytes: the first is replayed, then reading goes on from the pipe.
+    let out = quiet(3, "head -c 4; exit 1").run_with_stdin("abcdefgh");
     assert_eq!(out.stdout, b"abcdabcdabcd");
 }
 
 #[test]
 fn a_command_that_closes_stdin_early_is_not_an_error() {
-    let out = cmd()
-        .args([
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "-qq",
-            "--",
-            "sh",
-            "-c",
-            "head -c 10 >/dev/null; exit 1",
-        ])
-        .write_stdin(binary(3 << 20))
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = quiet(2, "head -c 10 >/dev/null; exit 1").run_with_stdin(binary(3 << 20));
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.is_empty(), "{}", out.stderr());
 }
 
 #[test]
@@ -130,22 +108,11 @@ fn a_regular_file_is_rewound_to_where_it_stood_for_each_attempt() {
     std::fs::write(&path, "skip|the rest").expect("write input");
     let mut file = File::open(&path).expect("open input");
     file.seek(SeekFrom::Start(5)).expect("seek");
-    let out = retry()
-        .args([
-            "-n",
-            "2",
-            "-d",
-            "0",
-            "-qq",
-            "--",
-            "sh",
-            "-c",
-            "cat; echo; exit 1",
-        ])
+    let out = quiet(2, "cat; echo; exit 1")
         .stdin(file)
         .output()
         .expect("run retry");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "the rest\nthe rest\n");
+    assert_eq!(out.stdout, b"the rest\nthe rest\n");
 }
 
 #[test]
@@ -194,7 +161,7 @@ fn while_read_loops_fed_by_a_pipe_keep_their_lines() {
 
 #[test]
 fn stdin_null_gives_the_command_nothing_and_pass_shares_one_stream() {
-    let out = cmd()
+    let out = retry()
         .args([
             "--stdin",
             "null",
@@ -208,11 +175,9 @@ fn stdin_null_gives_the_command_nothing_and_pass_shares_one_stream() {
             "-c",
             "cat; exit 1",
         ])
-        .write_stdin("data")
-        .output()
-        .expect("run retry");
+        .run_with_stdin("data");
     assert!(out.stdout.is_empty());
-    let out = cmd()
+    let out = retry()
         .args([
             "--stdin",
             "pass",
@@ -226,9 +191,7 @@ fn stdin_null_gives_the_command_nothing_and_pass_shares_one_stream() {
             "-c",
             "head -c 2; exit 1",
         ])
-        .write_stdin("abcd")
-        .output()
-        .expect("run retry");
+        .run_with_stdin("abcd");
     // No replay: the second attempt reads on where the first stopped.
     assert_eq!(out.stdout, b"abcd");
 }
@@ -240,14 +203,10 @@ fn stdout_hold_gives_a_pipeline_exactly_one_attempts_output() {
         .args([
             "--stdout", "hold", "-n", "5", "-d", "0", "--", "sh", "-c", script,
         ])
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "output of attempt 3\n"
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+        .run();
+    assert_eq!(out.code(), Some(0));
+    assert_eq!(out.stdout(), "output of attempt 3\n");
+    let err = out.stderr();
     assert!(
         err.contains("output of attempt 1") && err.contains("output of attempt 2"),
         "{err}"
@@ -266,9 +225,8 @@ fn stdout_hold_keeps_megabytes_of_output_intact_for_the_last_attempt() {
         ])
         .arg("cat \"$0\"; [ \"$RETRY_ATTEMPT\" = 2 ] || exit 1")
         .arg(&path)
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code(), Some(0));
     assert!(out.stdout == data, "stdout has {} bytes", out.stdout.len());
     assert_eq!(
         out.stderr.len(),
@@ -319,9 +277,8 @@ fn output_read_by_the_rules_reaches_both_streams_intact() {
         ])
         .arg(&out_path)
         .arg(&err_path)
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code(), Some(0));
     assert!(
         out.stdout == out_data,
         "stdout has {} bytes",
@@ -428,35 +385,12 @@ fn an_attempt_whose_reader_went_away_is_not_retried() {
 }
 
 /// Runs retry with `input` on a pipe, TMPDIR pointing nowhere; returns its output.
-fn without_tmpdir(args: &[&str], extra: &Path, input: Vec<u8>) -> Output {
-    let mut child = retry()
+fn without_tmpdir(args: &[&str], extra: &Path, input: Vec<u8>) -> Run {
+    retry()
         .env("TMPDIR", "/nonexistent/retry-tests")
         .args(args)
         .arg(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let mut stdin = child.stdin.take().expect("stdin");
-    // retry may stop reading once the attempts are over: a write that fails then is expected.
-    let writer = thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = stdout.read_to_end(&mut bytes);
-        bytes
-    });
-    let err = Lines::of(child.stderr.take().expect("stderr"));
-    let status = wait(&mut child);
-    writer.join().expect("writer");
-    Output {
-        status,
-        stdout: reader.join().expect("reader"),
-        stderr: err.rest().join("\n").into_bytes(),
-    }
+        .run_with_stdin(input)
 }
 
 #[test]
@@ -477,8 +411,8 @@ fn stdin_replay_that_cannot_spill_feeds_the_first_attempt_whole_and_starts_no_ot
         dir.path(),
         data.clone(),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = out.stderr();
+    assert_eq!(out.code(), Some(1), "{stderr}");
     let first = fs::read(dir.path().join("in.1")).expect("the first attempt's copy");
     assert!(
         first == data,
@@ -511,8 +445,8 @@ fn stdout_hold_that_cannot_hold_fails_loudly_and_lets_no_attempt_through() {
         dir.path(),
         Vec::new(),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    let stderr = out.stderr();
+    assert_eq!(out.code(), Some(125), "{stderr}");
     assert!(
         out.stdout.is_empty(),
         "{} bytes reached stdout",
@@ -624,28 +558,13 @@ fn a_big_stdin_reaches_every_attempt_byte_for_byte_whatever_each_read_before() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = binary(24 << 20);
     let half = (12 << 20) + 12345;
-    let mut child = retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "0",
-            "-qq",
-            "--",
-            "sh",
-            "-c",
-            "if [ \"$RETRY_ATTEMPT\" = 1 ]; then head -c \"$1\"; else cat; fi > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
-        ])
-        .arg(dir.path())
-        .arg(half.to_string())
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("start retry");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let feed = data.clone();
-    let writer = thread::spawn(move || stdin.write_all(&feed));
-    assert_eq!(wait(&mut child).code(), Some(1));
-    writer.join().expect("writer").expect("write stdin");
+    let mut command = quiet(
+        3,
+        "if [ \"$RETRY_ATTEMPT\" = 1 ]; then head -c \"$1\"; else cat; fi \
+         > \"$0/in.$RETRY_ATTEMPT\"; exit 1",
+    );
+    command.arg(dir.path()).arg(half.to_string());
+    assert_eq!(taking_all(command, &data).code(), Some(1));
     let first = fs::read(dir.path().join("in.1")).expect("the first attempt's copy");
     assert!(
         first[..] == data[..half],

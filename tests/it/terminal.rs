@@ -5,6 +5,7 @@
 use std::process::Command;
 
 use crate::support;
+use crate::support::Launch;
 
 /// script(1), which makes the pseudo-terminal, [`support::hermetic`] as retry under it must be;
 /// `None` (the test skips) where it is missing.
@@ -21,11 +22,8 @@ fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
     let retry = support::bin();
     let line = format!("{} -n 2 -d 2.2s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
-    let out = script
-        .args(["-qec", &line, "/dev/null"])
-        .output()
-        .expect("run script(1)");
-    let screen = String::from_utf8_lossy(&out.stdout);
+    let out = script.args(["-qec", &line, "/dev/null"]).run();
+    let screen = out.stdout();
     // From the wait the log line gave, then whole seconds: the two agree.
     assert!(screen.contains("retrying in 2.2s"), "{screen:?}");
     for second in ["2.2s", "2s", "1s"] {
@@ -42,11 +40,10 @@ fn a_long_wait_is_counted_down_on_a_terminal_and_cleared() {
 
 #[test]
 fn no_countdown_when_stderr_is_not_a_terminal() {
-    let out = support::cmd()
+    let out = support::retry()
         .args(["-n", "2", "-d", "2.1s", "--jitter", "none", "--", "false"])
-        .output()
-        .expect("run retry");
-    let log = String::from_utf8_lossy(&out.stderr);
+        .run();
+    let log = out.stderr();
     assert!(
         !log.contains("next attempt in") && !log.contains('\r'),
         "{log:?}"
@@ -58,14 +55,14 @@ fn no_countdown_when_stderr_is_not_a_terminal() {
 #[test]
 fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
     let retry = support::bin();
-    let line = format!("{} -n 2 -d 2.5s --jitter none -- false", retry.display());
+    // A wait just long enough to be counted down (2 s or more left).
+    let line = format!("{} -n 2 -d 2.2s --jitter none -- false", retry.display());
     let Some(mut script) = script() else { return };
     let out = script
         .args(["-qec", &line, "/dev/null"])
         .env("NO_COLOR", "1")
-        .output()
-        .expect("run script(1)");
-    let screen = String::from_utf8_lossy(&out.stdout);
+        .run();
+    let screen = out.stdout();
     assert!(screen.contains("retry: attempt 2/2 failed"), "{screen:?}");
     assert!(
         !screen.contains("\x1b[31m") && !screen.contains("\x1b[1;31m"),
@@ -154,16 +151,21 @@ fn a_reader_after_retry_in_a_pipeline_keeps_the_terminal() {
     use std::io::Write;
     // `less` reads its keys from the terminal; so does this reader, while the attempt runs.
     // Were the terminal handed to the attempt, the reader would be cut off from it.
-    let Some((mut child, mut keyboard, screen)) = on_terminal(
-        "-- sh -c 'echo from the command; sleep 2' | \
+    // The attempt runs until the reader has had its key.
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let Some((mut child, mut keyboard, screen)) = on_terminal(&format!(
+        "-- sh -c 'echo from the command; while [ ! -e {} ]; do sleep 0.02; done' | \
          sh -c 'read line; echo \"$line\"; echo key?; read k </dev/tty; echo \"key was $k\"'",
-    ) else {
+        go.display()
+    )) else {
         return;
     };
     screen.until("from the command");
     screen.until("key?");
     keyboard.write_all(b"q\n").expect("type a key");
     screen.until("key was q");
+    std::fs::write(&go, "").unwrap();
     assert_eq!(support::wait(&mut child).code(), Some(0));
 }
 
@@ -325,6 +327,13 @@ impl Screen {
         }
     }
 
+    /// Waits for a line with `needle` and reads past its end (bash's job lines go on with the
+    /// job's command).
+    fn line_with(&mut self, needle: &str) {
+        self.until(needle);
+        self.until("\n");
+    }
+
     /// All that was shown.
     fn all(&self) -> String {
         String::from_utf8_lossy(&self.shown.0.lock().unwrap().0).into_owned()
@@ -390,6 +399,24 @@ impl Shell {
         self.screen.until(".")
     }
 
+    /// `jobs -l` says the job stopped reading the terminal from the background.
+    fn job_waits_for_tty_input(&mut self) {
+        self.line("jobs -l");
+        self.screen.line_with("Stopped (tty input)");
+    }
+
+    /// Waits for retry to give up after `attempts`, checks that the command line's status is
+    /// `status`, and leaves the shell; returns all that was shown, on which no line typed for
+    /// an attempt reached the shell as a command.
+    fn gives_up(mut self, attempts: &str, status: &str) -> String {
+        self.screen
+            .until(&format!("giving up after {attempts} attempts"));
+        assert_eq!(self.status(), status);
+        let screen = self.exit();
+        assert!(!screen.contains("command not found"), "{screen}");
+        screen
+    }
+
     /// Leaves the shell, and returns all that was shown.
     fn exit(mut self) -> String {
         self.line("exit");
@@ -426,10 +453,7 @@ fn in_a_pipeline_every_attempt_reads_the_terminal_and_nothing_typed_reaches_the_
             shell.line(answer);
             shell.screen.until(&format!("got-{answer}"));
         }
-        shell.screen.until("giving up after 3 attempts");
-        assert_eq!(shell.status(), status);
-        let screen = shell.exit();
-        assert!(!screen.contains("command not found"), "{screen}");
+        let screen = shell.gives_up("3", status);
         assert!(!screen.contains("Stopped"), "{screen}");
     }
 }
@@ -447,11 +471,8 @@ fn a_background_retry_whose_attempt_reads_the_terminal_shows_stopped_and_fg_resu
     shell.screen.until("name? ");
     // bash says "Stopped" as it happens, and why in `jobs -l`; the rest of each line names
     // the job's command.
-    shell.screen.until("Stopped");
-    shell.screen.until("\n");
-    shell.line("jobs -l");
-    shell.screen.until("Stopped (tty input)");
-    shell.screen.until("\n");
+    shell.screen.line_with("Stopped");
+    shell.job_waits_for_tty_input();
     shell.line("fg");
     // The shell shows the job's command as it brings it back: it has read `fg`.
     shell.screen.until("got-$x");
@@ -460,10 +481,7 @@ fn a_background_retry_whose_attempt_reads_the_terminal_shows_stopped_and_fg_resu
     shell.screen.until("name? ");
     shell.line("bob");
     shell.screen.until("got-bob");
-    shell.screen.until("giving up after 2 attempts");
-    assert_eq!(shell.status(), "1");
-    let screen = shell.exit();
-    assert!(!screen.contains("command not found"), "{screen}");
+    shell.gives_up("2", "1");
 }
 
 /// Ctrl-Z stops retry and the attempt together; `bg` lets them go on, and an attempt that then
@@ -479,14 +497,10 @@ fn ctrl_z_bg_and_fg_suspend_and_resume_the_whole_run() {
     );
     shell.screen.until("ready-1");
     shell.type_("\x1a");
-    shell.screen.until("Stopped");
-    shell.screen.until("\n");
+    shell.screen.line_with("Stopped");
     shell.line("bg");
-    shell.screen.until("Stopped");
-    shell.screen.until("\n");
-    shell.line("jobs -l");
-    shell.screen.until("Stopped (tty input)");
-    shell.screen.until("\n");
+    shell.screen.line_with("Stopped");
+    shell.job_waits_for_tty_input();
     shell.line("fg");
     shell.screen.until("got-$x");
     shell.line("one");
@@ -494,10 +508,7 @@ fn ctrl_z_bg_and_fg_suspend_and_resume_the_whole_run() {
     shell.screen.until("ready-2");
     shell.line("two");
     shell.screen.until("got-two");
-    shell.screen.until("giving up after 2 attempts");
-    assert_eq!(shell.status(), "1");
-    let screen = shell.exit();
-    assert!(!screen.contains("command not found"), "{screen}");
+    shell.gives_up("2", "1");
 }
 
 /// Ctrl-Z during a wait: the countdown is cleared before the shell says Stopped, so no
@@ -507,8 +518,9 @@ fn ctrl_z_during_a_countdown_clears_it_before_the_shell_says_stopped() {
     let Some(mut shell) = Shell::start() else {
         return;
     };
-    shell.line("\"$RETRY\" -n 2 -d 4s --jitter none -- sh -c 'exit 3'");
-    shell.screen.until("retrying in 4s");
+    // Long enough to be counted down (2 s or more), with time to type the Ctrl-Z.
+    shell.line("\"$RETRY\" -n 2 -d 2.5s --jitter none -- sh -c 'exit 3'");
+    shell.screen.until("retrying in 2.5s");
     shell.screen.until("next attempt in");
     shell.type_("\x1a");
     let before = shell.screen.until("Stopped");
@@ -517,30 +529,28 @@ fn ctrl_z_during_a_countdown_clears_it_before_the_shell_says_stopped() {
         "the countdown was not cleared before Stopped: {before:?}"
     );
     shell.line("fg");
-    shell.screen.until("giving up after 2 attempts");
-    assert_eq!(shell.status(), "3");
-    shell.exit();
+    shell.gives_up("2", "3");
 }
 
 /// The line that says a Ctrl-C was taken comes when it is typed, not when the command ends:
-/// here the command ignores it for 3 s.
+/// here the command ignores it and goes on until the test has seen the line.
 #[test]
 fn the_line_for_a_ctrl_c_comes_at_once_though_the_command_ignores_it() {
     use std::io::Write;
-    let Some((mut child, mut keyboard, screen)) = on_terminal(
-        "-n 3 --kill-after 10s -- sh -c 'trap \"\" INT TERM; echo ready; sleep 3; exit 1'",
-    ) else {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let Some((mut child, mut keyboard, screen)) = on_terminal(&format!(
+        "-n 3 --kill-after 60s -- sh -c 'trap \"\" INT TERM; echo ready; \
+         while [ ! -e {} ]; do sleep 0.02; done; exit 1'",
+        go.display()
+    )) else {
         return;
     };
     screen.until("ready");
-    let typed = std::time::Instant::now();
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
-    let said = screen.until("retry:");
-    let took = typed.elapsed();
-    assert!(
-        took < std::time::Duration::from_millis(1500),
-        "took {took:?}: {said:?}"
-    );
+    // The command cannot end before `go` exists: the line came while it ran.
+    screen.until("retry:");
+    std::fs::write(&go, "").unwrap();
     let status = support::wait(&mut child);
     let rest = screen.rest().join("\n");
     assert!(rest.contains("cancelled by SIGINT"), "{rest}");
@@ -558,6 +568,11 @@ fn a_repl_that_handles_ctrl_c_keeps_its_later_exit_status() {
         return;
     };
     shell.line("\"$RETRY\" -n 2 -d 0 --kill-after 1s -- python3 -q");
+    // The REPL has the terminal once it answers a line typed there: a Ctrl-C typed at its
+    // first prompt could still reach retry instead, and the REPL never see it.
+    shell.screen.until(">>> ");
+    shell.line("print(6 * 7)");
+    shell.screen.until("42");
     shell.screen.until(">>> ");
     shell.type_("\x03");
     shell.screen.until("KeyboardInterrupt");
@@ -566,9 +581,7 @@ fn a_repl_that_handles_ctrl_c_keeps_its_later_exit_status() {
     shell.screen.until("attempt 1/2 failed");
     shell.screen.until(">>> ");
     shell.line("raise SystemExit(4)");
-    shell.screen.until("giving up after 2 attempts");
-    assert_eq!(shell.status(), "4");
-    let screen = shell.exit();
+    let screen = shell.gives_up("2", "4");
     assert!(!screen.contains("cancelled"), "{screen}");
 }
 
@@ -589,11 +602,7 @@ fn nohup_retry_in_the_background_survives_the_hang_up() {
     shell.screen.until("shell-6-");
     let bash: i32 = shell.screen.until(".").trim().parse().unwrap();
     let ready = dir.path().join("ready");
-    let start = std::time::Instant::now();
-    while !ready.exists() {
-        assert!(start.elapsed() < support::PATIENCE, "the job never started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(support::appears(&ready), "the job never started");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(bash),
         nix::sys::signal::Signal::SIGHUP,
@@ -602,15 +611,11 @@ fn nohup_retry_in_the_background_survives_the_hang_up() {
     support::wait(&mut shell.child);
     std::fs::write(dir.path().join("go"), "").unwrap();
     let survived = dir.path().join("survived");
-    let start = std::time::Instant::now();
-    while !survived.exists() {
-        assert!(
-            start.elapsed() < support::PATIENCE,
-            "the job died with the shell: {}",
-            shell.screen.all()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(
+        support::appears(&survived),
+        "the job died with the shell: {}",
+        shell.screen.all()
+    );
 }
 
 /// In a script, `retry -- job &` is started with SIGINT ignored: a Ctrl-C typed at the
@@ -630,29 +635,18 @@ fn a_scripts_background_retry_survives_a_ctrl_c_typed_at_the_terminal() {
     // The Ctrl-C goes once the attempt runs: before that, the script's background child may
     // not have set SIGINT ignored yet (a window of the shell's, not retry's).
     let started = dir.path().join("started");
-    let start = std::time::Instant::now();
-    while !started.exists() {
-        assert!(
-            start.elapsed() < support::PATIENCE,
-            "the attempt never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(support::appears(&started), "the attempt never started");
     shell.type_("\x03");
     // The script is gone and the shell has the terminal back: it reads this line.
     shell.line("echo back-$((3*3))");
     shell.screen.until("back-9");
     std::fs::write(dir.path().join("go"), "").unwrap();
     let survived = dir.path().join("survived");
-    let start = std::time::Instant::now();
-    while !survived.exists() {
-        assert!(
-            start.elapsed() < support::PATIENCE,
-            "the job was cancelled: {}",
-            shell.screen.all()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(
+        support::appears(&survived),
+        "the job was cancelled: {}",
+        shell.screen.all()
+    );
     let screen = shell.exit();
     assert!(!screen.contains("cancelled"), "{screen}");
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::support::{retry, start, wait};
+use crate::support::{Launch, retry, start, wait};
 
 /// Makes this process the reaper of its descendants' orphans, and never reap them.
 fn become_a_reaper_that_never_reaps() {
@@ -78,9 +78,7 @@ fn max_time_ends_a_run_whose_command_leaves_only_zombies_without_waiting_for_kil
             let started = Instant::now();
             let out = retry()
                 .args(["--max-time", "1s", "--", "sh", "-c", "sleep 30 & sleep 30"])
-                .stdin(Stdio::null())
-                .output()
-                .expect("run retry");
+                .run();
             let took = started.elapsed();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(124), "{stderr}");
@@ -151,10 +149,11 @@ fn a_hook_whose_background_child_becomes_a_zombie_does_not_hold_the_run() {
 }
 
 /// Counts the zombies whose parent is `$1` (awk over /proc: each status file gives Name, then
-/// State before PPid), then exits 3: the last attempt of the reaping tests. The files are read
-/// by cat, which passes over one whose process ended since the glob (mawk, given such a file,
-/// stops without printing anything).
-const COUNT_ZOMBIES: &str = r#"cat /proc/[0-9]*/status 2>/dev/null | awk -v p="$1" '/^Name:/ { s = "" } /^State:/ { s = $2 }
+/// State, then PPid), then exits 3: the last attempt of the reaping tests. The files go
+/// through cat, which passes over a process that ended after the glob was expanded; awk
+/// would stop at it.
+const COUNT_ZOMBIES: &str = r#"cat /proc/[0-9]*/status 2>/dev/null | awk -v p="$1" '
+/^Name:/ { s = "" } /^State:/ { s = $2 }
 /^PPid:/ { if ($2 == p && s == "Z") n++ } END { print "zombies " n + 0 }'"#;
 
 /// The attempts of the reaping tests: each of the first 29 leaves two orphans, which end at

@@ -128,19 +128,34 @@ fn max_time_accepts_humantime_durations() {
 // ---------------------------------------------------------------------------------------------
 // No sleep after the last attempt
 
+/// Each attempt writes the time it started: the one delay lies between the two, and retry
+/// ends sooner after the last attempt than a delay would take.
 #[test]
 fn there_is_no_sleep_after_the_last_attempt() {
-    let r = run(&["-n", "2", "-d", "3s", "--jitter", "none", "--", "false"]);
+    let dir = TempDir::new().expect("temp dir");
+    let stamps = dir.path().join("stamps");
+    let r = run_sh(
+        &["-n", "2", "-d", "1s", "--jitter", "none"],
+        &format!("date +%s%N >> '{}'; exit 1", stamps.display()),
+    );
+    let ended = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
     assert_eq!(r.code(), Some(1), "{}", r.show());
+    let started: Vec<Duration> = std::fs::read_to_string(&stamps)
+        .expect("the attempts' times")
+        .lines()
+        .map(|l| Duration::from_nanos(l.parse().expect("nanoseconds")))
+        .collect();
+    assert_eq!(started.len(), 2, "{}", r.show());
     assert!(
-        r.took > Duration::from_millis(2500),
-        "the one delay was slept: {}",
-        r.show()
+        started[1] - started[0] >= Duration::from_secs(1),
+        "the one delay was slept: {started:?}"
     );
     assert!(
-        r.took < Duration::from_millis(5500),
-        "only one delay was slept: {}",
-        r.show()
+        ended - started[1] < Duration::from_secs(1),
+        "no delay after the last attempt: it started {:?} before retry ended",
+        ended - started[1]
     );
 }
 
@@ -210,5 +225,11 @@ fn reset_after_gives_a_long_running_worker_a_fresh_start() {
     // Without it, -n 2 ends at attempt 2.
     let r = run_sh(&["-n", "2", "-d", "10ms", "-j", "none"], script);
     assert_eq!(r.code(), Some(1), "{}", r.show());
-    assert_usage_error(&["--reset-after", "0"], "--reset-after");
+    assert_usage_error(
+        &["--reset-after", "0"],
+        str![[r#"
+retry: error: not a length of time for --reset-after: 0; give a duration longer than 0, as 1m
+
+"#]],
+    );
 }

@@ -33,7 +33,7 @@ fn arguments_reach_the_command_byte_for_byte() {
     ];
     let mut cmd = retry();
     cmd.args(["-n", "1", "--", "printf", "%s\\0"]).args(&args);
-    let r = run_cmd(cmd);
+    let r = cmd.run();
     assert_eq!(r.code(), Some(0), "{}", r.show());
     assert_eq!(r.out.stdout, nul_separated(&args), "{}", r.show());
 }
@@ -59,7 +59,7 @@ fn arguments_are_the_same_on_every_attempt() {
         "sh",
     ])
     .args(&args);
-    let r = run_cmd(cmd);
+    let r = cmd.run();
     let once = nul_separated(&args);
     assert_eq!(r.out.stdout, [once.clone(), once].concat(), "{}", r.show());
 }
@@ -194,7 +194,7 @@ fn an_inherited_idempotency_key_is_kept() {
         "-c",
         r#"echo "$RETRY_IDEMPOTENCY_KEY"; exit 1"#,
     ]);
-    let r = run_cmd(cmd);
+    let r = cmd.run();
     assert_eq!(r.lines(), ["order-1234"; 2], "{}", r.show());
 }
 
@@ -233,7 +233,7 @@ fn the_childs_own_environment_is_passed_through() {
         "-c",
         r#"echo "$RETRY_TEST_VALUE""#,
     ]);
-    let r = run_cmd(cmd);
+    let r = cmd.run();
     assert_eq!(r.lines(), ["kept as is"], "{}", r.show());
 }
 
@@ -246,7 +246,7 @@ fn nested(outer: &str, args: &[&str]) -> Run {
     cmd.env("RETRY_DEPTH", "1")
         .env("RETRY_MAX_ATTEMPTS", outer)
         .args(args);
-    run_cmd(cmd)
+    cmd.run()
 }
 
 #[test]

@@ -10,12 +10,10 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use assert_cmd::Command;
-use predicates::prelude::*;
 use serde_json::Value;
+use snapbox::str;
 use tempfile::TempDir;
 
 use crate::support;
@@ -31,126 +29,9 @@ mod minfrin;
 mod timeouts;
 mod usage;
 
-/// Only turns a hang into a failure; no test comes near it.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// [`support::retry`], the built binary in an environment free of any retry that runs the
-/// test suite itself and of the user's own config file, as an assert_cmd command that is
-/// killed after `PATIENCE`.
-fn retry() -> Command {
-    let mut cmd = support::cmd();
-    cmd.timeout(PATIENCE);
-    cmd
-}
-
-/// One finished run of retry.
-struct Run {
-    out: Output,
-    took: Duration,
-}
-
-impl Run {
-    fn code(&self) -> Option<i32> {
-        self.out.status.code()
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-
-    /// retry's own text log lines on stderr, without the time that -v puts before them.
-    fn log(&self) -> Vec<String> {
-        self.stderr()
-            .lines()
-            .map(|l| match l.split_once(' ') {
-                Some((time, rest)) if is_local_time(time) => rest,
-                _ => l,
-            })
-            .filter(|l| l.starts_with("retry:"))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// stdout, one entry per line.
-    fn lines(&self) -> Vec<String> {
-        self.stdout().lines().map(str::to_owned).collect()
-    }
-
-    /// Every stderr line parsed as JSON (for runs with `--log-format json`).
-    fn json(&self) -> Vec<Value> {
-        json_lines(&self.stderr())
-    }
-
-    /// The delay_ms of every failure that was followed by a retry.
-    fn delays(&self) -> Vec<u64> {
-        self.json()
-            .iter()
-            .filter(|v| v["event"] == "failure")
-            .filter_map(|v| v["delay_ms"].as_u64())
-            .collect()
-    }
-
-    /// How many attempts failed, from the JSON log.
-    fn failures(&self) -> usize {
-        self.json()
-            .iter()
-            .filter(|v| v["event"] == "failure")
-            .count()
-    }
-
-    /// Everything, for assertion messages.
-    fn show(&self) -> String {
-        format!(
-            "status {:?}, took {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.out.status,
-            self.took,
-            self.stdout(),
-            self.stderr()
-        )
-    }
-}
-
-/// `2026-11-21T21:16:03.254+01:00`, as retry stamps a text log line.
-fn is_local_time(word: &str) -> bool {
-    let b = word.as_bytes();
-    b.len() == "2026-11-21T21:16:03.254+01:00".len()
-        && b[4] == b'-'
-        && b[10] == b'T'
-        && b[19] == b'.'
-        && (b[23] == b'+' || b[23] == b'-')
-}
-
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}")))
-        .collect()
-}
-
-fn run_cmd(mut cmd: Command) -> Run {
-    let start = Instant::now();
-    let out = cmd.output().expect("run retry");
-    Run {
-        out,
-        took: start.elapsed(),
-    }
-}
-
-fn run<S: AsRef<OsStr>>(args: &[S]) -> Run {
-    let mut cmd = retry();
-    cmd.args(args);
-    run_cmd(cmd)
-}
-
-/// `retry ARGS -- sh -c SCRIPT`.
-fn run_sh(args: &[&str], script: &str) -> Run {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--", "sh", "-c", script]);
-    run(&all)
-}
+pub(crate) use crate::support::{
+    Launch, Run, assert_output, is_local_time, json_lines, retry, run, run_sh,
+};
 
 /// `retry ARGS --log-format json -- sh -c SCRIPT`.
 fn run_json(args: &[&str], script: &str) -> Run {
@@ -254,9 +135,27 @@ fn marker(dir: &TempDir) -> (PathBuf, Vec<String>) {
     (path, cmd)
 }
 
-/// Runs retry with `args` and a command that would create a file; asserts a usage error that
-/// names `needle`, with nothing run and nothing on stdout.
-fn assert_usage_error(args: &[&str], needle: &str) {
+/// Runs retry with `args` and a command that would create a file; asserts a usage error whose
+/// message is `expected`, whole, with nothing run and nothing on stdout.
+#[track_caller]
+fn assert_usage_error(args: &[&str], expected: impl snapbox::IntoData) {
+    let r = usage_error(args);
+    assert_output(r.stderr(), expected);
+}
+
+/// The same for a message that names `needle`, where a table lists many cases.
+fn assert_usage_error_naming(args: &[&str], needle: &str) {
+    let r = usage_error(args);
+    assert!(
+        r.stderr().contains(needle),
+        "{args:?}: the message should name {needle:?}: {}",
+        r.show()
+    );
+}
+
+/// `retry ARGS -- touch MARK`, which must be a usage error (125) that runs nothing and prints
+/// nothing on stdout.
+fn usage_error(args: &[&str]) -> Run {
     let dir = TempDir::new().expect("temp dir");
     let (mark, cmd) = marker(&dir);
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -264,13 +163,9 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     all.extend(cmd);
     let r = run(&all);
     assert_eq!(r.code(), Some(125), "{args:?}: {}", r.show());
-    assert!(
-        r.stderr().contains(needle),
-        "{args:?}: the message should name {needle:?}: {}",
-        r.show()
-    );
-    assert!(r.out.stdout.is_empty(), "{args:?}: {}", r.show());
+    assert!(r.stdout.is_empty(), "{args:?}: {}", r.show());
     assert!(!mark.exists(), "{args:?}: the command ran");
+    r
 }
 
 fn write_file(path: &Path, text: &str, mode: u32) {

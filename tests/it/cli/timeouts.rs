@@ -179,12 +179,24 @@ fn kill_signal_and_kill_after_take_names_numbers_and_durations() {
 
 #[test]
 fn a_bad_kill_signal_is_a_usage_error() {
-    assert_usage_error(&["--kill-signal", "SIGBOGUS"], "SIGBOGUS");
+    assert_usage_error(
+        &["--kill-signal", "SIGBOGUS"],
+        str![[r#"
+retry: error: not a signal for --kill-signal: SIGBOGUS; give a name or a number, as TERM, SIGINT or 9
+
+"#]],
+    );
 }
 
 #[test]
 fn a_bad_kill_after_is_a_usage_error() {
-    assert_usage_error(&["--kill-after", "soonish"], "soonish");
+    assert_usage_error(
+        &["--kill-after", "soonish"],
+        str![[r#"
+retry: error: not a duration for --kill-after: soonish; write 250ms, 1.5s, 2m or 1h 30m; a bare number means seconds
+
+"#]],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

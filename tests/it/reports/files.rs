@@ -4,14 +4,12 @@
 use super::*;
 
 /// Runs `retry --summary PATH -- true`; returns its output.
-fn summary_to(path: &Path) -> Output {
+fn summary_to(path: &Path) -> Run {
     retry()
         .arg("--summary")
         .arg(path)
         .args(["--", "true"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retry")
+        .run()
 }
 
 #[test]
@@ -22,7 +20,7 @@ fn a_summary_through_a_symlink_updates_its_target_and_keeps_the_link() {
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink("real.json", &link).expect("symlink");
     let out = summary_to(&link);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.code(), Some(0));
     assert!(
         fs::symlink_metadata(&link).expect("link").is_symlink(),
         "the link was replaced"
@@ -46,8 +44,8 @@ fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
     // Nobody reads it: refused at once, with a message, and the run's status stands.
     let out = summary_to(&fifo);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = out.stderr();
+    assert_eq!(out.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("cannot write the --summary file"),
         "{stderr}"
@@ -60,7 +58,7 @@ fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
         .open(&fifo)
         .expect("open the fifo");
     let out = summary_to(&fifo);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.code(), Some(0));
     assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
     let mut json = String::new();
     reader.read_to_string(&mut json).expect("read the fifo");
@@ -74,8 +72,8 @@ fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
     let link = dir.path().join("full");
     std::os::unix::fs::symlink("/dev/full", &link).expect("symlink");
     let out = summary_to(&link);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stderr = out.stderr();
+    assert_eq!(out.code(), Some(0), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
     assert!(fs::symlink_metadata(&link).expect("link").is_symlink());
     // A device node of its own, where this process may make one (root): never replaced.
@@ -91,13 +89,8 @@ fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
         return;
     }
     for flag in ["--summary", "--metrics"] {
-        let out = retry()
-            .arg(flag)
-            .arg(&node)
-            .args(["--", "true"])
-            .output()
-            .expect("run retry");
-        assert_eq!(out.status.code(), Some(0));
+        let out = retry().arg(flag).arg(&node).args(["--", "true"]).run();
+        assert_eq!(out.code(), Some(0));
         assert!(
             fs::metadata(&node)
                 .expect("node")
@@ -116,8 +109,9 @@ fn a_report_that_cannot_be_written_is_named_without_a_temporary_file() {
         "--",
         "true",
     ]);
-    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
-    let line = r.stderr.trim_end();
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let stderr = r.stderr();
+    let line = stderr.trim_end();
     assert!(line.starts_with("retry: error: "), "{line}");
     assert!(
         line.contains(": /nonexistent/retry-tests/job.prom; "),
@@ -138,8 +132,8 @@ fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
         "--",
         "true",
     ]);
-    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
-    assert_eq!(r.stderr, "", "-qq prints nothing");
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stderr(), "", "-qq prints nothing");
     let dir = TempDir::new().expect("temp dir");
     let log = dir.path().join("retry.log");
     let r = run(&[
@@ -150,7 +144,7 @@ fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
         "--",
         "true",
     ]);
-    assert_eq!(r.stderr, "", "the log file takes it");
+    assert_eq!(r.stderr(), "", "the log file takes it");
     let logged = fs::read_to_string(&log).expect("log file");
     assert!(logged.contains("--summary"), "{logged}");
 }

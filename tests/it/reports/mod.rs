@@ -8,36 +8,22 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
+use snapbox::str;
 use tempfile::TempDir;
 
-use crate::support::{Lines, PATIENCE, cmd, dev_full, retry, start, wait};
+use crate::support::{
+    Launch, Lines, Run, assert_output, dev_full, retry, run, run_sh, start, wait,
+};
 
 mod files;
 mod metrics;
 mod summary;
-
-struct Run {
-    status: ExitStatus,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Run {
-    let out = cmd()
-        .args(args)
-        .timeout(PATIENCE)
-        .output()
-        .expect("run retry");
-    Run {
-        status: out.status,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 fn path_arg(p: &Path) -> String {
     p.to_str().expect("a UTF-8 temp path").to_string()

@@ -12,6 +12,31 @@ fn summarised(args: &[&str]) -> (Run, Value) {
     (r, read_summary(&file))
 }
 
+/// The summary as a person reads it (pretty JSON), with what differs from run to run set
+/// aside: how long things took (`*_ms`) and when the run finished.
+fn shown(s: &Value) -> String {
+    fn aside(v: &mut Value) {
+        match v {
+            Value::Object(fields) => {
+                for (name, value) in fields.iter_mut() {
+                    if name.ends_with("_ms") && value.is_u64() {
+                        *value = Value::from("[MS]");
+                    } else if name == "finished_at" && value.is_string() {
+                        *value = Value::from("[TIME]");
+                    } else {
+                        aside(value);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(aside),
+            _ => {}
+        }
+    }
+    let mut s = s.clone();
+    aside(&mut s);
+    serde_json::to_string_pretty(&s).expect("JSON") + "\n"
+}
+
 fn statuses(s: &Value) -> Vec<i64> {
     s["attempts"]
         .as_array()
@@ -26,36 +51,45 @@ fn the_summary_of_a_failed_run_has_every_field() {
     let (r, s) = summarised(&[
         "-n", "3", "-d", "10ms", "-j", "none", "--", "sh", "-c", "exit 3",
     ]);
-    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
-    let fields: Vec<&str> = s
-        .as_object()
-        .expect("an object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    for field in [
-        "name",
-        "outcome",
-        "reason",
-        "exit",
-        "attempts",
-        "running_ms",
-        "sleeping_ms",
-        "elapsed_ms",
-        "finished_at",
-    ] {
-        assert!(fields.contains(&field), "{field} in {s}");
+    assert_eq!(r.code(), Some(3), "{}", r.stderr());
+    // The name is the command's file name by default.
+    assert_output(
+        shown(&s),
+        str![[r#"
+{
+  "attempt_count": 3,
+  "attempts": [
+    {
+      "duration_ms": "[MS]",
+      "signal": null,
+      "status": 3,
+      "timed_out": false
+    },
+    {
+      "duration_ms": "[MS]",
+      "signal": null,
+      "status": 3,
+      "timed_out": false
+    },
+    {
+      "duration_ms": "[MS]",
+      "signal": null,
+      "status": 3,
+      "timed_out": false
     }
-    assert_eq!(s["name"], "sh", "the command's file name by default");
-    assert_eq!(s["outcome"], "failure");
-    assert_eq!(s["reason"], "attempts used up");
-    assert_eq!(s["exit"], 3);
-    assert_eq!(statuses(&s), [3, 3, 3]);
-    for a in s["attempts"].as_array().expect("attempts") {
-        assert_eq!(a["signal"], Value::Null, "{a}");
-        assert_eq!(a["timed_out"], false, "{a}");
-        assert!(a["duration_ms"].as_u64().is_some(), "{a}");
-    }
+  ],
+  "elapsed_ms": "[MS]",
+  "exit": 3,
+  "finished_at": "[TIME]",
+  "name": "sh",
+  "outcome": "failure",
+  "reason": "attempts used up",
+  "running_ms": "[MS]",
+  "sleeping_ms": "[MS]"
+}
+
+"#]],
+    );
     let ms = |f: &str| s[f].as_u64().unwrap_or_else(|| panic!("{f} in {s}"));
     // Two waits of 10 ms and 20 ms.
     assert!(ms("sleeping_ms") >= 30, "{s}");
@@ -86,11 +120,38 @@ fn the_summary_of_a_run_that_succeeds_after_a_retry() {
         "-c",
         r#"[ "$RETRY_ATTEMPT" = 2 ] || exit 7"#,
     ]);
-    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
-    assert_eq!(s["name"], "nightly");
-    assert_eq!(s["outcome"], "success");
-    assert_eq!(s["exit"], 0);
-    assert_eq!(statuses(&s), [7, 0]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_output(
+        shown(&s),
+        str![[r#"
+{
+  "attempt_count": 2,
+  "attempts": [
+    {
+      "duration_ms": "[MS]",
+      "signal": null,
+      "status": 7,
+      "timed_out": false
+    },
+    {
+      "duration_ms": "[MS]",
+      "signal": null,
+      "status": 0,
+      "timed_out": false
+    }
+  ],
+  "elapsed_ms": "[MS]",
+  "exit": 0,
+  "finished_at": "[TIME]",
+  "name": "nightly",
+  "outcome": "success",
+  "reason": "succeeded",
+  "running_ms": "[MS]",
+  "sleeping_ms": "[MS]"
+}
+
+"#]],
+    );
 }
 
 #[test]
@@ -112,7 +173,7 @@ fn a_timed_out_attempt_is_marked_timed_out_with_status_124() {
         "sleep",
         "30",
     ]);
-    assert_eq!(r.status.code(), Some(124), "{}", r.stderr);
+    assert_eq!(r.code(), Some(124), "{}", r.stderr());
     assert_eq!(s["outcome"], "failure");
     assert_eq!(s["exit"], 124);
     assert_eq!(statuses(&s), [124, 124]);
@@ -148,7 +209,7 @@ fn a_killed_attempt_has_its_signal_name() {
 #[test]
 fn a_command_not_found_is_one_attempt_of_status_127() {
     let (r, s) = summarised(&["-n", "3", "--", "/nonexistent/retry-test-command"]);
-    assert_eq!(r.status.code(), Some(127), "{}", r.stderr);
+    assert_eq!(r.code(), Some(127), "{}", r.stderr());
     assert_eq!(s["outcome"], "failure");
     assert_eq!(s["exit"], 127);
     assert_eq!(statuses(&s), [127]);
@@ -203,24 +264,23 @@ fn a_run_stopped_by_sigterm_during_a_wait_is_cancelled() {
 
 #[test]
 fn a_summary_that_cannot_be_written_is_logged_and_the_exit_status_stands() {
-    let r = run(&[
-        "--summary",
-        "/nonexistent/retry-tests/summary.json",
-        "-n",
-        "2",
-        "-d",
-        "0",
-        "--",
-        "sh",
-        "-c",
+    let r = run_sh(
+        &[
+            "--summary",
+            "/nonexistent/retry-tests/summary.json",
+            "-n",
+            "2",
+            "-d",
+            "0",
+        ],
         "exit 3",
-    ]);
-    assert_eq!(r.status.code(), Some(3), "{}", r.stderr);
+    );
+    assert_eq!(r.code(), Some(3), "{}", r.stderr());
     assert!(
-        r.stderr
+        r.stderr()
             .contains("retry: error: cannot write the --summary file"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -230,7 +290,7 @@ fn the_summary_replaces_an_older_file_whole() {
     let file = dir.path().join("summary.json");
     fs::write(&file, "x".repeat(10_000)).expect("an older, longer file");
     let r = run(&["--summary", &path_arg(&file), "--", "true"]);
-    assert_eq!(r.status.code(), Some(0), "{}", r.stderr);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
     assert_eq!(read_summary(&file)["outcome"], "success");
     assert_eq!(listing(dir.path()), ["summary.json"]);
 }
@@ -244,10 +304,8 @@ fn summary_of(args: &[&str]) -> serde_json::Value {
         .arg(&path)
         .args(args)
         .args(["--", "false"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retry");
-    assert_eq!(out.status.code(), Some(1));
+        .run();
+    assert_eq!(out.code(), Some(1));
     serde_json::from_slice(&fs::read(&path).expect("summary")).expect("JSON")
 }
 

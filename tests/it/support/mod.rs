@@ -1,20 +1,25 @@
 //! Helpers shared by the integration tests: the built binary and the one command builder every
-//! test starts it with, and reading a child's output line by line with a generous time limit
-//! that turns a hang into a failure.
+//! test starts it with ([`retry`], then [`Launch`] to run or start it), a finished [`Run`], and
+//! reading a child's output line by line, all under one time limit that turns a hang into a
+//! failure.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Long enough for a loaded machine; it only turns a hang into a failure.
-pub const PATIENCE: Duration = Duration::from_secs(30);
+use serde_json::Value;
+
+/// The one time limit of the tests: long enough for a loaded machine; it only turns a hang
+/// into a failure, and never synchronises anything.
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The built binary's path, for a test that has another program start it.
 pub fn bin() -> &'static Path {
-    Path::new(assert_cmd::cargo::cargo_bin!("retry"))
+    Path::new(env!("CARGO_BIN_EXE_retry"))
 }
 
 /// Keeps `command`, retry or a program that starts it, away from the user's own config file
@@ -29,7 +34,8 @@ pub fn hermetic(command: &mut Command) -> &mut Command {
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
 }
 
-/// The built binary, [`hermetic`]. Every other builder of the tests starts from this one.
+/// The built binary, [`hermetic`]: the one builder of the tests. Add arguments and environment
+/// as to any `Command`, then [`Launch::run`] or [`Launch::start`] it.
 pub fn retry() -> Command {
     let mut c = Command::new(bin());
     hermetic(&mut c);
@@ -109,24 +115,246 @@ impl Lines {
     }
 }
 
-/// Starts retry with piped stdout and stderr, read line by line.
-pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
-    let mut command = retry();
-    command.args(args);
-    start_command(command)
+/// What a test does with a retry command it has built (from [`retry`], a plain `Command`):
+/// run it to the end, or start it and read its output as it comes, both within [`PATIENCE`].
+/// These set stdin, stdout and stderr; a test that hands retry descriptors of its own (a file
+/// as stdin, /dev/full as stdout) sets them and calls `output()` or `status()` instead.
+pub trait Launch {
+    /// Runs it to the end, stdin empty, its output kept.
+    fn run(&mut self) -> Run;
+    /// Runs it to the end with `input` on stdin.
+    fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run;
+    /// Starts it, stdin empty, its stdout and stderr read line by line.
+    fn start(&mut self) -> (Child, Lines, Lines);
 }
 
-/// Starts this retry command, stdin empty, its stdout and stderr read line by line.
-pub fn start_command(mut command: Command) -> (Child, Lines, Lines) {
+impl Launch for Command {
+    fn run(&mut self) -> Run {
+        self.stdin(Stdio::null());
+        finish(self, None)
+    }
+
+    fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run {
+        self.stdin(Stdio::piped());
+        finish(self, Some(input.into()))
+    }
+
+    fn start(&mut self) -> (Child, Lines, Lines) {
+        let mut child = self
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start retry");
+        let out = Lines::of(child.stdout.take().expect("stdout"));
+        let err = Lines::of(child.stderr.take().expect("stderr"));
+        (child, out, err)
+    }
+}
+
+/// `retry ARGS`, run to the end.
+pub fn run<S: AsRef<OsStr>>(args: &[S]) -> Run {
+    retry().args(args).run()
+}
+
+/// `retry ARGS -- sh -c SCRIPT`, run to the end.
+pub fn run_sh(args: &[&str], script: &str) -> Run {
+    retry().args(args).args(["--", "sh", "-c", script]).run()
+}
+
+/// `retry ARGS`, started.
+pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
+    retry().args(args).start()
+}
+
+/// Runs `command` to the end, reading its output on threads of their own so that a full pipe
+/// cannot hold it; a run or an output still open after [`PATIENCE`] fails the test.
+fn finish(command: &mut Command, input: Option<Vec<u8>>) -> Run {
+    let started = Instant::now();
     let mut child = command
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start retry");
-    let out = Lines::of(child.stdout.take().expect("stdout"));
-    let err = Lines::of(child.stderr.take().expect("stderr"));
-    (child, out, err)
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A command that stops reading early closes the pipe: not the test's failure.
+        thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let read_all = |mut stream: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            let _ = tx.send(bytes);
+        });
+        rx
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("stderr")));
+    let status = wait(&mut child);
+    let left = PATIENCE.saturating_sub(started.elapsed());
+    let collect = |rx: Receiver<Vec<u8>>, name: &str| {
+        rx.recv_timeout(left)
+            .unwrap_or_else(|_| panic!("retry's {name} still open {PATIENCE:?} after it started"))
+    };
+    let out = Output {
+        status,
+        stdout: collect(stdout, "stdout"),
+        stderr: collect(stderr, "stderr"),
+    };
+    Run {
+        out,
+        took: started.elapsed(),
+    }
+}
+
+/// One finished run of retry: its [`Output`] (which it derefs to), and how long it took.
+#[derive(Debug)]
+pub struct Run {
+    pub out: Output,
+    pub took: Duration,
+}
+
+impl std::ops::Deref for Run {
+    type Target = Output;
+
+    fn deref(&self) -> &Output {
+        &self.out
+    }
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    /// retry's own text log lines on stderr, without the time that -v puts before them.
+    pub fn log(&self) -> Vec<String> {
+        self.stderr()
+            .lines()
+            .map(|l| match l.split_once(' ') {
+                Some((time, rest)) if is_local_time(time) => rest,
+                _ => l,
+            })
+            .filter(|l| l.starts_with("retry:"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// stdout, one entry per line.
+    pub fn lines(&self) -> Vec<String> {
+        self.stdout().lines().map(str::to_owned).collect()
+    }
+
+    /// Every stderr line parsed as JSON (for runs with `--log-format json`).
+    pub fn json(&self) -> Vec<Value> {
+        json_lines(&self.stderr())
+    }
+
+    /// The delay_ms of every failure that was followed by a retry.
+    pub fn delays(&self) -> Vec<u64> {
+        self.json()
+            .iter()
+            .filter(|v| v["event"] == "failure")
+            .filter_map(|v| v["delay_ms"].as_u64())
+            .collect()
+    }
+
+    /// How many attempts failed, from the JSON log.
+    pub fn failures(&self) -> usize {
+        self.json()
+            .iter()
+            .filter(|v| v["event"] == "failure")
+            .count()
+    }
+
+    /// Everything, for assertion messages.
+    pub fn show(&self) -> String {
+        format!(
+            "status {:?}, took {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.out.status,
+            self.took,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+}
+
+/// `2026-11-21T21:16:03.254+01:00`, as retry stamps a text log line.
+pub fn is_local_time(word: &str) -> bool {
+    let b = word.as_bytes();
+    b.len() == "2026-11-21T21:16:03.254+01:00".len()
+        && b[4] == b'-'
+        && b[10] == b'T'
+        && b[19] == b'.'
+        && (b[23] == b'+' || b[23] == b'-')
+}
+
+/// Every line of `text` parsed as JSON.
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}")))
+        .collect()
+}
+
+/// Asserts that `actual` is the `expected` text, whole: `[..]` stands for any text within a
+/// line and `...` for any lines, once what differs from run to run is redacted (how long an
+/// attempt or a run took as `[ELAPSED]`, the time of day `-v` puts first as `[TIME]`). With
+/// `SNAPSHOTS=overwrite`, a failing `str![[...]]` in the test is rewritten to what was printed.
+/// A test's temporary folder is `[TMP]`.
+#[track_caller]
+pub fn assert_output(actual: impl snapbox::IntoData, expected: impl snapbox::IntoData) {
+    let mut redactions = snapbox::Redactions::new();
+    let duration = r"\d+(?:\.\d+)?(?:ms|s|m|h)(?: \d+(?:\.\d+)?(?:ms|s|m))*";
+    let temp = regex::escape(&std::env::temp_dir().display().to_string());
+    let varying = [
+        // A test's own folder: tempfile's `.tmpXXXXXX`.
+        ("[TMP]", format!(r"{temp}/\.tmp[0-9A-Za-z]+")),
+        (
+            "[TIME]",
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d".to_string(),
+        ),
+        // `exit status 7 after 7ms (retryable)`, `after 2 attempts in 20ms`, `89ms in all`
+        ("[ELAPSED]", format!(r"after (?<redacted>{duration}) \(")),
+        (
+            "[ELAPSED]",
+            format!(r"attempts? in (?<redacted>{duration})"),
+        ),
+        ("[ELAPSED]", format!(r"(?<redacted>{duration}) in all")),
+    ];
+    for (placeholder, pattern) in varying {
+        let pattern = regex::Regex::new(&pattern).expect("a pattern");
+        redactions
+            .insert(placeholder, pattern)
+            .expect("a redaction");
+    }
+    snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .redact_with(redactions)
+        .eq(actual, expected);
+}
+
+/// Waits for `path` to appear, as a test's command marks that it got somewhere; whether it did
+/// within [`PATIENCE`].
+pub fn appears(path: &Path) -> bool {
+    let start = Instant::now();
+    while !path.exists() {
+        if start.elapsed() > PATIENCE {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    true
 }
 
 /// Waits for the child to end, failing the test if it takes longer than `PATIENCE`.
@@ -142,11 +370,6 @@ pub fn wait(child: &mut Child) -> std::process::ExitStatus {
         }
         thread::sleep(Duration::from_millis(5));
     }
-}
-
-/// [`retry`] as an assert_cmd command, for tests that hand it stdin whole.
-pub fn cmd() -> assert_cmd::Command {
-    assert_cmd::Command::from_std(retry())
 }
 
 pub mod http;
