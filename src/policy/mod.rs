@@ -87,8 +87,6 @@ pub struct Policy {
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<StateSettings>,
-    /// `--list-keys`: where the keys' state is, and the settings to read it with (no key).
-    pub list_keys: Option<StateSettings>,
     /// A `--state` store was given without `--key`, without which it is not used.
     pub unkeyed_store: bool,
     /// The adaptive delay (`--backoff adaptive`), which needs the key's history.

@@ -21,34 +21,43 @@ use clap::{FromArgMatches, Parser};
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::outcome::Sources;
-use crate::policy::{Fleet, Origin, Origins, Policy, defaults};
+use crate::policy::{Fleet, Origin, Origins, Policy, StateSettings, defaults};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "splay", "call_time"];
 
-/// What the command line asks for.
-pub struct Setup {
-    pub policy: Policy,
-    /// Where each setting came from; filled only for `--explain`.
-    pub origins: Origins,
-    /// Print the policy and run nothing.
-    pub explain: bool,
-    /// Forget the key's state and run nothing.
-    pub reset_state: bool,
-    /// With `--explain`, simulate a fleet running the policy.
-    pub fleet: Option<Fleet>,
+/// What retry is asked to do: one mode, chosen by the command line, with what it needs.
+/// `lib.rs` dispatches on it with one `match`.
+#[derive(Debug)]
+pub enum Mode {
+    /// Run the command until it succeeds or the policy gives up (the usual case).
+    Run(Policy),
+    /// `--explain`: print the resolved policy, where each value came from, and its schedule.
+    Explain { policy: Policy, origins: Origins },
+    /// `--explain --fleet N`: simulate a fleet running the policy.
+    ExplainFleet { policy: Policy, fleet: Fleet },
+    /// `--list-keys`: every key with state in `place`, changing nothing.
+    ListKeys {
+        policy: Policy,
+        place: StateSettings,
+    },
+    /// `--reset-state`: forget the key's breaker and budget (the policy has a key).
+    ResetState(Policy),
+    /// `--generate KIND`: print the man page or a shell's completion script.
+    Generate(generate::Kind),
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
-/// into a policy; or prints why it cannot and returns how to exit.
-pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
+/// into what retry is to do; or prints why it cannot (or the help, or the version) and
+/// returns how to exit.
+pub fn parse(args: Vec<OsString>) -> Result<Mode, Exit> {
     // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
     // the rest's locals below it would make the stack a run touches pages deeper.
     parse_with(cli::parsing_command(), args)
 }
 
 #[inline(never)]
-fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, Exit> {
+fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, Exit> {
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
         // The help is made again with the text that only it shows: -h a page of what a first
@@ -81,7 +90,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     std::mem::forget(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
-        return Err(crate::report::to_stdout(&generate::render(*kind)));
+        return Ok(Mode::Generate(*kind));
     }
     // A flag that would be ignored is refused: a fleet's shape without a fleet.
     if matches.get_one::<u32>("fleet").is_none()
@@ -139,15 +148,16 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     } else {
         origins
     };
-    match Policy::try_from(cli) {
-        Ok(mut policy) => {
+    match validate::build(cli) {
+        Ok((mut policy, listed)) => {
             policy.rules.sources = sources;
-            Ok(Setup {
-                policy,
-                origins,
-                explain,
-                reset_state,
-                fleet,
+            // In this order: `--reset-state` wins over an `--explain` beside it.
+            Ok(match (listed, fleet) {
+                _ if reset_state => Mode::ResetState(policy),
+                (Some(place), _) => Mode::ListKeys { policy, place },
+                (None, Some(fleet)) => Mode::ExplainFleet { policy, fleet },
+                (None, None) if explain => Mode::Explain { policy, origins },
+                (None, None) => Mode::Run(policy),
             })
         }
         Err(e) => {
