@@ -19,7 +19,7 @@ use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
 use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::report::log::Log;
-use crate::report::reporter::Reporter;
+use crate::report::reporter::{Count, Reporter};
 use crate::report::summary::{Outcome, Summary};
 use crate::report::words;
 use crate::state::Shared;
@@ -40,6 +40,8 @@ pub struct Attempts<'a, W, R: ?Sized> {
     rng: &'a mut R,
     rep: Reporter<'a>,
     pacing: Pacing<'a>,
+    /// The attempt running or last run, 1-based; 0 before the first.
+    attempt: u32,
     /// The last attempt's status as the outcome lists judge it; `None` before the first.
     previous: Option<i32>,
     /// The breaker and budget shared with other runs (`--key`).
@@ -61,6 +63,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             rep: Reporter::new(policy, log, summary),
             // The adaptive delay needs a key, which the command line checks.
             pacing: Pacing::of(policy, true),
+            attempt: 0,
             previous: None,
             gate: Gate::new(None, 0),
         }
@@ -124,15 +127,15 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// Starts the next attempt and watches it until it ends; records it in the summary.
     fn attempt(&mut self) -> Ended {
-        self.rep.attempt += 1;
+        self.attempt += 1;
         let started = self.world.elapsed();
         let env = AttemptEnv {
-            attempt: self.rep.attempt,
+            attempt: self.attempt,
             max_attempts: self.pacing.max_attempts(),
             previous: self.previous,
             remaining: self.policy.max_time.map(|max| max.saturating_sub(started)),
         };
-        self.rep.starting(started);
+        self.rep.starting(started, self.count());
         let end = match self.world.spawn(&env) {
             Ok(()) => {
                 self.gate.started();
@@ -162,7 +165,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let now = self.world.elapsed();
         // A long attempt starts the schedule and the limit afresh, before the judgement asks
         // them for the next delay.
-        let reset = self.pacing.ran(self.rep.attempt, end.ran);
+        let reset = self.pacing.ran(self.attempt, end.ran);
         let estimates = self
             .pacing
             .learns()
@@ -172,7 +175,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let verdict = verdict::judge(
             self.policy,
             end,
-            self.rep.attempt,
+            self.attempt,
             &mut self.pacing,
             estimates.as_ref(),
             now,
@@ -194,8 +197,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         if reset && counted == Attempt::Failure {
             // A long healthy attempt is a success for the key's breaker, whatever ended it.
             counted = Attempt::Success;
-            self.rep.max_attempts = self.pacing.max_attempts();
-            self.rep.reset(now, end.ran);
+            self.rep.reset(now, end.ran, self.count());
         }
         if let Some(refused) = self
             .gate
@@ -210,6 +212,14 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             decision.overruled = Some(Overrule::Undeliverable(why));
         }
         decision
+    }
+
+    /// Which attempt this is, and the last the limit allows, for the reporter.
+    fn count(&self) -> Count {
+        Count {
+            attempt: self.attempt,
+            max_attempts: self.pacing.max_attempts(),
+        }
     }
 
     fn succeed(&mut self, end: &Ended) -> Exit {
@@ -295,7 +305,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
     fn hook(&mut self, command: Option<&str>, flag: &str, mut vars: Vec<(String, String)>) {
         let Some(command) = command else { return };
-        vars.extend(env::attempt(self.rep.attempt, self.pacing.max_attempts()));
+        vars.extend(env::attempt(self.attempt, self.pacing.max_attempts()));
         let (status, failure) = match self.world.hook(command, vars, self.policy.hooks.timeout) {
             Ok(Status::Code(0)) => return,
             Ok(status) => (Some(status), status.to_string()),
