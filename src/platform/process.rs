@@ -21,11 +21,11 @@ use nix::sys::stat::Mode;
 use nix::unistd::Pid;
 
 use super::child_fd::ChildFd;
-use super::ended::status_of;
 use super::group::{group_alive, reaps_orphans};
 use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
+use super::status::status_of;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
 use super::transcript::Transcript;
@@ -33,9 +33,9 @@ use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
 use crate::exit::Exit;
+use crate::policy::judgement::{Findings, Unstarted};
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
-use crate::policy::verdict::{Findings, Unstarted};
 use crate::policy::{Policy, StdoutMode};
 
 /// Runs the command for real.

@@ -11,13 +11,13 @@ pub mod defaults;
 pub mod duration;
 pub mod escalation;
 pub mod hints;
-pub mod outcome;
+pub mod judgement;
 pub mod output_rules;
 pub mod pacing;
+pub mod rules;
 pub mod shared;
 pub mod status;
 pub mod store;
-pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -30,7 +30,7 @@ use clap::ValueEnum;
 use self::backoff::Backoff;
 use self::codes::CodeSet;
 use self::duration::human;
-use self::outcome::Rules;
+use self::rules::Rules;
 use self::shared::SharedSettings;
 
 /// Everything that decides how a run goes.
@@ -160,21 +160,21 @@ pub struct HttpRules {
 
 /// What an HTTP status says of an attempt, when it says anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpVerdict {
+pub enum HttpClass {
     Retry,
     Fatal,
 }
 
 impl HttpRules {
     /// Fatal list → retry list → other 4xx fatal; anything else leaves it to the exit status.
-    pub fn classify(&self, code: u16) -> Option<HttpVerdict> {
+    pub fn classify(&self, code: u16) -> Option<HttpClass> {
         let code = i32::from(code);
         if self.fatal.as_ref().is_some_and(|f| f.contains(code)) {
-            Some(HttpVerdict::Fatal)
+            Some(HttpClass::Fatal)
         } else if self.retry.contains(code) {
-            Some(HttpVerdict::Retry)
+            Some(HttpClass::Retry)
         } else if self.fatal.is_none() && (400..500).contains(&code) {
-            Some(HttpVerdict::Fatal)
+            Some(HttpClass::Fatal)
         } else {
             None
         }

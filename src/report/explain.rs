@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, Params};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
-use crate::policy::outcome::NEVER_BETTER;
+use crate::policy::rules::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;

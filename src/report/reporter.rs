@@ -9,9 +9,9 @@ use super::words::{self, OpenedBy};
 use crate::exit::Exit;
 use crate::policy::Policy;
 use crate::policy::duration::human;
+use crate::policy::judgement::{Decision, Ended, Stop};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::{Status, signal_name};
-use crate::policy::verdict::{Decision, Ended, Stop};
 
 /// How an attempt's time ran out, or how it was cancelled, as the log tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,7 +403,7 @@ impl<'a> Reporter<'a> {
         );
     }
 
-    /// The attempt's log line with its verdict, and the wait before the next one when there
+    /// The attempt's log line with its judgement, and the wait before the next one when there
     /// is one; then the breaker's moves.
     pub fn failed(&mut self, now: Duration, end: &Ended, d: &Decision, delay: Option<Duration>) {
         // A cancelled attempt is said on the give-up line, with how it was cancelled.
@@ -415,7 +415,7 @@ impl<'a> Reporter<'a> {
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
         e.duration = Some(end.ran);
-        e.reason = words::verdict(d, &self.policy.rules, &self.key_name);
+        e.reason = words::judgement(d, &self.policy.rules, &self.key_name);
         e.delay = delay;
         self.log.write(&e);
         self.log_moves(now);

@@ -4,16 +4,18 @@
 use std::time::{Duration, SystemTime};
 
 use crate::policy::duration::human;
-use crate::policy::outcome::{Reason, Rules};
+use crate::policy::judgement::{
+    Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
+};
+use crate::policy::rules::{Reason, Rules};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::signal_name;
-use crate::policy::verdict::{Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable};
 
-/// The verdict on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
+/// The judgement on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
 /// `fatal: in --fatal-on`, `in --retry-on; not retried: attempts used up`. `None` for a
 /// success.
-pub fn verdict(d: &Decision, rules: &Rules, key: &str) -> Option<String> {
-    let base = judged(&d.verdict.judgement, rules);
+pub fn judgement(d: &Decision, rules: &Rules, key: &str) -> Option<String> {
+    let base = judged(&d.judgement, rules);
     match &d.overruled {
         None => base,
         Some(Overrule::Refused(refused)) => {
@@ -34,14 +36,14 @@ pub fn why(d: &Decision, rules: &Rules, key: &str) -> String {
     match &d.overruled {
         Some(Overrule::Refused(refused)) => refusal(*refused, key),
         Some(Overrule::Unrepeatable(why) | Overrule::Undeliverable(why)) => why.clone(),
-        None => ends(&d.verdict.judgement, rules),
+        None => ends(&d.judgement, rules),
     }
 }
 
 /// Whether the give-up reason names the attempt's status already, so that the give-up line
 /// need not add it.
 pub fn names_status(d: &Decision) -> bool {
-    d.overruled.is_none() && matches!(d.verdict.judgement, Judgement::Fatal(Fatal::Status { .. }))
+    d.overruled.is_none() && matches!(d.judgement, Judgement::Fatal(Fatal::Status { .. }))
 }
 
 fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
@@ -52,7 +54,7 @@ fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
             reason: Reason::NeverBetter,
             ..
         }) => "fatal: will not get better".to_string(),
-        Judgement::Fatal(Fatal::Status { reason, .. }) => rules.say(*reason),
+        Judgement::Fatal(Fatal::Status { reason, .. }) => reason_why(*reason, rules),
         Judgement::Fatal(fatal) => format!("fatal: {}", fatal_why(fatal, rules)),
         Judgement::OutputGone => format!("not retried: {OUTPUT_GONE}"),
         // Such a failure says it is not retried: "(retryable)" would mislead.
@@ -111,16 +113,29 @@ fn fatal_why(fatal: &Fatal, rules: &Rules) -> String {
             ..
         } => {
             let what = match unstarted {
-                crate::policy::verdict::Unstarted::NotFound => "command not found",
-                crate::policy::verdict::Unstarted::CannotExecute => "cannot execute",
-                crate::policy::verdict::Unstarted::NoResources => {
-                    "not started for lack of resources"
-                }
+                Unstarted::NotFound => "command not found",
+                Unstarted::CannotExecute => "cannot execute",
+                Unstarted::NoResources => "not started for lack of resources",
             };
             format!("status {status}: {what}")
         }
         Fatal::Status { status, reason, .. } => {
-            format!("status {status} is {}", rules.say(*reason))
+            format!("status {status} is {}", reason_why(*reason, rules))
+        }
+    }
+}
+
+/// Why a status was classed so, naming the list that decided it and where it came from:
+/// `retryable: in --retry-on`, `fatal: not in retry-on of profile ci`.
+pub fn reason_why(reason: Reason, rules: &Rules) -> String {
+    let sources = &rules.sources;
+    match reason {
+        Reason::RetryOn => format!("retryable: in {}", sources.retry_on),
+        Reason::FatalOn => format!("fatal: in {}", sources.fatal_on),
+        Reason::NotInRetryOn => format!("fatal: not in {}", sources.retry_on),
+        Reason::AnyFailure => "retryable".to_string(),
+        Reason::NeverBetter => {
+            "fatal: cannot execute or not found; will not get better".to_string()
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The attempt loop: start an attempt, watch it, judge it, and retry it after a wait, until a
 //! judgement or a limit ends the run. Everything that touches the world comes through
 //! [`World`], what the key's state says through the [`Gate`], and everything the run tells
-//! through the [`Reporter`]; the judgement itself is [`verdict::judge`], a pure function. The
+//! through the [`Reporter`]; the judgement itself is [`judgement::judge`], a pure function. The
 //! loop is tested with a scripted world and a fake clock, without sleeping.
 
 use std::time::Duration;
@@ -15,9 +15,9 @@ use crate::exit::Exit;
 use crate::platform::world::{AttemptEnv, Event, World};
 use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
+use crate::policy::judgement::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
-use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::report::log::Log;
 use crate::report::reporter::{Count, Reporter};
 use crate::report::summary::{Outcome, Summary};
@@ -172,7 +172,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .then(|| self.gate.estimates(now, self.policy.backoff.delay))
             .flatten();
         let world = &*self.world;
-        let verdict = verdict::judge(
+        let mut decision = judgement::judge(
             self.policy,
             end,
             self.attempt,
@@ -182,17 +182,13 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             self.rng,
             || world.output_gone(),
         );
-        let mut decision = Decision {
-            verdict,
-            overruled: None,
-        };
         if matches!(decision.next(), Next::Retry(_))
             && let Some(why) = self.world.unrepeatable()
         {
             decision.overruled = Some(Overrule::Unrepeatable(why));
         }
         let wants_retry = matches!(decision.next(), Next::Retry(_));
-        let mut counted = decision.verdict.judgement.counted();
+        let mut counted = decision.judgement.counted();
         let now = self.world.elapsed();
         if reset && counted == Attempt::Failure {
             // A long healthy attempt is a success for the key's breaker, whatever ended it.
@@ -231,7 +227,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Ends the run on the attempt's decision.
     fn give_up_after(&mut self, end: &Ended, d: &Decision) -> Exit {
         self.rep.failed(self.world.elapsed(), end, d, None);
-        let exit = match (end.cancelled, &d.overruled, d.verdict.said_failed) {
+        let exit = match (end.cancelled, &d.overruled, d.said_failed) {
             // A cancelled run ends by the signal it got, whatever the command made of it (a
             // trap that exits 1): a shell stops its loop or script only for a child that died
             // by the signal, as `sleep` in the same place would.

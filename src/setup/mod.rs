@@ -20,7 +20,7 @@ use clap::{FromArgMatches, Parser};
 
 use self::cli::Cli;
 use crate::exit::Exit;
-use crate::policy::outcome::Sources;
+use crate::policy::rules::Sources;
 use crate::policy::{Fleet, Origin, Origins, Policy, StateSettings, defaults};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.

@@ -10,7 +10,7 @@ use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
 use crate::policy::codes::CodeSet;
-use crate::policy::outcome::Rules;
+use crate::policy::rules::Rules;
 use crate::policy::shared::SharedSettings;
 use crate::policy::store::{self, Secret, StoreSettings, StoreUrl};
 use crate::policy::{
