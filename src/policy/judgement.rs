@@ -269,7 +269,13 @@ pub fn judge<R: Rng + ?Sized>(
     } else {
         match classify(p, end) {
             Ok(classified) => classified,
-            Err(judged) => return judged,
+            Err((judgement, said_failed)) => {
+                return Decision {
+                    judgement,
+                    said_failed,
+                    overruled: None,
+                };
+            }
         }
     };
     let ends = |judgement| Decision {
@@ -320,12 +326,11 @@ pub fn judge<R: Rng + ?Sized>(
 
 /// What the exit status and the findings of a started attempt say: why it is retried (and
 /// what said it failed, if its status is a success), or the judgement that ends the run.
-fn classify(p: &Policy, end: &Ended) -> Result<(Retryable, Option<SaidFailed>), Decision> {
-    let plain = |judgement| Decision {
-        judgement,
-        said_failed: None,
-        overruled: None,
-    };
+fn classify(
+    p: &Policy,
+    end: &Ended,
+) -> Result<(Retryable, Option<SaidFailed>), (Judgement, Option<SaidFailed>)> {
+    let plain = |judgement| (judgement, None);
     let status = end.number();
     let f = &end.findings;
     let http = f
@@ -353,11 +358,7 @@ fn classify(p: &Policy, end: &Ended) -> Result<(Retryable, Option<SaidFailed>), 
             SaidFailed::Output
         })
         .filter(|_| !f.stop);
-    let ends = |judgement| Decision {
-        judgement,
-        said_failed,
-        overruled: None,
-    };
+    let ends = |judgement| (judgement, said_failed);
     if let Some(why) = fatal {
         return Err(ends(Judgement::Fatal(why)));
     }
