@@ -31,7 +31,7 @@ pub struct Findings {
     /// The command asked not to be retried.
     pub stop: bool,
     /// Something retry could not use, to be logged as a warning (a FIFO where the hint file
-    /// should be, a TMPDIR where no hint folder can be made); it changes no verdict.
+    /// should be, a TMPDIR where no hint folder can be made); it changes no judgement.
     pub warning: Option<String>,
 }
 

@@ -174,7 +174,7 @@ fn follows(following: Option<Following>) -> String {
     }
 }
 
-/// The limit, as the attempt's verdict names it.
+/// The limit, as the attempt's judgement names it.
 fn limit_short(limit: Limit) -> &'static str {
     match limit {
         Limit::AttemptsUsedUp => "attempts used up",
