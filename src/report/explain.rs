@@ -17,6 +17,7 @@ use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
 use crate::policy::{LogFormat, Origins, Policy, StateSettings, StdoutMode, defaults};
 use crate::quote;
+use crate::report::words;
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -102,7 +103,7 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
                 Some(list) => list.to_string(),
             },
         ),
-        ("fatal-on", p.fatal_list()),
+        ("fatal-on", words::fatal_list(p)),
         ("retry-if-output", patterns(&p.output_rules.retry)),
         ("fatal-if-output", patterns(&p.output_rules.fatal)),
         (
@@ -527,8 +528,8 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
                 .into(),
         );
     }
-    w.extend(p.warnings());
-    w.extend(p.store_warning());
+    w.extend(words::warnings(p));
+    w.extend(words::store_warning(p));
     if !p.rules.success.contains(0) {
         w.push(format!(
             "--success-on {} leaves out 0: an attempt that exits 0 is a failure, and a run that \

@@ -107,7 +107,7 @@ impl<'a> Reporter<'a> {
     pub fn policy_line(&mut self, now: Duration) {
         if self.log.shows(Event::Policy) {
             let mut e = self.entry(Event::Policy, now);
-            e.reason = Some(self.policy.to_string());
+            e.reason = Some(words::policy_line(self.policy));
             e.policy = Some(PolicyFields::of(self.policy));
             self.log.write(&e);
         }
@@ -116,10 +116,10 @@ impl<'a> Reporter<'a> {
     /// The warnings about the settings: a retry inside another, a breaker's open time past
     /// its longest, a store without a key.
     pub fn warnings(&mut self, now: Duration) {
-        for warning in self.policy.warnings() {
+        for warning in words::warnings(self.policy) {
             self.say(Event::Warning, now, warning);
         }
-        if let Some(warning) = self.policy.store_warning() {
+        if let Some(warning) = words::store_warning(self.policy) {
             self.say(Event::Warning, now, format!("warning: {warning}"));
         }
     }

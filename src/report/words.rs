@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::policy::Policy;
 use crate::policy::duration::human;
 use crate::policy::judgement::{
     Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
@@ -236,4 +237,115 @@ pub fn opened(key: &str, open: Duration, by: OpenedBy) -> String {
 /// The breaker's move after a probe succeeded.
 pub fn closed(key: &str) -> String {
     format!("key '{key}': the breaker closed: the probe succeeded")
+}
+
+// The words about the settings themselves.
+
+/// The warning of a `--state` store given without a key.
+pub fn store_warning(p: &Policy) -> Option<String> {
+    p.unkeyed_store
+        .then(|| "--state is not used without --key: the state is per key; give --key NAME".into())
+}
+
+/// The warning of a retry inside another's attempt: their attempts multiply.
+fn nesting_warning(p: &Policy) -> Option<String> {
+    let n = &p.nesting;
+    if n.level < 2 {
+        return None;
+    }
+    let here = p
+        .attempts
+        .map_or("unlimited".to_string(), |a| a.to_string());
+    let product = match (n.outer_attempts, p.attempts) {
+        (Some(Some(outer)), Some(inner)) => format!(
+            "{outer} × {inner} = {} runs of the command at most",
+            u64::from(outer) * u64::from(inner)
+        ),
+        (Some(None), _) | (_, None) => {
+            format!("the outer retry's attempts × {here} here, without a limit")
+        }
+        (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
+    };
+    Some(format!(
+        "this retry runs inside another (level {}): attempts multiply, {product}; \
+         retry in one place only, or give the inner one -n 1",
+        n.level
+    ))
+}
+
+/// The warning of a breaker's first open time longer than its longest: the longest wins.
+fn breaker_cap_warning(p: &Policy) -> Option<String> {
+    let b = &p.state.as_ref()?.shared.breaker;
+    (b.enabled() && b.open > b.open_max).then(|| {
+        format!(
+            "--breaker-open {} is longer than --breaker-open-max {}: the breaker stays open \
+             {} at most; raise --breaker-open-max to keep it open longer",
+            human(b.open),
+            human(b.open_max),
+            human(b.open_max)
+        )
+    })
+}
+
+/// The warning of `--preset curl` without a header dump: curl's exit 22 says only "HTTP
+/// error", so without the status a 404 is retried as a 503 is.
+fn header_dump_warning(p: &Policy) -> Option<String> {
+    let dumped = p
+        .command
+        .iter()
+        .skip(1)
+        .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
+    (p.preset == Some("curl") && !dumped).then(|| {
+        "--preset curl without a header dump: retry cannot see the HTTP status, and curl's \
+         exit 22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl \
+         -D {hints} (retry then reads the status from it)"
+            .to_string()
+    })
+}
+
+/// Every warning about the settings themselves, said before the first attempt.
+pub fn warnings(p: &Policy) -> impl Iterator<Item = String> + use<> {
+    nesting_warning(p)
+        .into_iter()
+        .chain(breaker_cap_warning(p))
+        .chain(header_dump_warning(p))
+}
+
+/// Every status that is fatal before `--retry-on` is consulted.
+pub fn fatal_list(p: &Policy) -> String {
+    let all = p.rules.never_better.union(&p.rules.fatal_on);
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.to_string()
+    }
+}
+
+/// One line: the policy as the -v log shows it.
+pub fn policy_line(p: &Policy) -> String {
+    let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
+    let b = &p.backoff;
+    let attempts = p
+        .attempts
+        .map_or("unlimited".to_string(), |n| n.to_string());
+    format!(
+        "attempts={attempts} backoff={}{} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+        if p.adaptive.is_some() {
+            "adaptive, else "
+        } else {
+            ""
+        },
+        b.shape,
+        human(b.delay),
+        human(b.max_delay),
+        b.jitter,
+        opt(p.max_time),
+        opt(p.attempt_timeout),
+        p.rules.success,
+        p.rules
+            .retry_on
+            .as_ref()
+            .map_or("any".to_string(), ToString::to_string),
+        fatal_list(p),
+    )
 }

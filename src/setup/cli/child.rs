@@ -12,6 +12,7 @@ use crate::policy::status::NAMES;
 
 /// The child process.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "The child process")]
 pub struct Child {
     /// Signal sent to the attempt's process group when it times out.

@@ -10,6 +10,7 @@ use crate::setup::presets;
 
 /// Configuration.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Configuration")]
 pub struct Configuration {
     /// Read settings from this config file instead of $RETRY_CONFIG or

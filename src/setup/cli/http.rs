@@ -9,6 +9,7 @@ use crate::policy::duration;
 
 /// HTTP and hints.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "HTTP and hints")]
 pub struct Http {
     /// HTTP statuses, from a header dump in the hint file, that are retried.

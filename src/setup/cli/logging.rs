@@ -9,6 +9,7 @@ use crate::policy::LogFormat;
 
 /// Logging.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Logging")]
 pub struct Logging {
     /// More log lines, each with the time: the resolved policy, each attempt's start, and a

@@ -9,6 +9,7 @@ use crate::policy::duration;
 
 /// Hooks and reports.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Hooks and reports")]
 pub struct Reports {
     /// Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS

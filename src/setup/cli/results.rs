@@ -11,6 +11,7 @@ use crate::setup::presets::Preset;
 
 /// Which results are retried.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Which results are retried")]
 pub struct Results {
     /// Statuses that count as success, e.g. 0,3 (replaces the default 0).

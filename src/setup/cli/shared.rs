@@ -11,6 +11,7 @@ use crate::policy::store::FailMode;
 
 /// Shared state (--key).
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Shared state (--key)")]
 pub struct Shared {
     /// Share a circuit breaker and a retry budget with every run that uses this key: name the

@@ -9,6 +9,7 @@ use crate::policy::duration;
 
 /// Explain a fleet.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "Explain a fleet")]
 pub struct Simulated {
     /// With --explain: simulate N processes (1 to 100000) running this policy against one

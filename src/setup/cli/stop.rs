@@ -10,6 +10,7 @@ use crate::setup::minfrin;
 
 /// When to stop.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "When to stop")]
 pub struct Stop {
     /// Total attempts, the first included (at least 1) [default: 5].

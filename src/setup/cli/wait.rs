@@ -12,6 +12,7 @@ use crate::setup::minfrin;
 
 /// How long to wait between attempts.
 #[derive(Debug, Args)]
+#[group(skip)]
 #[command(next_help_heading = "How long to wait")]
 pub struct Wait {
     /// Base delay before the first retry.
