@@ -243,30 +243,6 @@ pub enum Origin {
     HintsInCommand,
 }
 
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Flag => f.write_str("flag"),
-            Origin::Profile(name) => write!(f, "profile {name}"),
-            Origin::File(path) => write!(f, "{}", path.display()),
-            Origin::Default => f.write_str("default"),
-            Origin::Preset { name, by, own } => {
-                if let Some(own) = own {
-                    write!(f, "{own}, and ")?;
-                }
-                write!(f, "preset {name}")?;
-                match by.as_ref() {
-                    Origin::Flag => Ok(()),
-                    // -p curl: a preset used as a profile.
-                    Origin::Profile(profile) if profile == name => write!(f, ", by -p {name}"),
-                    by => write!(f, ", from {by}"),
-                }
-            }
-            Origin::HintsInCommand => f.write_str("{hints} in the command"),
-        }
-    }
-}
-
 /// Where each setting that was not a built-in default came from, by long flag name.
 pub type Origins = BTreeMap<String, Origin>;
 
