@@ -15,7 +15,7 @@ use crate::policy::rules::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::store::FailMode;
-use crate::policy::{LogFormat, Origin, Origins, Policy, StateSettings, StdoutMode, defaults};
+use crate::policy::{LogFormat, Origins, Policy, StateSettings, StdoutMode, defaults};
 use crate::quote;
 use crate::report::words;
 
@@ -337,32 +337,8 @@ fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
         _ => "default",
     };
     match given {
-        Some(o) => format!("  ({})", came_from(o)),
+        Some(o) => format!("  ({})", words::came_from(o)),
         None => format!("  ({default})"),
-    }
-}
-
-/// Where a setting came from, in the words of `--explain`'s rows: `flag`, `profile ci`, a
-/// file's path, `preset curl, by -p curl`.
-fn came_from(origin: &Origin) -> String {
-    match origin {
-        Origin::Flag => "flag".into(),
-        Origin::Profile(name) => format!("profile {name}"),
-        Origin::File(path) => path.display().to_string(),
-        Origin::Default => "default".into(),
-        Origin::Preset { name, by, own } => {
-            let own = own
-                .as_ref()
-                .map_or(String::new(), |own| format!("{}, and ", came_from(own)));
-            let by = match by.as_ref() {
-                Origin::Flag => String::new(),
-                // -p curl: a preset used as a profile.
-                Origin::Profile(profile) if profile == name => format!(", by -p {name}"),
-                by => format!(", from {}", came_from(by)),
-            };
-            format!("{own}preset {name}{by}")
-        }
-        Origin::HintsInCommand => "{hints} in the command".into(),
     }
 }
 

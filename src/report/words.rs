@@ -3,7 +3,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::policy::Policy;
 use crate::policy::duration::human;
 use crate::policy::judgement::{
     Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
@@ -11,6 +10,7 @@ use crate::policy::judgement::{
 use crate::policy::rules::{Reason, Rules};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::signal_name;
+use crate::policy::{Origin, Policy};
 
 /// The judgement on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
 /// `fatal: in --fatal-on`, `in --retry-on; not retried: attempts used up`. `None` for a
@@ -348,4 +348,28 @@ pub fn policy_line(p: &Policy) -> String {
             .map_or("any".to_string(), ToString::to_string),
         fatal_list(p),
     )
+}
+
+/// Where a setting came from, in the words of `--explain`'s rows: `flag`, `profile ci`, a
+/// file's path, `preset curl, by -p curl`.
+pub fn came_from(origin: &Origin) -> String {
+    match origin {
+        Origin::Flag => "flag".into(),
+        Origin::Profile(name) => format!("profile {name}"),
+        Origin::File(path) => path.display().to_string(),
+        Origin::Default => "default".into(),
+        Origin::Preset { name, by, own } => {
+            let own = own
+                .as_ref()
+                .map_or(String::new(), |own| format!("{}, and ", came_from(own)));
+            let by = match by.as_ref() {
+                Origin::Flag => String::new(),
+                // -p curl: a preset used as a profile.
+                Origin::Profile(profile) if profile == name => format!(", by -p {name}"),
+                by => format!(", from {}", came_from(by)),
+            };
+            format!("{own}preset {name}{by}")
+        }
+        Origin::HintsInCommand => "{hints} in the command".into(),
+    }
 }
