@@ -16,7 +16,12 @@ use crate::policy::status::NAMES;
 #[command(next_help_heading = "The child process")]
 pub struct Child {
     /// Signal sent to the attempt's process group when it times out.
-    #[arg(long, value_name = "SIG", value_parser = Offered::new(signal, || NAMES.to_vec()), hide_possible_values = true)]
+    #[arg(
+        long,
+        value_name = "SIG",
+        value_parser = Offered::new(signal, || NAMES.to_vec()),
+        hide_possible_values = true,
+    )]
     pub kill_signal: Option<i32>,
 
     /// After --kill-signal, wait this long before sending SIGKILL.

@@ -24,6 +24,12 @@ pub struct Configuration {
     pub no_config: bool,
 
     /// Use this profile of the config file, or a built-in preset of that name.
-    #[arg(short = 'p', long, value_name = "NAME", value_parser = Offered::new(|s: &str| Ok(s.to_string()), presets::names), hide_possible_values = true)]
+    #[arg(
+        short = 'p',
+        long,
+        value_name = "NAME",
+        value_parser = Offered::new(|s: &str| Ok(s.to_string()), presets::names),
+        hide_possible_values = true,
+    )]
     pub profile: Option<String>,
 }

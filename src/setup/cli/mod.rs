@@ -1,7 +1,7 @@
 //! The command line: every flag defined once, with its help, in one struct per help heading
 //! (`stop`, `wait`, `results`, `http`, `child`, `logging`, `reports`, `shared`,
 //! `configuration`, `simulated`) flattened into [`Cli`]; each default the help shows defined
-//! once, in [`DEFAULTS`](defaults!). Parses types (durations, lists, signals: `parsers`); how
+//! once, in the `defaults!` table. Parses types (durations, lists, signals: `parsers`); how
 //! flags relate to each other is checked when the policy is built.
 
 mod child;
@@ -90,21 +90,50 @@ pub struct Cli {
     pub simulated: Simulated,
 
     /// minfrin's retry's --until: refused, naming the --success-on that says it here.
-    #[arg(short = 'u', long, value_name = "CRITERIA", hide = true, help_heading = NO_HEADING, value_parser = minfrin::until)]
+    #[arg(
+        short = 'u',
+        long,
+        value_name = "CRITERIA",
+        hide = true,
+        help_heading = NO_HEADING,
+        value_parser = minfrin::until,
+    )]
     pub until: Option<String>,
 
     /// minfrin's retry's --while: refused, naming the --retry-on that says it here.
-    #[arg(short = 'w', long = "while", value_name = "CRITERIA", hide = true, help_heading = NO_HEADING, value_parser = minfrin::while_)]
+    #[arg(
+        short = 'w',
+        long = "while",
+        value_name = "CRITERIA",
+        hide = true,
+        help_heading = NO_HEADING,
+        value_parser = minfrin::while_,
+    )]
     pub while_: Option<String>,
 
     /// minfrin's retry's --message: refused, naming --name.
-    #[arg(short = 'm', long, value_name = "TEXT", hide = true, help_heading = NO_HEADING, value_parser = minfrin::message)]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "TEXT",
+        hide = true,
+        help_heading = NO_HEADING,
+        value_parser = minfrin::message,
+    )]
     pub message: Option<String>,
 
     /// The command to run and its arguments, passed on byte for byte: run directly, not
     /// through a shell (`retry -- sh -c '...'` asks for one). Put `--` before it when it
     /// begins with a dash.
-    #[arg(value_name = "COMMAND", help_heading = "Command", trailing_var_arg = true, num_args = 1.., value_hint = clap::ValueHint::CommandWithArguments, value_parser = clap::value_parser!(OsString), required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys", "generate"])]
+    #[arg(
+        value_name = "COMMAND",
+        help_heading = "Command",
+        trailing_var_arg = true,
+        num_args = 1..,
+        value_hint = clap::ValueHint::CommandWithArguments,
+        value_parser = clap::value_parser!(OsString),
+        required_unless_present_any = ["explain", "reset_state", "fleet", "list_keys", "generate"],
+    )]
     pub command: Vec<OsString>,
 }
 

@@ -29,7 +29,12 @@ pub struct Results {
     /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
     /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
     /// fatal one.
-    #[arg(long, value_name = "NAME", value_parser = Offered::new(preset, presets::names), hide_possible_values = true)]
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_parser = Offered::new(preset, presets::names),
+        hide_possible_values = true,
+    )]
     pub preset: Option<&'static Preset>,
 
     /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).

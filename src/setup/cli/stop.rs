@@ -14,7 +14,13 @@ use crate::setup::minfrin;
 #[command(next_help_heading = "When to stop")]
 pub struct Stop {
     /// Total attempts, the first included (at least 1) [default: 5].
-    #[arg(short = 'n', long, value_name = "N", value_parser = attempts, conflicts_with_all = ["retries", "forever"])]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "N",
+        value_parser = attempts,
+        conflicts_with_all = ["retries", "forever"],
+    )]
     pub attempts: Option<u32>,
 
     /// Retries after the first attempt: the same as --attempts N+1.
@@ -26,7 +32,13 @@ pub struct Stop {
     pub forever: bool,
 
     /// The same as --attempts N: minfrin's retry's spelling, kept for its scripts.
-    #[arg(short = 't', long, value_name = "N", value_parser = minfrin::times, conflicts_with_all = ["attempts", "retries", "forever"])]
+    #[arg(
+        short = 't',
+        long,
+        value_name = "N",
+        value_parser = minfrin::times,
+        conflicts_with_all = ["attempts", "retries", "forever"],
+    )]
     pub times: Option<u32>,
 
     /// Deadline for the whole run, attempts and waits together; 0 means none, as in timeout(1).

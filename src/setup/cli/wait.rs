@@ -43,7 +43,13 @@ pub struct Wait {
     pub delays: Option<Vec<Duration>>,
 
     /// Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay).
-    #[arg(short = 'j', long, value_name = "KIND", value_parser = Offered::new(jitter, || vec!["none", "full", "equal", "decorrelated", "10%"]), hide_possible_values = true)]
+    #[arg(
+        short = 'j',
+        long,
+        value_name = "KIND",
+        value_parser = Offered::new(jitter, || vec!["none", "full", "equal", "decorrelated", "10%"]),
+        hide_possible_values = true,
+    )]
     pub jitter: Option<Jitter>,
 
     /// Seed for the random source, for a reproducible schedule.
