@@ -2,8 +2,9 @@
 //! a way that will not get better, or a limit is reached.
 //!
 //! The data flows one way: [`setup`] turns the command line (and config files) into a
-//! [`setup::Mode`], what retry is asked to do, most often to run a [`policy::Policy`]; [`run`] runs the attempts it allows; [`report`] tells what happened; and
-//! [`exit`] ends the process as the last attempt did. See ARCHITECTURE.md.
+//! [`setup::Mode`], what retry is asked to do, most often to run a [`policy::Policy`]; [`run`]
+//! runs the attempts it allows; [`report`] tells what happened; and [`exit`] ends the process
+//! as the last attempt did. See ARCHITECTURE.md.
 
 pub mod env;
 pub mod exit;

@@ -297,7 +297,7 @@ pub fn short_help_command() -> clap::Command {
 }
 
 /// [`command`] without what only `--help`, the man page and the completions show: the long
-/// help's sections, and the flags' defaults (see [`defaults!`]). What every run parses its
+/// help's sections, and the flags' defaults (see `defaults!`). What every run parses its
 /// flags with; a run takes the defaults of the flags it was not given from
 /// [`Cli::with_defaults`].
 ///
