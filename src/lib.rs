@@ -2,8 +2,9 @@
 //! a way that will not get better, or a limit is reached.
 //!
 //! The data flows one way: [`setup`] turns the command line (and config files) into a
-//! [`policy::Policy`]; [`run`] runs the attempts it allows; [`report`] tells what happened; and
-//! [`exit`] ends the process as the last attempt did. See ARCHITECTURE.md.
+//! [`setup::Mode`], what retry is asked to do, most often to run a [`policy::Policy`]; [`run`]
+//! runs the attempts it allows; [`report`] tells what happened; and [`exit`] ends the process
+//! as the last attempt did. See ARCHITECTURE.md.
 
 pub mod env;
 pub mod exit;
@@ -20,6 +21,7 @@ use std::ffi::OsString;
 use std::time::Instant;
 
 use crate::exit::Exit;
+use crate::setup::Mode;
 
 /// Runs retry with these arguments (the first is the program name) and returns how to exit.
 pub fn run<I, T>(args: I) -> Exit
@@ -28,43 +30,41 @@ where
     T: Into<OsString> + Clone,
 {
     let start = Instant::now();
-    let setup = match setup::parse(args.into_iter().map(Into::into).collect()) {
-        Ok(setup) => setup,
+    let mode = match setup::parse(args.into_iter().map(Into::into).collect()) {
+        Ok(mode) => mode,
         Err(exit) => return exit,
     };
-    let policy = &setup.policy;
-    if setup.reset_state {
-        return reset_state(policy);
-    }
-    if let Some(place) = &policy.list_keys {
-        return list_keys(policy, place);
-    }
-    if let (true, Some(fleet)) = (setup.explain, setup.fleet) {
-        let text = match sim::explain::fleet(policy, fleet) {
-            Ok(text) => text,
+    match mode {
+        Mode::Run(policy) => run::run(&policy, start),
+        Mode::Explain { policy, origins } => explain(&policy, &origins),
+        Mode::ExplainFleet { policy, fleet } => match sim::explain::fleet(&policy, fleet) {
+            Ok(text) => report::to_stdout(text.as_bytes()),
             Err(why) => {
                 eprintln!("retry: error: {}", quote::clean(&why));
-                return Exit::FAILURE;
+                Exit::FAILURE
             }
-        };
-        return report::to_stdout(text.as_bytes());
+        },
+        Mode::ListKeys { policy, place } => list_keys(&policy, &place),
+        Mode::ResetState(policy) => reset_state(&policy),
+        Mode::Generate(kind) => report::to_stdout(&setup::generate::render(kind)),
     }
-    if setup.explain {
-        // The key's state, read without changing it.
-        let key = policy.state.as_ref().map(|settings| {
-            let mut shared = state::open(settings);
-            let view = shared.view().map_err(|e| e.to_string());
-            report::explain::KeyReport {
-                place: shared.describe(),
-                view,
-                now: shared.now(),
-                note: shared.warning.take(),
-            }
-        });
-        let text = report::explain::explain(policy, &setup.origins, key.as_ref());
-        return report::to_stdout(text.as_bytes());
-    }
-    run::run(policy, start)
+}
+
+/// `--explain`: the policy, where each value came from, and the key's state, read without
+/// changing it.
+fn explain(policy: &policy::Policy, origins: &policy::Origins) -> Exit {
+    let key = policy.state.as_ref().map(|settings| {
+        let mut shared = state::open(settings);
+        let view = shared.view().map_err(|e| e.to_string());
+        report::explain::KeyReport {
+            place: shared.describe(),
+            view,
+            now: shared.now(),
+            note: shared.warning.take(),
+        }
+    });
+    let text = report::explain::explain(policy, origins, key.as_ref());
+    report::to_stdout(text.as_bytes())
 }
 
 /// A flag that runs nothing was given a command: says that it was not run.

@@ -9,9 +9,9 @@ use nix::poll::{PollFd, PollFlags};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::ended::status_of;
 use super::group::group_alive;
 use super::signals::Signals;
+use super::status::status_of;
 use crate::env;
 use crate::policy::escalation::{Escalation, STRAGGLER_POLL};
 use crate::policy::status::Status;

@@ -8,7 +8,6 @@
 
 mod child_fd;
 pub mod clock;
-mod ended;
 pub mod exit;
 pub mod files;
 mod group;
@@ -19,6 +18,7 @@ mod pipe;
 pub mod process;
 pub mod signals;
 mod spool;
+mod status;
 mod stdin;
 mod terminal;
 pub mod time;

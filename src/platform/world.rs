@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+pub use crate::policy::judgement::{Findings, Unstarted};
 use crate::policy::status::Status;
-pub use crate::policy::verdict::{Findings, Unstarted};
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub trait World {
     fn unrepeatable(&self) -> Option<String> {
         None
     }
-    /// The attempt's verdict is known: `last` when it ends the run (its held output goes to
+    /// The attempt's judgement is known: `last` when it ends the run (its held output goes to
     /// stdout then, else to stderr). Fails when output that retry carries for the attempt
     /// could not be delivered.
     fn finish(&mut self, last: bool) -> Result<(), String>;
@@ -95,7 +95,7 @@ pub struct SpawnError {
     /// 127 when the command was not found, 126 when it could not be executed, 125 when the
     /// system lacked the resources to start it.
     pub status: i32,
-    /// Why, as the verdict sees it.
+    /// Why, as the judgement sees it.
     pub why: Unstarted,
     pub message: String,
 }

@@ -11,13 +11,13 @@ pub mod defaults;
 pub mod duration;
 pub mod escalation;
 pub mod hints;
+pub mod judgement;
 pub mod key;
-pub mod outcome;
 pub mod output_rules;
 pub mod pacing;
+pub mod rules;
 pub mod shared;
 pub mod status;
-pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -29,9 +29,8 @@ use clap::ValueEnum;
 
 use self::backoff::Backoff;
 use self::codes::CodeSet;
-use self::duration::human;
 pub use self::key::KeySettings;
-use self::outcome::Rules;
+use self::rules::Rules;
 
 /// Everything that decides how a run goes.
 #[derive(Clone, Debug)]
@@ -87,8 +86,6 @@ pub struct Policy {
     pub log: LogSettings,
     /// State shared with other runs (`--key`); `None` without a key.
     pub state: Option<KeySettings>,
-    /// `--list-keys`: where the keys' state is, and the settings to read it with (no key).
-    pub list_keys: Option<KeySettings>,
     /// A `--state` store was given without `--key`, without which it is not used.
     pub unkeyed_store: bool,
     /// The adaptive delay (`--backoff adaptive`), which needs the key's history.
@@ -151,21 +148,21 @@ pub struct HttpRules {
 
 /// What an HTTP status says of an attempt, when it says anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpVerdict {
+pub enum HttpClass {
     Retry,
     Fatal,
 }
 
 impl HttpRules {
     /// Fatal list → retry list → other 4xx fatal; anything else leaves it to the exit status.
-    pub fn classify(&self, code: u16) -> Option<HttpVerdict> {
+    pub fn classify(&self, code: u16) -> Option<HttpClass> {
         let code = i32::from(code);
         if self.fatal.as_ref().is_some_and(|f| f.contains(code)) {
-            Some(HttpVerdict::Fatal)
+            Some(HttpClass::Fatal)
         } else if self.retry.contains(code) {
-            Some(HttpVerdict::Retry)
+            Some(HttpClass::Retry)
         } else if self.fatal.is_none() && (400..500).contains(&code) {
-            Some(HttpVerdict::Fatal)
+            Some(HttpClass::Fatal)
         } else {
             None
         }
@@ -235,30 +232,6 @@ pub enum Origin {
     HintsInCommand,
 }
 
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Flag => f.write_str("flag"),
-            Origin::Profile(name) => write!(f, "profile {name}"),
-            Origin::File(path) => write!(f, "{}", path.display()),
-            Origin::Default => f.write_str("default"),
-            Origin::Preset { name, by, own } => {
-                if let Some(own) = own {
-                    write!(f, "{own}, and ")?;
-                }
-                write!(f, "preset {name}")?;
-                match by.as_ref() {
-                    Origin::Flag => Ok(()),
-                    // -p curl: a preset used as a profile.
-                    Origin::Profile(profile) if profile == name => write!(f, ", by -p {name}"),
-                    by => write!(f, ", from {by}"),
-                }
-            }
-            Origin::HintsInCommand => f.write_str("{hints} in the command"),
-        }
-    }
-}
-
 /// Where each setting that was not a built-in default came from, by long flag name.
 pub type Origins = BTreeMap<String, Origin>;
 
@@ -325,119 +298,5 @@ impl Policy {
             .map(crate::quote::shown)
             .collect::<Vec<_>>()
             .join(" ")
-    }
-
-    /// The warning of a `--state` store given without a key.
-    pub fn store_warning(&self) -> Option<String> {
-        self.unkeyed_store.then(|| {
-            "--state is not used without --key: the state is per key; give --key NAME".into()
-        })
-    }
-
-    /// The warning of a retry inside another's attempt: their attempts multiply.
-    pub fn nesting_warning(&self) -> Option<String> {
-        let n = &self.nesting;
-        if n.level < 2 {
-            return None;
-        }
-        let here = self
-            .attempts
-            .map_or("unlimited".to_string(), |a| a.to_string());
-        let product = match (n.outer_attempts, self.attempts) {
-            (Some(Some(outer)), Some(inner)) => format!(
-                "{outer} × {inner} = {} runs of the command at most",
-                u64::from(outer) * u64::from(inner)
-            ),
-            (Some(None), _) | (_, None) => {
-                format!("the outer retry's attempts × {here} here, without a limit")
-            }
-            (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
-        };
-        Some(format!(
-            "this retry runs inside another (level {}): attempts multiply, {product}; \
-             retry in one place only, or give the inner one -n 1",
-            n.level
-        ))
-    }
-
-    /// The warning of a breaker's first open time longer than its longest: the longest wins.
-    pub fn breaker_cap_warning(&self) -> Option<String> {
-        let b = &self.state.as_ref()?.rules.breaker;
-        (b.enabled() && b.open > b.open_max).then(|| {
-            format!(
-                "--breaker-open {} is longer than --breaker-open-max {}: the breaker stays open \
-                 {} at most; raise --breaker-open-max to keep it open longer",
-                human(b.open),
-                human(b.open_max),
-                human(b.open_max)
-            )
-        })
-    }
-
-    /// The warning of `--preset curl` without a header dump: curl's exit 22 says only "HTTP
-    /// error", so without the status a 404 is retried as a 503 is.
-    pub fn header_dump_warning(&self) -> Option<String> {
-        let dumped = self
-            .command
-            .iter()
-            .skip(1)
-            .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
-        (self.preset == Some("curl") && !dumped).then(|| {
-            "--preset curl without a header dump: retry cannot see the HTTP status, and curl's \
-             exit 22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl \
-             -D {hints} (retry then reads the status from it)"
-                .to_string()
-        })
-    }
-
-    /// Every warning about the settings themselves, said before the first attempt.
-    pub fn warnings(&self) -> impl Iterator<Item = String> {
-        self.nesting_warning()
-            .into_iter()
-            .chain(self.breaker_cap_warning())
-            .chain(self.header_dump_warning())
-    }
-
-    /// Every status that is fatal before `--retry-on` is consulted.
-    pub fn fatal_list(&self) -> String {
-        let all = self.rules.never_better.union(&self.rules.fatal_on);
-        if all.is_empty() {
-            "none".into()
-        } else {
-            all.to_string()
-        }
-    }
-}
-
-impl fmt::Display for Policy {
-    /// One line: the policy as the -v log shows it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
-        let b = &self.backoff;
-        match self.attempts {
-            Some(n) => write!(f, "attempts={n}")?,
-            None => f.write_str("attempts=unlimited")?,
-        }
-        write!(
-            f,
-            " backoff={}{} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
-            if self.adaptive.is_some() {
-                "adaptive, else "
-            } else {
-                ""
-            },
-            b.shape,
-            human(b.delay),
-            human(b.max_delay),
-            b.jitter,
-            opt(self.max_time),
-            opt(self.attempt_timeout),
-            self.rules.success,
-            self.rules
-                .retry_on
-                .as_ref()
-                .map_or("any".to_string(), ToString::to_string),
-            self.fatal_list(),
-        )
     }
 }

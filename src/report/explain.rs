@@ -12,11 +12,12 @@ use crate::policy::adaptive::{self, Adaptive, Params};
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::duration::human;
 use crate::policy::key::FailMode;
-use crate::policy::outcome::NEVER_BETTER;
+use crate::policy::rules::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
 use crate::policy::{KeySettings, LogFormat, Origins, Policy, StdoutMode, defaults};
 use crate::quote;
+use crate::report::words;
 
 /// Rows of the schedule shown before the rest is summed up.
 const ROWS: u32 = 12;
@@ -102,7 +103,7 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
                 Some(list) => list.to_string(),
             },
         ),
-        ("fatal-on", p.fatal_list()),
+        ("fatal-on", words::fatal_list(p)),
         ("retry-if-output", patterns(&p.output_rules.retry)),
         ("fatal-if-output", patterns(&p.output_rules.fatal)),
         (
@@ -336,7 +337,7 @@ fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
         _ => "default",
     };
     match given {
-        Some(o) => format!("  ({o})"),
+        Some(o) => format!("  ({})", words::came_from(o)),
         None => format!("  ({default})"),
     }
 }
@@ -527,8 +528,8 @@ fn warnings(p: &Policy, retries: Option<u32>) -> Vec<String> {
                 .into(),
         );
     }
-    w.extend(p.warnings());
-    w.extend(p.store_warning());
+    w.extend(words::warnings(p));
+    w.extend(words::store_warning(p));
     if !p.rules.success.contains(0) {
         w.push(format!(
             "--success-on {} leaves out 0: an attempt that exits 0 is a failure, and a run that \

@@ -474,7 +474,7 @@ impl PolicyFields {
             seed: p.seed,
             success_on: p.rules.success.to_string(),
             retry_on: p.rules.retry_on.as_ref().map(ToString::to_string),
-            fatal_on: p.fatal_list(),
+            fatal_on: super::words::fatal_list(p),
             hints: p.hints,
         }
     }

@@ -9,9 +9,9 @@ use super::words::{self, OpenedBy};
 use crate::exit::Exit;
 use crate::policy::Policy;
 use crate::policy::duration::human;
+use crate::policy::judgement::{Decision, Ended, Stop};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::{Status, signal_name};
-use crate::policy::verdict::{Decision, Ended, Stop};
 
 /// How an attempt's time ran out, or how it was cancelled, as the log tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,15 +31,23 @@ pub enum Stopping {
     Typed(i32),
 }
 
+/// Which attempt a line is about, as the loop counts: the attempt running or last run
+/// (1-based; 0 before the first), and the last one the limit allows (`None` without a limit),
+/// moved on by `--reset-after`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count {
+    pub attempt: u32,
+    pub max_attempts: Option<u32>,
+}
+
 /// The reporter of one run: its log, its summary, and the key's state as the run last saw it.
 pub struct Reporter<'a> {
     policy: &'a Policy,
     log: &'a mut Log,
     summary: &'a mut Summary,
-    /// The attempt running or last run, 1-based; 0 before the first.
-    pub attempt: u32,
-    /// The last attempt the limit allows, moved on by `--reset-after`.
-    pub max_attempts: Option<u32>,
+    /// The attempt the loop last said was starting (or reset), which labels every line
+    /// until the next: the loop owns the count, the reporter only repeats it.
+    at: Count,
     /// The key's state as the run last saw it, on every log line; `None` without one.
     pub key: Option<KeyFields>,
     /// The key's name, with `--key`.
@@ -71,8 +79,10 @@ impl<'a> Reporter<'a> {
             policy,
             log,
             summary,
-            attempt: 0,
-            max_attempts: policy.attempts,
+            at: Count {
+                attempt: 0,
+                max_attempts: policy.attempts,
+            },
             key: None,
             key_name,
             moves: Vec::new(),
@@ -82,7 +92,7 @@ impl<'a> Reporter<'a> {
 
     /// A log entry for this attempt, at `now` (time since the run began).
     fn entry(&self, event: Event, now: Duration) -> Entry {
-        let mut e = Entry::new(event, self.attempt, self.max_attempts, now);
+        let mut e = Entry::new(event, self.at.attempt, self.at.max_attempts, now);
         e.key = self.key.clone();
         e
     }
@@ -97,7 +107,7 @@ impl<'a> Reporter<'a> {
     pub fn policy_line(&mut self, now: Duration) {
         if self.log.shows(Event::Policy) {
             let mut e = self.entry(Event::Policy, now);
-            e.reason = Some(self.policy.to_string());
+            e.reason = Some(words::policy_line(self.policy));
             e.policy = Some(PolicyFields::of(self.policy));
             self.log.write(&e);
         }
@@ -106,10 +116,10 @@ impl<'a> Reporter<'a> {
     /// The warnings about the settings: a retry inside another, a breaker's open time past
     /// its longest, a store without a key.
     pub fn warnings(&mut self, now: Duration) {
-        for warning in self.policy.warnings() {
+        for warning in words::warnings(self.policy) {
             self.say(Event::Warning, now, warning);
         }
-        if let Some(warning) = self.policy.store_warning() {
+        if let Some(warning) = words::store_warning(self.policy) {
             self.say(Event::Warning, now, format!("warning: {warning}"));
         }
     }
@@ -217,8 +227,9 @@ impl<'a> Reporter<'a> {
         exit
     }
 
-    /// An attempt starts (-v).
-    pub fn starting(&mut self, now: Duration) {
+    /// Attempt `at` starts (-v); the lines after this one are about it.
+    pub fn starting(&mut self, now: Duration, at: Count) {
+        self.at = at;
         if self.log.shows(Event::Start) {
             let e = self.entry(Event::Start, now);
             self.log.write(&e);
@@ -289,7 +300,7 @@ impl<'a> Reporter<'a> {
                 format!(
                     "{} received during {}; passed on to the command; no more attempts",
                     signal_name(sig),
-                    attempt_label(self.attempt, self.max_attempts)
+                    attempt_label(self.at.attempt, self.at.max_attempts)
                 ),
             ),
             Stopping::CancelAgain(sig) => {
@@ -306,7 +317,7 @@ impl<'a> Reporter<'a> {
                      more attempts unless it handles it and goes on for --kill-after ({})",
                     keys(sig),
                     signal_name(sig),
-                    attempt_label(self.attempt, self.max_attempts),
+                    attempt_label(self.at.attempt, self.at.max_attempts),
                     human(self.policy.kill_after)
                 ),
             ),
@@ -326,11 +337,13 @@ impl<'a> Reporter<'a> {
     }
 
     /// The attempt ran at least `--reset-after`: the schedule and the limit start afresh.
-    pub fn reset(&mut self, now: Duration, ran: Duration) {
-        let (Some(after), attempt) = (self.policy.reset_after, self.attempt) else {
+    /// `at` is the attempt with the limit moved on from it.
+    pub fn reset(&mut self, now: Duration, ran: Duration, at: Count) {
+        self.at = at;
+        let (Some(after), attempt) = (self.policy.reset_after, self.at.attempt) else {
             return;
         };
-        let limit = match self.max_attempts {
+        let limit = match self.at.max_attempts {
             Some(max) => format!(", up to attempt {max}"),
             None => String::new(),
         };
@@ -356,7 +369,7 @@ impl<'a> Reporter<'a> {
 
     /// How the attempt was cancelled and how it ended, for the one line of a cancelled run.
     fn cancel_line(&self, how: Stopping, end: &Ended) -> String {
-        let attempt = attempt_label(self.attempt, self.max_attempts);
+        let attempt = attempt_label(self.at.attempt, self.at.max_attempts);
         let ended = format!("{attempt} ended after {}: {}", human(end.ran), end.status);
         match how {
             // Said when it arrived.
@@ -390,7 +403,7 @@ impl<'a> Reporter<'a> {
         );
     }
 
-    /// The attempt's log line with its verdict, and the wait before the next one when there
+    /// The attempt's log line with its judgement, and the wait before the next one when there
     /// is one; then the breaker's moves.
     pub fn failed(&mut self, now: Duration, end: &Ended, d: &Decision, delay: Option<Duration>) {
         // A cancelled attempt is said on the give-up line, with how it was cancelled.
@@ -402,7 +415,7 @@ impl<'a> Reporter<'a> {
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
         e.duration = Some(end.ran);
-        e.reason = words::verdict(d, &self.policy.rules, &self.key_name);
+        e.reason = words::judgement(d, &self.policy.rules, &self.key_name);
         e.delay = delay;
         self.log.write(&e);
         self.log_moves(now);
@@ -414,7 +427,7 @@ impl<'a> Reporter<'a> {
         if let Some(held @ Stopping::TerminalCancel(_)) = self.held.take() {
             self.stopping_now(now, held);
         }
-        if self.attempt > 1 || self.policy.log.level >= 2 || self.log.records_every_run() {
+        if self.at.attempt > 1 || self.policy.log.level >= 2 || self.log.records_every_run() {
             let mut e = self.entry(Event::Success, now);
             e.status = Some(end.status);
             e.duration = Some(end.ran);

@@ -4,16 +4,19 @@
 use std::time::{Duration, SystemTime};
 
 use crate::policy::duration::human;
-use crate::policy::outcome::{Reason, Rules};
+use crate::policy::judgement::{
+    Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
+};
+use crate::policy::rules::{Reason, Rules};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::signal_name;
-use crate::policy::verdict::{Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable};
+use crate::policy::{Origin, Policy};
 
-/// The verdict on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
+/// The judgement on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
 /// `fatal: in --fatal-on`, `in --retry-on; not retried: attempts used up`. `None` for a
 /// success.
-pub fn verdict(d: &Decision, rules: &Rules, key: &str) -> Option<String> {
-    let base = judged(&d.verdict.judgement, rules);
+pub fn judgement(d: &Decision, rules: &Rules, key: &str) -> Option<String> {
+    let base = judged(&d.judgement, rules);
     match &d.overruled {
         None => base,
         Some(Overrule::Refused(refused)) => {
@@ -34,14 +37,14 @@ pub fn why(d: &Decision, rules: &Rules, key: &str) -> String {
     match &d.overruled {
         Some(Overrule::Refused(refused)) => refusal(*refused, key),
         Some(Overrule::Unrepeatable(why) | Overrule::Undeliverable(why)) => why.clone(),
-        None => ends(&d.verdict.judgement, rules),
+        None => ends(&d.judgement, rules),
     }
 }
 
 /// Whether the give-up reason names the attempt's status already, so that the give-up line
 /// need not add it.
 pub fn names_status(d: &Decision) -> bool {
-    d.overruled.is_none() && matches!(d.verdict.judgement, Judgement::Fatal(Fatal::Status { .. }))
+    d.overruled.is_none() && matches!(d.judgement, Judgement::Fatal(Fatal::Status { .. }))
 }
 
 fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
@@ -52,7 +55,7 @@ fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
             reason: Reason::NeverBetter,
             ..
         }) => "fatal: will not get better".to_string(),
-        Judgement::Fatal(Fatal::Status { reason, .. }) => rules.say(*reason),
+        Judgement::Fatal(Fatal::Status { reason, .. }) => reason_why(*reason, rules),
         Judgement::Fatal(fatal) => format!("fatal: {}", fatal_why(fatal, rules)),
         Judgement::OutputGone => format!("not retried: {OUTPUT_GONE}"),
         // Such a failure says it is not retried: "(retryable)" would mislead.
@@ -111,16 +114,29 @@ fn fatal_why(fatal: &Fatal, rules: &Rules) -> String {
             ..
         } => {
             let what = match unstarted {
-                crate::policy::verdict::Unstarted::NotFound => "command not found",
-                crate::policy::verdict::Unstarted::CannotExecute => "cannot execute",
-                crate::policy::verdict::Unstarted::NoResources => {
-                    "not started for lack of resources"
-                }
+                Unstarted::NotFound => "command not found",
+                Unstarted::CannotExecute => "cannot execute",
+                Unstarted::NoResources => "not started for lack of resources",
             };
             format!("status {status}: {what}")
         }
         Fatal::Status { status, reason, .. } => {
-            format!("status {status} is {}", rules.say(*reason))
+            format!("status {status} is {}", reason_why(*reason, rules))
+        }
+    }
+}
+
+/// Why a status was classed so, naming the list that decided it and where it came from:
+/// `retryable: in --retry-on`, `fatal: not in retry-on of profile ci`.
+pub fn reason_why(reason: Reason, rules: &Rules) -> String {
+    let sources = &rules.sources;
+    match reason {
+        Reason::RetryOn => format!("retryable: in {}", sources.retry_on),
+        Reason::FatalOn => format!("fatal: in {}", sources.fatal_on),
+        Reason::NotInRetryOn => format!("fatal: not in {}", sources.retry_on),
+        Reason::AnyFailure => "retryable".to_string(),
+        Reason::NeverBetter => {
+            "fatal: cannot execute or not found; will not get better".to_string()
         }
     }
 }
@@ -159,7 +175,7 @@ fn follows(following: Option<Following>) -> String {
     }
 }
 
-/// The limit, as the attempt's verdict names it.
+/// The limit, as the attempt's judgement names it.
 fn limit_short(limit: Limit) -> &'static str {
     match limit {
         Limit::AttemptsUsedUp => "attempts used up",
@@ -221,4 +237,139 @@ pub fn opened(key: &str, open: Duration, by: OpenedBy) -> String {
 /// The breaker's move after a probe succeeded.
 pub fn closed(key: &str) -> String {
     format!("key '{key}': the breaker closed: the probe succeeded")
+}
+
+// The words about the settings themselves.
+
+/// The warning of a `--state` store given without a key.
+pub fn store_warning(p: &Policy) -> Option<String> {
+    p.unkeyed_store
+        .then(|| "--state is not used without --key: the state is per key; give --key NAME".into())
+}
+
+/// The warning of a retry inside another's attempt: their attempts multiply.
+fn nesting_warning(p: &Policy) -> Option<String> {
+    let n = &p.nesting;
+    if n.level < 2 {
+        return None;
+    }
+    let here = p
+        .attempts
+        .map_or("unlimited".to_string(), |a| a.to_string());
+    let product = match (n.outer_attempts, p.attempts) {
+        (Some(Some(outer)), Some(inner)) => format!(
+            "{outer} × {inner} = {} runs of the command at most",
+            u64::from(outer) * u64::from(inner)
+        ),
+        (Some(None), _) | (_, None) => {
+            format!("the outer retry's attempts × {here} here, without a limit")
+        }
+        (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
+    };
+    Some(format!(
+        "this retry runs inside another (level {}): attempts multiply, {product}; \
+         retry in one place only, or give the inner one -n 1",
+        n.level
+    ))
+}
+
+/// The warning of a breaker's first open time longer than its longest: the longest wins.
+fn breaker_cap_warning(p: &Policy) -> Option<String> {
+    let b = &p.state.as_ref()?.rules.breaker;
+    (b.enabled() && b.open > b.open_max).then(|| {
+        format!(
+            "--breaker-open {} is longer than --breaker-open-max {}: the breaker stays open \
+             {} at most; raise --breaker-open-max to keep it open longer",
+            human(b.open),
+            human(b.open_max),
+            human(b.open_max)
+        )
+    })
+}
+
+/// The warning of `--preset curl` without a header dump: curl's exit 22 says only "HTTP
+/// error", so without the status a 404 is retried as a 503 is.
+fn header_dump_warning(p: &Policy) -> Option<String> {
+    let dumped = p
+        .command
+        .iter()
+        .skip(1)
+        .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
+    (p.preset == Some("curl") && !dumped).then(|| {
+        "--preset curl without a header dump: retry cannot see the HTTP status, and curl's \
+         exit 22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl \
+         -D {hints} (retry then reads the status from it)"
+            .to_string()
+    })
+}
+
+/// Every warning about the settings themselves, said before the first attempt.
+pub fn warnings(p: &Policy) -> impl Iterator<Item = String> + use<> {
+    nesting_warning(p)
+        .into_iter()
+        .chain(breaker_cap_warning(p))
+        .chain(header_dump_warning(p))
+}
+
+/// Every status that is fatal before `--retry-on` is consulted.
+pub fn fatal_list(p: &Policy) -> String {
+    let all = p.rules.never_better.union(&p.rules.fatal_on);
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.to_string()
+    }
+}
+
+/// One line: the policy as the -v log shows it.
+pub fn policy_line(p: &Policy) -> String {
+    let opt = |d: Option<Duration>| d.map_or("none".to_string(), human);
+    let b = &p.backoff;
+    let attempts = p
+        .attempts
+        .map_or("unlimited".to_string(), |n| n.to_string());
+    format!(
+        "attempts={attempts} backoff={}{} delay={} max-delay={} jitter={} max-time={} attempt-timeout={} success-on={} retry-on={} fatal-on={}",
+        if p.adaptive.is_some() {
+            "adaptive, else "
+        } else {
+            ""
+        },
+        b.shape,
+        human(b.delay),
+        human(b.max_delay),
+        b.jitter,
+        opt(p.max_time),
+        opt(p.attempt_timeout),
+        p.rules.success,
+        p.rules
+            .retry_on
+            .as_ref()
+            .map_or("any".to_string(), ToString::to_string),
+        fatal_list(p),
+    )
+}
+
+/// Where a setting came from, in the words of `--explain`'s rows: `flag`, `profile ci`, a
+/// file's path, `preset curl, by -p curl`.
+pub fn came_from(origin: &Origin) -> String {
+    match origin {
+        Origin::Flag => "flag".into(),
+        Origin::Profile(name) => format!("profile {name}"),
+        Origin::File(path) => path.display().to_string(),
+        Origin::Default => "default".into(),
+        Origin::Preset { name, by, own } => {
+            let own = own
+                .as_ref()
+                .map_or(String::new(), |own| format!("{}, and ", came_from(own)));
+            let by = match by.as_ref() {
+                Origin::Flag => String::new(),
+                // -p curl: a preset used as a profile.
+                Origin::Profile(profile) if profile == name => format!(", by -p {name}"),
+                by => format!(", from {}", came_from(by)),
+            };
+            format!("{own}preset {name}{by}")
+        }
+        Origin::HintsInCommand => "{hints} in the command".into(),
+    }
 }

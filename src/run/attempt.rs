@@ -1,7 +1,7 @@
 //! The attempt loop: start an attempt, watch it, judge it, and retry it after a wait, until a
 //! judgement or a limit ends the run. Everything that touches the world comes through
 //! [`World`], what the key's state says through the [`Gate`], and everything the run tells
-//! through the [`Reporter`]; the judgement itself is [`verdict::judge`], a pure function. The
+//! through the [`Reporter`]; the judgement itself is [`judgement::judge`], a pure function. The
 //! loop is tested with a scripted world and a fake clock, without sleeping.
 
 use std::time::Duration;
@@ -15,11 +15,11 @@ use crate::exit::Exit;
 use crate::platform::world::{AttemptEnv, Event, World};
 use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
+use crate::policy::judgement::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::policy::pacing::Pacing;
 use crate::policy::status::{Status, cancels};
-use crate::policy::verdict::{self, Decision, Ended, Next, Overrule, SaidFailed};
 use crate::report::log::Log;
-use crate::report::reporter::Reporter;
+use crate::report::reporter::{Count, Reporter};
 use crate::report::summary::{Outcome, Summary};
 use crate::report::words;
 use crate::state::Shared;
@@ -40,6 +40,8 @@ pub struct Attempts<'a, W, R: ?Sized> {
     rng: &'a mut R,
     rep: Reporter<'a>,
     pacing: Pacing<'a>,
+    /// The attempt running or last run, 1-based; 0 before the first.
+    attempt: u32,
     /// The last attempt's status as the outcome lists judge it; `None` before the first.
     previous: Option<i32>,
     /// The breaker and budget shared with other runs (`--key`).
@@ -61,6 +63,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             rep: Reporter::new(policy, log, summary),
             // The adaptive delay needs a key, which the command line checks.
             pacing: Pacing::of(policy, true),
+            attempt: 0,
             previous: None,
             gate: Gate::new(None, 0),
         }
@@ -124,15 +127,15 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
 
     /// Starts the next attempt and watches it until it ends; records it in the summary.
     fn attempt(&mut self) -> Ended {
-        self.rep.attempt += 1;
+        self.attempt += 1;
         let started = self.world.elapsed();
         let env = AttemptEnv {
-            attempt: self.rep.attempt,
+            attempt: self.attempt,
             max_attempts: self.pacing.max_attempts(),
             previous: self.previous,
             remaining: self.policy.max_time.map(|max| max.saturating_sub(started)),
         };
-        self.rep.starting(started);
+        self.rep.starting(started, self.count());
         let end = match self.world.spawn(&env) {
             Ok(()) => {
                 self.gate.started();
@@ -162,40 +165,35 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         let now = self.world.elapsed();
         // A long attempt starts the schedule and the limit afresh, before the judgement asks
         // them for the next delay.
-        let reset = self.pacing.ran(self.rep.attempt, end.ran);
+        let reset = self.pacing.ran(self.attempt, end.ran);
         let estimates = self
             .pacing
             .learns()
             .then(|| self.gate.estimates(now, self.policy.backoff.delay))
             .flatten();
         let world = &*self.world;
-        let verdict = verdict::judge(
+        let mut decision = judgement::judge(
             self.policy,
             end,
-            self.rep.attempt,
+            self.attempt,
             &mut self.pacing,
             estimates.as_ref(),
             now,
             self.rng,
             || world.output_gone(),
         );
-        let mut decision = Decision {
-            verdict,
-            overruled: None,
-        };
         if matches!(decision.next(), Next::Retry(_))
             && let Some(why) = self.world.unrepeatable()
         {
             decision.overruled = Some(Overrule::Unrepeatable(why));
         }
         let wants_retry = matches!(decision.next(), Next::Retry(_));
-        let mut counted = decision.verdict.judgement.counted();
+        let mut counted = decision.judgement.counted();
         let now = self.world.elapsed();
         if reset && counted == Attempt::Failure {
             // A long healthy attempt is a success for the key's breaker, whatever ended it.
             counted = Attempt::Success;
-            self.rep.max_attempts = self.pacing.max_attempts();
-            self.rep.reset(now, end.ran);
+            self.rep.reset(now, end.ran, self.count());
         }
         if let Some(refused) = self
             .gate
@@ -212,6 +210,14 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         decision
     }
 
+    /// Which attempt this is, and the last the limit allows, for the reporter.
+    fn count(&self) -> Count {
+        Count {
+            attempt: self.attempt,
+            max_attempts: self.pacing.max_attempts(),
+        }
+    }
+
     fn succeed(&mut self, end: &Ended) -> Exit {
         let exit = exit_of(end);
         self.rep.succeeded(self.world.elapsed(), end, exit);
@@ -221,7 +227,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Ends the run on the attempt's decision.
     fn give_up_after(&mut self, end: &Ended, d: &Decision) -> Exit {
         self.rep.failed(self.world.elapsed(), end, d, None);
-        let exit = match (end.cancelled, &d.overruled, d.verdict.said_failed) {
+        let exit = match (end.cancelled, &d.overruled, d.said_failed) {
             // A cancelled run ends by the signal it got, whatever the command made of it (a
             // trap that exits 1): a shell stops its loop or script only for a child that died
             // by the signal, as `sleep` in the same place would.
@@ -295,7 +301,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
     fn hook(&mut self, command: Option<&str>, flag: &str, mut vars: Vec<(String, String)>) {
         let Some(command) = command else { return };
-        vars.extend(env::attempt(self.rep.attempt, self.pacing.max_attempts()));
+        vars.extend(env::attempt(self.attempt, self.pacing.max_attempts()));
         let (status, failure) = match self.world.hook(command, vars, self.policy.hooks.timeout) {
             Ok(Status::Code(0)) => return,
             Ok(status) => (Some(status), status.to_string()),

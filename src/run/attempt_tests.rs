@@ -58,7 +58,7 @@ fn a_command_that_cannot_run_is_not_retried() {
     let mut world = Fake::new([]);
     world.spawn_error = Some(SpawnError {
         status: 127,
-        why: crate::policy::verdict::Unstarted::NotFound,
+        why: crate::policy::judgement::Unstarted::NotFound,
         message: "cannot run 'x': No such file or directory".into(),
     });
     let r = run_with(&[], world);
@@ -680,7 +680,7 @@ fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
     let mut world = Fake::new([]);
     world.spawn_error = Some(SpawnError {
         status: 125,
-        why: crate::policy::verdict::Unstarted::NoResources,
+        why: crate::policy::judgement::Unstarted::NoResources,
         message: "cannot start 'x' for lack of resources (too many processes: ...)".into(),
     });
     let r = run_with(&["-n", "3", "-d", "0", "--retry-on", "1"], world);

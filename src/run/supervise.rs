@@ -10,8 +10,8 @@ use crate::policy::status::{SIGINT, SIGKILL, SIGTERM};
 use crate::platform::world::{Event, World};
 use crate::policy::Policy;
 use crate::policy::escalation::Escalation;
+use crate::policy::judgement::{Ended, Stop};
 use crate::policy::status::{Status, cancels};
-use crate::policy::verdict::{Ended, Stop};
 use crate::report::reporter::{Reporter, Stopping};
 
 /// Watches the attempt that started at `started` (time since the run began) until it ends.

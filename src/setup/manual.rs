@@ -1,6 +1,6 @@
 //! The man page's sections beyond the options and `--help`'s own: how the config file, the
 //! shared state and the log are laid out, as a manual says it. Text only; the man page is
-//! rendered from them, `SECTIONS` of `cli.rs`, and the clap definition.
+//! rendered from them, `SECTIONS` of `cli/sections.rs`, and the clap definition.
 
 /// Each section: its title, and its entries as (term, text).
 pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [

@@ -15,40 +15,48 @@ mod validate;
 use std::ffi::OsString;
 use std::time::Duration;
 
+use clap::FromArgMatches;
 use clap::parser::ValueSource;
-use clap::{FromArgMatches, Parser};
 
 use self::cli::Cli;
 use crate::exit::Exit;
-use crate::policy::outcome::Sources;
-use crate::policy::{Fleet, Origin, Origins, Policy, defaults};
+use crate::policy::rules::Sources;
+use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "splay", "call_time"];
 
-/// What the command line asks for.
-pub struct Setup {
-    pub policy: Policy,
-    /// Where each setting came from; filled only for `--explain`.
-    pub origins: Origins,
-    /// Print the policy and run nothing.
-    pub explain: bool,
-    /// Forget the key's state and run nothing.
-    pub reset_state: bool,
-    /// With `--explain`, simulate a fleet running the policy.
-    pub fleet: Option<Fleet>,
+/// What retry is asked to do: one mode, chosen by the command line, with what it needs.
+/// `lib.rs` dispatches on it with one `match`.
+#[derive(Debug)]
+// Made once and matched once: boxing the policy would only add an allocation to every run.
+#[allow(clippy::large_enum_variant)]
+pub enum Mode {
+    /// Run the command until it succeeds or the policy gives up (the usual case).
+    Run(Policy),
+    /// `--explain`: print the resolved policy, where each value came from, and its schedule.
+    Explain { policy: Policy, origins: Origins },
+    /// `--explain --fleet N`: simulate a fleet running the policy.
+    ExplainFleet { policy: Policy, fleet: Fleet },
+    /// `--list-keys`: every key with state in `place`, changing nothing.
+    ListKeys { policy: Policy, place: KeySettings },
+    /// `--reset-state`: forget the key's breaker and budget (the policy has a key).
+    ResetState(Policy),
+    /// `--generate KIND`: print the man page or a shell's completion script.
+    Generate(generate::Kind),
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
-/// into a policy; or prints why it cannot and returns how to exit.
-pub fn parse(args: Vec<OsString>) -> Result<Setup, Exit> {
+/// into what retry is to do; or prints why it cannot (or the help, or the version) and
+/// returns how to exit.
+pub fn parse(args: Vec<OsString>) -> Result<Mode, Exit> {
     // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
     // the rest's locals below it would make the stack a run touches pages deeper.
     parse_with(cli::parsing_command(), args)
 }
 
 #[inline(never)]
-fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, Exit> {
+fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, Exit> {
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
         // The help is made again with the text that only it shows: -h a page of what a first
@@ -81,7 +89,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     std::mem::forget(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
-        return Err(crate::report::to_stdout(&generate::render(*kind)));
+        return Ok(Mode::Generate(*kind));
     }
     // A flag that would be ignored is refused: a fleet's shape without a fleet.
     if matches.get_one::<u32>("fleet").is_none()
@@ -121,8 +129,9 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
         }
     };
     std::mem::forget(matches);
-    let (explain, reset_state) = (cli.explain, cli.reset_state);
+    let (explain, reset_state) = (cli.explain, cli.shared.reset_state);
     let fleet = match cli
+        .simulated
         .fleet
         .map(|processes| fleet(&cli, processes))
         .transpose()
@@ -139,15 +148,16 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
     } else {
         origins
     };
-    match Policy::try_from(cli) {
-        Ok(mut policy) => {
+    match validate::build(cli) {
+        Ok((mut policy, listed)) => {
             policy.rules.sources = sources;
-            Ok(Setup {
-                policy,
-                origins,
-                explain,
-                reset_state,
-                fleet,
+            // In this order: `--reset-state` wins over an `--explain` beside it.
+            Ok(match (listed, fleet) {
+                _ if reset_state => Mode::ResetState(policy),
+                (Some(place), _) => Mode::ListKeys { policy, place },
+                (None, Some(fleet)) => Mode::ExplainFleet { policy, fleet },
+                (None, None) if explain => Mode::Explain { policy, origins },
+                (None, None) => Mode::Run(policy),
             })
         }
         Err(e) => {
@@ -160,22 +170,23 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Setup, 
 /// The fleet `--explain --fleet N` simulates, its flags checked against each other.
 fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
     let human = |d: Duration| humantime::format_duration(d).to_string();
-    let every = cli.every.unwrap_or(defaults::EVERY);
-    let call = cli.call_time.unwrap_or(defaults::CALL_TIME);
+    let set = cli.with_defaults();
+    let every = set.every;
+    let call = set.call_time;
     if every < Duration::from_secs(1) {
         return Err(format!(
             "--every is too short for a job's interval: {}; give 1s or more",
             human(every)
         ));
     }
-    let hosts = cli.hosts.unwrap_or(processes);
+    let hosts = cli.simulated.hosts.unwrap_or(processes);
     if hosts > processes {
         return Err(format!(
             "--hosts {hosts} is more than the --fleet of {processes} processes: give at most \
              {processes} hosts"
         ));
     }
-    let splay = cli.splay.unwrap_or(every);
+    let splay = cli.simulated.splay.unwrap_or(every);
     if splay > every {
         return Err(format!(
             "--splay {} is longer than --every {}: a process runs once a tick, so give at most \
@@ -194,7 +205,7 @@ fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
     Ok(Fleet {
         processes,
         hosts,
-        outage: cli.outage.unwrap_or(defaults::OUTAGE),
+        outage: set.outage,
         every,
         splay,
         call,
@@ -208,13 +219,13 @@ fn sources(cli: &Cli, origins: &Origins) -> Sources {
         Some(Origin::File(path)) => format!("{key} from {}", home_relative(path)),
         _ => format!("--{key}"),
     };
-    let preset = cli.preset.map(|p| p.name);
+    let preset = cli.results.preset.map(|p| p.name);
     Sources {
-        retry_on: match (&cli.retry_on, preset) {
+        retry_on: match (&cli.results.retry_on, preset) {
             (None, Some(name)) => format!("the {name} preset's retried statuses"),
             _ => own("retry-on"),
         },
-        fatal_on: match (&cli.fatal_on, preset) {
+        fatal_on: match (&cli.results.fatal_on, preset) {
             (None, Some(name)) => format!("the {name} preset's fatal statuses"),
             (Some(_), Some(name)) => {
                 format!("{} or the {name} preset's fatal statuses", own("fatal-on"))
@@ -227,11 +238,11 @@ fn sources(cli: &Cli, origins: &Origins) -> Sources {
 /// Where `--explain`'s rows came from beyond the flags and settings given: the lists a preset
 /// fills (alone, or joined to the user's own), and the `{hints}` that turns hints on.
 fn explained(mut origins: Origins, cli: &Cli) -> Origins {
-    if let Some(preset) = cli.preset {
+    if let Some(preset) = cli.results.preset {
         let by = Box::new(origins.get("preset").cloned().unwrap_or(Origin::Flag));
         let mut filled = vec!["fatal-on"];
         // --retry-on replaces the preset's retried statuses; the other lists join.
-        if cli.retry_on.is_none() {
+        if cli.results.retry_on.is_none() {
             filled.push("retry-on");
         }
         if !preset.retry_if_output.is_empty() {
@@ -327,7 +338,10 @@ fn clap_error(e: clap::Error) -> Exit {
 /// The policy these flags give, without a config file or a command (`--` and a placeholder
 /// are added): for the simulator, its benchmarks and tests.
 pub fn from_flags(flags: &[&str]) -> Result<Policy, String> {
-    let cli = Cli::try_parse_from(["retry"].iter().chain(flags).chain(&["--", "job"]))
+    let args = ["retry"].iter().chain(flags).chain(&["--", "job"]);
+    let matches = cli::parsing_command()
+        .try_get_matches_from(args)
         .map_err(|e| e.to_string())?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
     Policy::try_from(cli).map_err(|e| e.to_string())
 }

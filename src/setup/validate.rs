@@ -9,9 +9,8 @@ use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
-use crate::policy::codes::CodeSet;
 use crate::policy::key::{Remote, Secret, StoreUrl};
-use crate::policy::outcome::Rules;
+use crate::policy::rules::Rules;
 use crate::policy::shared::KeyRules;
 use crate::policy::{
     Hooks, HttpRules, KeySettings, LogSettings, Nesting, Policy, UsageError, output_rules,
@@ -22,201 +21,228 @@ impl TryFrom<Cli> for Policy {
     type Error = UsageError;
 
     fn try_from(cli: Cli) -> Result<Self, Self::Error> {
-        let usage = |msg: String| Err(UsageError(msg));
-        // The defaults of the flags not given: the command line a run parses has none, so
-        // that clap does not parse each default's text at every start (cli::command).
-        let delay = cli.delay.unwrap_or(defaults::DELAY);
-        let backoff = cli.backoff.unwrap_or_default();
-        let jitter = cli.jitter.unwrap_or(defaults::JITTER);
-
-        // The cap is applied, never refused: a default cap rises to the longest delay
-        // the user asked for, and an explicit one caps it (--explain warns).
-        let asked = cli
-            .delays
-            .iter()
-            .flatten()
-            .chain([&delay])
-            .max()
-            .copied()
-            .unwrap_or(delay);
-        let max_delay = cli.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
-        // 0 is no limit, as timeout(1) reads it.
-        let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
-        let adaptive = match backoff {
-            BackoffKind::Adaptive if cli.key.is_none() => {
-                return usage(
-                    "--backoff adaptive needs --key: the delay is learned from the recent \
-                     outcomes of the runs that share the key"
-                        .into(),
-                );
-            }
-            BackoffKind::Adaptive if jitter == Jitter::Decorrelated => {
-                return usage(
-                    "flags that exclude each other: --jitter decorrelated and --backoff \
-                     adaptive; decorrelated jitter makes its own schedule, so choose another \
-                     jitter"
-                        .into(),
-                );
-            }
-            BackoffKind::Adaptive => Some(adaptive::RULE),
-            _ => None,
-        };
-        let shape = match cli.delays {
-            Some(list) => {
-                if jitter == Jitter::Decorrelated {
-                    return usage(
-                        "flags that exclude each other: --jitter decorrelated and --delays; \
-                         decorrelated jitter makes its own schedule, so choose another jitter"
-                            .into(),
-                    );
-                }
-                Shape::List(list)
-            }
-            None => match backoff {
-                // The adaptive delay is blended with, and falls back on, the exponential one.
-                BackoffKind::Exponential | BackoffKind::Adaptive => Shape::Exponential {
-                    factor: cli.factor.unwrap_or(defaults::FACTOR),
-                },
-                BackoffKind::Linear => Shape::Linear,
-                BackoffKind::Constant => Shape::Constant,
-                BackoffKind::Fibonacci => Shape::Fibonacci,
-            },
-        };
-        let attempts = match (cli.forever, cli.attempts.or(cli.times), cli.retries) {
-            (true, _, _) => None,
-            (false, Some(n), _) => Some(n),
-            // The parser keeps --retries below u32::MAX.
-            (false, None, Some(r)) => Some(r.saturating_add(1)),
-            (false, None, None) => Some(defaults::ATTEMPTS),
-        };
-        let level = 1i16 + i16::from(cli.verbose) - i16::from(cli.quiet);
-        let unkeyed_store = cli.state_url.is_some() && cli.key.is_none() && !cli.list_keys;
-        let store = match store_url(cli.state_url.as_deref(), cli.key.is_some() || cli.list_keys)? {
-            Some(url) => Some(Remote {
-                url,
-                timeout: cli.state_timeout.unwrap_or(defaults::STATE_TIMEOUT),
-                fail: cli.state_fail.unwrap_or(defaults::STATE_FAIL),
-            }),
-            None => None,
-        };
-        let shared = KeyRules {
-            breaker: BreakerSettings {
-                failures: cli.breaker_failures.unwrap_or(defaults::BREAKER_FAILURES),
-                window: cli.breaker_window.unwrap_or(defaults::BREAKER_WINDOW),
-                open: cli.breaker_open.unwrap_or(defaults::BREAKER_OPEN),
-                open_max: cli.breaker_open_max.unwrap_or(defaults::BREAKER_OPEN_MAX),
-            },
-            budget: BudgetSettings {
-                burst: cli.budget_burst.unwrap_or(defaults::BUDGET_BURST),
-                ratio: cli.budget_ratio.unwrap_or(defaults::BUDGET_RATIO),
-                refill: cli.budget_refill.unwrap_or(defaults::BUDGET_REFILL),
-            },
-            // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
-            // never 0 ms, which would let every run probe.
-            lease: limit(cli.attempt_timeout).unwrap_or(defaults::LEASE),
-            history: adaptive.is_some(),
-        };
-        let dir = cli.state_dir.or_else(state_dir);
-        let list_keys = cli.list_keys.then(|| KeySettings {
-            key: String::new(),
-            store: store.clone(),
-            dir: dir.clone(),
-            rules: shared.clone(),
-        });
-        let state = cli.key.map(|key| KeySettings {
-            key,
-            store,
-            dir,
-            rules: shared,
-        });
-        let nesting = nesting();
-        Ok(Policy {
-            command: cli.command.clone(),
-            attempts,
-            reset_after: cli.reset_after,
-            max_time: limit(cli.max_time),
-            attempt_timeout: limit(cli.attempt_timeout),
-            backoff: Backoff {
-                shape,
-                delay,
-                max_delay,
-                jitter,
-            },
-            seed: cli.seed,
-            rules: match cli.preset {
-                Some(preset) => {
-                    let fatal = match &cli.retry_on {
-                        Some(retried) => preset.fatal_on_except(retried),
-                        None => preset.fatal_on(),
-                    };
-                    Rules::new(
-                        cli.success_on,
-                        cli.retry_on.or_else(|| Some(preset.retry_on())),
-                        Some(cli.fatal_on.map_or(fatal.clone(), |f| f.union(&fatal))),
-                    )
-                }
-                None => Rules::new(cli.success_on, cli.retry_on, cli.fatal_on),
-            },
-            kill_signal: cli.kill_signal.unwrap_or(defaults::KILL_SIGNAL),
-            kill_after: cli.kill_after.unwrap_or(defaults::KILL_AFTER),
-            stdin: cli.stdin.unwrap_or(defaults::STDIN),
-            stdout: cli.stdout.unwrap_or(defaults::STDOUT),
-            output_on_failure: cli.output_on_failure,
-            output_rules: output_rules::Rules {
-                retry: with_preset(cli.retry_if_output, cli.preset.map(|p| p.retry_if_output))?,
-                fatal: with_preset(cli.fatal_if_output, cli.preset.map(|p| p.fatal_if_output))?,
-                stream: cli.match_stream.unwrap_or(defaults::MATCH_STREAM),
-            },
-            http: HttpRules {
-                retry: cli
-                    .retry_on_http
-                    .unwrap_or_else(|| CodeSet::of(&defaults::RETRY_ON_HTTP)),
-                fatal: cli.fatal_on_http,
-            },
-            retry_after_max: cli.retry_after_max.unwrap_or(defaults::RETRY_AFTER_MAX),
-            // A `{hints}` in the arguments asks for a hint file as plainly as --hints does;
-            // passed on as it is, it would make curl write a file named `{hints}`.
-            hints: cli.hints
-                || cli.command.iter().skip(1).any(|a| {
-                    a.as_encoded_bytes()
-                        .windows(env::HINTS.len())
-                        .any(|w| w == env::HINTS.as_bytes())
-                }),
-            preset: cli.preset.map(|p| p.name),
-            hooks: Hooks {
-                on_retry: cli.on_retry,
-                on_giveup: cli.on_giveup,
-                timeout: cli.hook_timeout.unwrap_or(defaults::HOOK_TIMEOUT),
-            },
-            named: cli.name.is_some(),
-            summary: cli.summary,
-            metrics: cli.metrics,
-            name: cli.name.unwrap_or_else(|| {
-                cli.command
-                    .first()
-                    .map(|c| {
-                        std::path::Path::new(c)
-                            .file_name()
-                            .unwrap_or(c)
-                            .to_string_lossy()
-                            .into_owned()
-                    })
-                    .unwrap_or_else(|| "retry".into())
-            }),
-            log: LogSettings {
-                level: level.clamp(-1, 2) as i8,
-                depth: nesting.level,
-                format: cli.log_format.unwrap_or(defaults::LOG_FORMAT),
-                time: cli.log_time || level >= 2 || cli.log_file.is_some(),
-                file: cli.log_file,
-            },
-            state,
-            list_keys,
-            unkeyed_store,
-            adaptive,
-            nesting,
-        })
+        build(cli).map(|(policy, _)| policy)
     }
+}
+
+/// The policy of the command line, and with `--list-keys` the place whose keys it lists.
+pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageError> {
+    let usage = |msg: String| Err(UsageError(msg));
+    // The flags that have a default, as given or else their default: the command line a run
+    // parses holds none (cli::parsing_command).
+    let set = cli.with_defaults();
+    let delay = set.delay;
+    let backoff = set.backoff;
+    let jitter = set.jitter;
+
+    // The cap is applied, never refused: a default cap rises to the longest delay
+    // the user asked for, and an explicit one caps it (--explain warns).
+    let asked = cli
+        .wait
+        .delays
+        .iter()
+        .flatten()
+        .chain([&delay])
+        .max()
+        .copied()
+        .unwrap_or(delay);
+    let max_delay = cli.wait.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
+    // 0 is no limit, as timeout(1) reads it.
+    let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
+    let adaptive = match backoff {
+        BackoffKind::Adaptive if cli.shared.key.is_none() => {
+            return usage(
+                "--backoff adaptive needs --key: the delay is learned from the recent \
+                 outcomes of the runs that share the key"
+                    .into(),
+            );
+        }
+        BackoffKind::Adaptive if jitter == Jitter::Decorrelated => {
+            return usage(
+                "flags that exclude each other: --jitter decorrelated and --backoff \
+                 adaptive; decorrelated jitter makes its own schedule, so choose another \
+                 jitter"
+                    .into(),
+            );
+        }
+        BackoffKind::Adaptive => Some(adaptive::RULE),
+        _ => None,
+    };
+    let shape = match cli.wait.delays {
+        Some(list) => {
+            if jitter == Jitter::Decorrelated {
+                return usage(
+                    "flags that exclude each other: --jitter decorrelated and --delays; \
+                     decorrelated jitter makes its own schedule, so choose another jitter"
+                        .into(),
+                );
+            }
+            Shape::List(list)
+        }
+        None => match backoff {
+            // The adaptive delay is blended with, and falls back on, the exponential one.
+            BackoffKind::Exponential | BackoffKind::Adaptive => {
+                Shape::Exponential { factor: set.factor }
+            }
+            BackoffKind::Linear => Shape::Linear,
+            BackoffKind::Constant => Shape::Constant,
+            BackoffKind::Fibonacci => Shape::Fibonacci,
+        },
+    };
+    let attempts = match (
+        cli.stop.forever,
+        cli.stop.attempts.or(cli.stop.times),
+        cli.stop.retries,
+    ) {
+        (true, _, _) => None,
+        (false, Some(n), _) => Some(n),
+        // The parser keeps --retries below u32::MAX.
+        (false, None, Some(r)) => Some(r.saturating_add(1)),
+        (false, None, None) => Some(defaults::ATTEMPTS),
+    };
+    let level = 1i16 + i16::from(cli.logging.verbose) - i16::from(cli.logging.quiet);
+    let unkeyed_store =
+        cli.shared.state_url.is_some() && cli.shared.key.is_none() && !cli.shared.list_keys;
+    let store = match store_url(
+        cli.shared.state_url.as_deref(),
+        cli.shared.key.is_some() || cli.shared.list_keys,
+    )? {
+        Some(url) => Some(Remote {
+            url,
+            timeout: set.state_timeout,
+            fail: set.state_fail,
+        }),
+        None => None,
+    };
+    let shared = KeyRules {
+        breaker: BreakerSettings {
+            failures: set.breaker_failures,
+            window: set.breaker_window,
+            open: set.breaker_open,
+            open_max: set.breaker_open_max,
+        },
+        budget: BudgetSettings {
+            burst: set.budget_burst,
+            ratio: set.budget_ratio,
+            refill: set.budget_refill,
+        },
+        // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
+        // never 0 ms, which would let every run probe.
+        lease: limit(cli.stop.attempt_timeout).unwrap_or(defaults::LEASE),
+        history: adaptive.is_some(),
+    };
+    let dir = cli.shared.state_dir.or_else(state_dir);
+    let list_keys = cli.shared.list_keys.then(|| KeySettings {
+        key: String::new(),
+        store: store.clone(),
+        dir: dir.clone(),
+        rules: shared.clone(),
+    });
+    let state = cli.shared.key.map(|key| KeySettings {
+        key,
+        store,
+        dir,
+        rules: shared,
+    });
+    let nesting = nesting();
+    let policy = Policy {
+        command: cli.command.clone(),
+        attempts,
+        reset_after: cli.stop.reset_after,
+        max_time: limit(cli.stop.max_time),
+        attempt_timeout: limit(cli.stop.attempt_timeout),
+        backoff: Backoff {
+            shape,
+            delay,
+            max_delay,
+            jitter,
+        },
+        seed: cli.wait.seed,
+        rules: match cli.results.preset {
+            Some(preset) => {
+                let fatal = match &cli.results.retry_on {
+                    Some(retried) => preset.fatal_on_except(retried),
+                    None => preset.fatal_on(),
+                };
+                Rules::new(
+                    cli.results.success_on,
+                    cli.results.retry_on.or_else(|| Some(preset.retry_on())),
+                    Some(
+                        cli.results
+                            .fatal_on
+                            .map_or(fatal.clone(), |f| f.union(&fatal)),
+                    ),
+                )
+            }
+            None => Rules::new(
+                cli.results.success_on,
+                cli.results.retry_on,
+                cli.results.fatal_on,
+            ),
+        },
+        kill_signal: set.kill_signal,
+        kill_after: set.kill_after,
+        stdin: set.stdin,
+        stdout: set.stdout,
+        output_on_failure: cli.child.output_on_failure,
+        output_rules: output_rules::Rules {
+            retry: with_preset(
+                cli.results.retry_if_output,
+                cli.results.preset.map(|p| p.retry_if_output),
+            )?,
+            fatal: with_preset(
+                cli.results.fatal_if_output,
+                cli.results.preset.map(|p| p.fatal_if_output),
+            )?,
+            stream: set.match_stream,
+        },
+        http: HttpRules {
+            retry: set.retry_on_http,
+            fatal: cli.http.fatal_on_http,
+        },
+        retry_after_max: set.retry_after_max,
+        // A `{hints}` in the arguments asks for a hint file as plainly as --hints does;
+        // passed on as it is, it would make curl write a file named `{hints}`.
+        hints: cli.http.hints
+            || cli.command.iter().skip(1).any(|a| {
+                a.as_encoded_bytes()
+                    .windows(env::HINTS.len())
+                    .any(|w| w == env::HINTS.as_bytes())
+            }),
+        preset: cli.results.preset.map(|p| p.name),
+        hooks: Hooks {
+            on_retry: cli.reports.on_retry,
+            on_giveup: cli.reports.on_giveup,
+            timeout: set.hook_timeout,
+        },
+        named: cli.reports.name.is_some(),
+        summary: cli.reports.summary,
+        metrics: cli.reports.metrics,
+        name: cli.reports.name.unwrap_or_else(|| {
+            cli.command
+                .first()
+                .map(|c| {
+                    std::path::Path::new(c)
+                        .file_name()
+                        .unwrap_or(c)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_else(|| "retry".into())
+        }),
+        log: LogSettings {
+            level: level.clamp(-1, 2) as i8,
+            depth: nesting.level,
+            format: set.log_format,
+            time: cli.logging.log_time || level >= 2 || cli.logging.log_file.is_some(),
+            file: cli.logging.log_file,
+        },
+        state,
+        unkeyed_store,
+        adaptive,
+        nesting,
+    };
+    Ok((policy, list_keys))
 }
 
 /// The state directory when --state-dir is not given: $RETRY_STATE_DIR, else

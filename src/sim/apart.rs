@@ -2,7 +2,7 @@
 //! whose breaker and budget are off and whose outcomes are not kept, no run can change what
 //! another does, so the order in which they are stepped changes nothing but which random
 //! numbers each draws. A run is stepped from its start, attempt after attempt, with the same
-//! pacing and verdicts as [`super::group`]'s, without an event queue; one that would call past
+//! pacing and judgements as [`super::group`]'s, without an event queue; one that would call past
 //! the window under way waits for the next.
 
 use std::time::Duration;

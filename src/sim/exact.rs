@@ -10,10 +10,10 @@ use rand::RngExt;
 use super::fleet::{Report, Sharing, World, horizon};
 use super::{Component, Nanos, Queue, nanos, stream};
 use crate::policy::Policy;
-use crate::policy::outcome::Reason;
+use crate::policy::judgement::{Judgement, Retryable};
 use crate::policy::pacing::Pacing;
+use crate::policy::rules::Reason;
 use crate::policy::shared::KeyRules;
-use crate::policy::verdict::{Judgement, Retryable};
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
 

@@ -21,10 +21,10 @@ use super::Nanos;
 use super::tally::Tally;
 use crate::policy::Policy;
 use crate::policy::adaptive::Estimates;
-use crate::policy::outcome::Reason;
+use crate::policy::judgement::{Judgement, Retryable};
 use crate::policy::pacing::Pacing;
+use crate::policy::rules::Reason;
 use crate::policy::shared::{KeyRules, Refusal};
-use crate::policy::verdict::{Judgement, Retryable};
 use crate::state::Shared;
 use crate::state::memory::MemoryStore;
 
@@ -61,7 +61,7 @@ impl Plan<'_> {
         (self.repeat && at < self.horizon).then_some(at)
     }
 
-    /// The verdict on an attempt of `pacing`'s run that ended at `now`, `elapsed` into the
+    /// The judgement of an attempt of `pacing`'s run that ended at `now`, `elapsed` into the
     /// run, as a real run's loop gives it: success, a retry after a delay, or the limit.
     pub fn judge(
         pacing: &mut Pacing,

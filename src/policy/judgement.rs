@@ -1,6 +1,8 @@
-//! The judgement of an ended attempt, as a value: success, fatal (and why), retried after a
-//! delay, or retryable but stopped by a limit. [`judge`] is a pure function of the policy, how
-//! the attempt ended and the run's pace; the words for each judgement are made in `report`.
+//! How an attempt ended ([`Ended`]), the policy's judgement of it ([`Judgement`]: success,
+//! fatal (and why), retried after a delay, or retryable but stopped by a limit), the decision
+//! that adds what overrules it ([`Decision`]), and the run's next step ([`Next`]). [`judge`]
+//! is a pure function of the policy, how the attempt ended and the run's pace; the words for
+//! each are made in `report/words.rs`.
 
 use std::time::Duration;
 
@@ -8,13 +10,13 @@ use rand::{Rng, RngExt};
 
 use super::adaptive::Estimates;
 use super::breaker::Attempt;
-use super::outcome::{Reason, Verdict};
 use super::output_rules::Found;
 pub use super::pacing::Limit;
 use super::pacing::Pacing;
+use super::rules::{Class, Reason};
 use super::shared::Refused;
 use super::status::Status;
-use super::{HttpVerdict, Policy};
+use super::{HttpClass, Policy};
 use crate::exit::Exit;
 
 /// What the attempt said besides its exit status: its output, and its hint file.
@@ -29,7 +31,7 @@ pub struct Findings {
     /// The command asked not to be retried.
     pub stop: bool,
     /// Something retry could not use, to be logged as a warning (a FIFO where the hint file
-    /// should be, a TMPDIR where no hint folder can be made); it changes no verdict.
+    /// should be, a TMPDIR where no hint folder can be made); it changes no judgement.
     pub warning: Option<String>,
 }
 
@@ -173,15 +175,6 @@ pub enum SaidFailed {
     Output,
 }
 
-/// A judgement, and what overrules a success status when the run ends on it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judged {
-    pub judgement: Judgement,
-    /// Set when the run ends here on an attempt whose status counts as success but whose
-    /// HTTP status or output said it failed.
-    pub said_failed: Option<SaidFailed>,
-}
-
 impl Judgement {
     /// How the attempt counts for a key's breaker: a failure that is retried counts, whether
     /// or not the run has attempts or time left; a fatal one does not.
@@ -213,14 +206,18 @@ pub enum Overrule {
     Undeliverable(String),
 }
 
-/// The decision after an attempt: its judgement, and what may overrule it.
+/// The decision after an attempt: its judgement, what said it failed though its status counts
+/// as success, and what overruled it. [`judge`] makes it; the loop adds what overrules it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
-    pub verdict: Judged,
+    pub judgement: Judgement,
+    /// Set when the run ends here on an attempt whose status counts as success but whose
+    /// HTTP status or output said it failed.
+    pub said_failed: Option<SaidFailed>,
     pub overruled: Option<Overrule>,
 }
 
-/// What follows an attempt.
+/// The run's next step after an attempt, from its [`Decision`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
     Succeed,
@@ -229,8 +226,9 @@ pub enum Next {
 }
 
 impl Decision {
+    /// Where the run goes from here: an overruling ends it.
     pub fn next(&self) -> Next {
-        match (&self.overruled, &self.verdict.judgement) {
+        match (&self.overruled, &self.judgement) {
             (Some(_), _) => Next::GiveUp,
             (None, Judgement::Success) => Next::Succeed,
             (None, Judgement::Retry { delay, .. }) => Next::Retry(*delay),
@@ -257,10 +255,11 @@ pub fn judge<R: Rng + ?Sized>(
     elapsed: Duration,
     rng: &mut R,
     output_gone: impl FnOnce() -> bool,
-) -> Judged {
-    let plain = |judgement| Judged {
+) -> Decision {
+    let plain = |judgement| Decision {
         judgement,
         said_failed: None,
+        overruled: None,
     };
     if let Some(sig) = end.cancelled {
         return plain(Judgement::Cancelled(sig));
@@ -270,12 +269,19 @@ pub fn judge<R: Rng + ?Sized>(
     } else {
         match classify(p, end) {
             Ok(classified) => classified,
-            Err(judged) => return judged,
+            Err((judgement, said_failed)) => {
+                return Decision {
+                    judgement,
+                    said_failed,
+                    overruled: None,
+                };
+            }
         }
     };
-    let ends = |judgement| Judged {
+    let ends = |judgement| Decision {
         judgement,
         said_failed,
+        overruled: None,
     };
     // From here on the attempt failed in a way that is retried; only limits stop the run.
     let spent = |because, following, limit| {
@@ -320,11 +326,11 @@ pub fn judge<R: Rng + ?Sized>(
 
 /// What the exit status and the findings of a started attempt say: why it is retried (and
 /// what said it failed, if its status is a success), or the judgement that ends the run.
-fn classify(p: &Policy, end: &Ended) -> Result<(Retryable, Option<SaidFailed>), Judged> {
-    let plain = |judgement| Judged {
-        judgement,
-        said_failed: None,
-    };
+fn classify(
+    p: &Policy,
+    end: &Ended,
+) -> Result<(Retryable, Option<SaidFailed>), (Judgement, Option<SaidFailed>)> {
+    let plain = |judgement| (judgement, None);
     let status = end.number();
     let f = &end.findings;
     let http = f
@@ -335,46 +341,40 @@ fn classify(p: &Policy, end: &Ended) -> Result<(Retryable, Option<SaidFailed>), 
         Some(Fatal::Stop)
     } else if let Some(Found::Fatal(pattern)) = &f.output {
         Some(Fatal::Output(pattern.clone()))
-    } else if let Some((code, HttpVerdict::Fatal)) = http {
+    } else if let Some((code, HttpClass::Fatal)) = http {
         Some(Fatal::Http(code))
     } else {
         None
     };
     let retry = match (&f.output, http) {
-        (_, Some((code, HttpVerdict::Retry))) => Some(Retryable::Http(code)),
+        (_, Some((code, HttpClass::Retry))) => Some(Retryable::Http(code)),
         (Some(Found::Retry(pattern)), _) => Some(Retryable::Output(pattern.clone())),
         _ => None,
     };
-    let said_failed = (by_status == Verdict::Success && (fatal.is_some() || retry.is_some()))
+    let said_failed = (by_status == Class::Success && (fatal.is_some() || retry.is_some()))
         .then_some(if http.is_some() {
             SaidFailed::Http
         } else {
             SaidFailed::Output
         })
         .filter(|_| !f.stop);
-    let ends = |judgement| Judged {
-        judgement,
-        said_failed,
-    };
+    let ends = |judgement| (judgement, said_failed);
     if let Some(why) = fatal {
         return Err(ends(Judgement::Fatal(why)));
     }
     let because = match (retry, by_status) {
         // What the command said (its HTTP status, its output) is more specific than a list of
         // exit statuses that merely leaves its status out; only --fatal-on and 126/127 win.
-        (
-            Some(why),
-            Verdict::Success | Verdict::Retry(_) | Verdict::Fatal(Reason::NotInRetryOn),
-        ) => why,
-        (_, Verdict::Success) => return Err(plain(Judgement::Success)),
-        (_, Verdict::Fatal(reason)) => {
+        (Some(why), Class::Success | Class::Retry(_) | Class::Fatal(Reason::NotInRetryOn)) => why,
+        (_, Class::Success) => return Err(plain(Judgement::Success)),
+        (_, Class::Fatal(reason)) => {
             return Err(ends(Judgement::Fatal(Fatal::Status {
                 status,
                 reason,
                 unstarted: end.unstarted,
             })));
         }
-        (None, Verdict::Retry(reason)) => Retryable::Status(reason),
+        (None, Class::Retry(reason)) => Retryable::Status(reason),
     };
     Ok((because, said_failed))
 }

@@ -1,6 +1,7 @@
-//! Judging an attempt's status: success, retryable or fatal, with the reason.
-
-use std::fmt;
+//! The exit-status lists (`--success-on`, `--retry-on`, `--fatal-on`, and 126 and 127) and
+//! what they say of a status alone: its [`Class`], success, retryable or fatal, with the
+//! [`Reason`]. The judgement of the whole attempt is `judgement::judge`'s; the words for a
+//! reason are made in `report/words.rs`.
 
 use super::codes::CodeSet;
 use crate::exit::Exit;
@@ -40,15 +41,15 @@ impl Default for Sources {
     }
 }
 
-/// What an attempt's status means for the run.
+/// What the status lists say of an exit status alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Class {
     Success,
     Retry(Reason),
     Fatal(Reason),
 }
 
-/// Why a status was judged as it was; shown in the log.
+/// Why a status was classed as it was; the log names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     /// A failure, retried because no `--retry-on` list narrows the retryable ones.
@@ -91,44 +92,22 @@ impl Rules {
         }
     }
 
-    /// Why a status was judged so, naming the list that decided it and where it came from.
-    pub fn say(&self, reason: Reason) -> String {
-        match reason {
-            Reason::RetryOn => format!("retryable: in {}", self.sources.retry_on),
-            Reason::FatalOn => format!("fatal: in {}", self.sources.fatal_on),
-            Reason::NotInRetryOn => format!("fatal: not in {}", self.sources.retry_on),
-            Reason::AnyFailure | Reason::NeverBetter => reason.to_string(),
-        }
-    }
-
-    /// Judge a status in the order success → fatal → retryable → fatal.
-    pub fn classify(&self, status: i32) -> Verdict {
+    /// Classes a status in the order success → fatal → retryable → fatal.
+    pub fn classify(&self, status: i32) -> Class {
         if self.success.contains(status) {
-            return Verdict::Success;
+            return Class::Success;
         }
         if self.fatal_on.contains(status) {
-            return Verdict::Fatal(Reason::FatalOn);
+            return Class::Fatal(Reason::FatalOn);
         }
         if self.never_better.contains(status) {
-            return Verdict::Fatal(Reason::NeverBetter);
+            return Class::Fatal(Reason::NeverBetter);
         }
         match &self.retry_on {
-            None => Verdict::Retry(Reason::AnyFailure),
-            Some(list) if list.contains(status) => Verdict::Retry(Reason::RetryOn),
-            Some(_) => Verdict::Fatal(Reason::NotInRetryOn),
+            None => Class::Retry(Reason::AnyFailure),
+            Some(list) if list.contains(status) => Class::Retry(Reason::RetryOn),
+            Some(_) => Class::Fatal(Reason::NotInRetryOn),
         }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Reason::AnyFailure => "retryable",
-            Reason::RetryOn => "retryable: in --retry-on",
-            Reason::FatalOn => "fatal: in --fatal-on",
-            Reason::NeverBetter => "fatal: cannot execute or not found; will not get better",
-            Reason::NotInRetryOn => "fatal: not in --retry-on",
-        })
     }
 }
 
@@ -144,55 +123,55 @@ mod tests {
     #[test]
     fn defaults_retry_every_failure_but_126_and_127() {
         let r = rules(None, None, None);
-        assert_eq!(r.classify(0), Verdict::Success);
-        assert_eq!(r.classify(1), Verdict::Retry(Reason::AnyFailure));
-        assert_eq!(r.classify(137), Verdict::Retry(Reason::AnyFailure));
-        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
-        assert_eq!(r.classify(127), Verdict::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(0), Class::Success);
+        assert_eq!(r.classify(1), Class::Retry(Reason::AnyFailure));
+        assert_eq!(r.classify(137), Class::Retry(Reason::AnyFailure));
+        assert_eq!(r.classify(126), Class::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(127), Class::Fatal(Reason::NeverBetter));
     }
 
     #[test]
     fn success_on_replaces_zero() {
         let r = rules(Some("1,3"), None, None);
-        assert_eq!(r.classify(3), Verdict::Success);
-        assert_eq!(r.classify(0), Verdict::Retry(Reason::AnyFailure));
+        assert_eq!(r.classify(3), Class::Success);
+        assert_eq!(r.classify(0), Class::Retry(Reason::AnyFailure));
     }
 
     #[test]
     fn fatal_wins_over_retry_on() {
         let r = rules(None, Some("1-10"), Some("5"));
-        assert_eq!(r.classify(5), Verdict::Fatal(Reason::FatalOn));
-        assert_eq!(r.classify(4), Verdict::Retry(Reason::RetryOn));
-        assert_eq!(r.classify(11), Verdict::Fatal(Reason::NotInRetryOn));
+        assert_eq!(r.classify(5), Class::Fatal(Reason::FatalOn));
+        assert_eq!(r.classify(4), Class::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(11), Class::Fatal(Reason::NotInRetryOn));
     }
 
     #[test]
     fn success_is_judged_before_fatal() {
         let r = rules(Some("0,2"), None, Some("2"));
-        assert_eq!(r.classify(2), Verdict::Success);
+        assert_eq!(r.classify(2), Class::Success);
     }
 
     #[test]
     fn fatal_on_adds_to_126_and_127() {
         let r = rules(None, None, Some("SIGKILL"));
-        assert_eq!(r.classify(137), Verdict::Fatal(Reason::FatalOn));
-        assert_eq!(r.classify(127), Verdict::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(137), Class::Fatal(Reason::FatalOn));
+        assert_eq!(r.classify(127), Class::Fatal(Reason::NeverBetter));
     }
 
     #[test]
     fn retry_on_naming_127_makes_it_retryable() {
         let r = rules(None, Some("127"), None);
-        assert_eq!(r.classify(127), Verdict::Retry(Reason::RetryOn));
-        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(127), Class::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(126), Class::Fatal(Reason::NeverBetter));
         // A range that merely covers them does not name them.
         let r = rules(None, Some("100-200"), None);
-        assert_eq!(r.classify(126), Verdict::Fatal(Reason::NeverBetter));
-        assert_eq!(r.classify(125), Verdict::Retry(Reason::RetryOn));
+        assert_eq!(r.classify(126), Class::Fatal(Reason::NeverBetter));
+        assert_eq!(r.classify(125), Class::Retry(Reason::RetryOn));
     }
 
     #[test]
     fn fatal_on_127_wins_even_when_retry_on_names_it() {
         let r = rules(None, Some("127"), Some("127"));
-        assert_eq!(r.classify(127), Verdict::Fatal(Reason::FatalOn));
+        assert_eq!(r.classify(127), Class::Fatal(Reason::FatalOn));
     }
 }

@@ -2,30 +2,26 @@
 //! stdout, the clock and signals, all waited for in one `ppoll`.
 
 use std::borrow::Cow;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::AsFd;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::errno::Errno;
-use nix::fcntl::OFlag;
 use nix::libc::{WNOHANG, WUNTRACED};
 use nix::poll::{PollFd, PollFlags};
-use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
-use nix::sys::signal::{SigSet, Signal, killpg};
-use nix::sys::stat::Mode;
+use nix::spawn::PosixSpawnAttr;
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::child_fd::ChildFd;
-use super::ended::status_of;
 use super::group::{group_alive, reaps_orphans};
 use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
+use super::status::status_of;
 use super::stdin::{Input, Need};
 use super::terminal::Terminal;
 use super::transcript::Transcript;
@@ -33,10 +29,17 @@ use super::watcher::Watcher;
 use super::world::{AttemptEnv, Event, SpawnError, World};
 use crate::env;
 use crate::exit::Exit;
+use crate::policy::judgement::{Findings, Unstarted};
 use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
-use crate::policy::verdict::{Findings, Unstarted};
 use crate::policy::{Policy, StdoutMode};
+
+mod job;
+mod spawn;
+
+use self::spawn::{
+    entry, inherited_environment, launch, spawn_attributes, spawn_failure, with_hint_file,
+};
 
 /// Runs the command for real.
 pub struct Process {
@@ -264,91 +267,6 @@ impl Process {
         })
     }
 
-    /// The attempt's group stopped. One that read or set the terminal while retry's job holds
-    /// it (a command in a pipeline, which does not get the terminal at once) gets it now.
-    /// Otherwise it was stopped by Ctrl-Z, or it needs the terminal while retry's job is in
-    /// the background: retry's whole job stops with the same signal, as the terminal would
-    /// have stopped the command alone, so the shell shows it Stopped; when continued (`fg`,
-    /// `bg`), the attempt goes on too, with the terminal if `fg` gave it to retry's job.
-    fn on_stop(&mut self, group: Pid, signal: i32) {
-        let Some(terminal) = &self.terminal else {
-            // No terminal: the child waits for a SIGCONT from whoever stopped it.
-            return;
-        };
-        let asks = [Signal::SIGTTIN as i32, Signal::SIGTTOU as i32].contains(&signal);
-        if asks && terminal.foreground() {
-            self.hand_over(group);
-            return;
-        }
-        if !terminal.job_can_stop() {
-            // An orphaned job (retry leads its session, under script(1) or a terminal
-            // emulator, or its shell is gone): no shell is left to show it Stopped or to
-            // continue it, and the kernel discards a Ctrl-Z sent to such a job, which goes on.
-            // So does the attempt. One that needs the terminal would have been told EIO
-            // instead; retry cannot do that, and it stays stopped until a timeout ends it.
-            if signal == Signal::SIGTSTP as i32 {
-                let _ = killpg(group, Signal::SIGCONT);
-            }
-            return;
-        }
-        let wanted = asks || self.holds_terminal || terminal.alone();
-        if std::mem::take(&mut self.holds_terminal) {
-            terminal.take_back(group);
-        }
-        let Ok(signal) = Signal::try_from(signal) else {
-            return;
-        };
-        super::signals::stop(signal, true);
-        // Continued: by `fg` (the terminal is retry's job's again) or by `bg`.
-        let foreground = self.terminal.as_ref().is_some_and(Terminal::foreground);
-        if wanted && foreground {
-            self.hand_over(group);
-        } else {
-            let _ = killpg(group, Signal::SIGCONT);
-        }
-    }
-
-    /// Hands the terminal, which retry's job holds, to the attempt's `group` and lets it go
-    /// on, with a watcher in the group first so that a Ctrl-C typed the moment after reaches
-    /// it too; the watcher goes if the terminal could not be given.
-    fn hand_over(&mut self, group: Pid) {
-        let Some(terminal) = &self.terminal else {
-            return;
-        };
-        if self.watcher.is_none() && terminal.interruptible() {
-            self.watcher = Watcher::start(group);
-        }
-        self.holds_terminal = terminal.give(group);
-        if !self.holds_terminal {
-            self.stop_watching(None);
-        }
-    }
-
-    /// Ctrl-Z reached retry's own group (the attempt did not hold the terminal, or none ran):
-    /// the attempt is stopped too, then retry, as the terminal would have stopped the command
-    /// alone; when continued, the attempt goes on, with the terminal if it held it before and
-    /// `fg` gave it back to retry's job.
-    fn stop_with_the_job(&mut self) {
-        let group = self.child.and(self.group);
-        if let Some(group) = group {
-            let _ = killpg(group, Signal::SIGTSTP);
-        }
-        let held = std::mem::take(&mut self.holds_terminal);
-        if let (true, Some(terminal), Some(group)) = (held, &self.terminal, group) {
-            terminal.take_back(group);
-        }
-        // Only retry: the rest of its job had the terminal's SIGTSTP too.
-        super::signals::stop(Signal::SIGTSTP, false);
-        if let Some(group) = group {
-            let foreground = self.terminal.as_ref().is_some_and(Terminal::foreground);
-            if held && foreground {
-                self.hand_over(group);
-            } else {
-                let _ = killpg(group, Signal::SIGCONT);
-            }
-        }
-    }
-
     /// With orphans reparented to retry (PID 1, a subreaper): reaps every process that ended
     /// but the attempt's first one, whose status is kept for [`Process::reap`] if it comes
     /// up here first.
@@ -372,29 +290,6 @@ impl Process {
             }
         }
     }
-
-    /// Ends the attempt's watcher, keeping what it saw.
-    fn stop_watching(&mut self, passing_on: Option<i32>) {
-        if let Some(watcher) = self.watcher.take() {
-            // The one Ctrl-C that reached retry too, as it can in the moment the attempt gets
-            // the terminal, is not a second one: retry passes it on now.
-            let seen = watcher.stop().filter(|sig| Some(*sig) != passing_on);
-            self.typed = self.typed.or(seen);
-        }
-    }
-
-    /// A Ctrl-C or Ctrl-\ typed at the terminal reaches only the attempt that holds it, not
-    /// retry; an attempt that died of it (or exited 130 or 131 from a trap) is a cancellation.
-    fn terminal_cancel(&self, status: Status) -> Option<i32> {
-        if !self.holds_terminal {
-            return None;
-        }
-        let (int, quit) = (Signal::SIGINT as i32, Signal::SIGQUIT as i32);
-        match status.number() - 128 {
-            n if n == int || n == quit => Some(n),
-            _ => None,
-        }
-    }
 }
 
 /// Whether retry's stdout or stderr is a pipe or socket whose reader went away. A closed
@@ -409,106 +304,6 @@ fn output_has_no_reader() -> bool {
         && fds
             .iter()
             .any(|fd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLERR)))
-}
-
-/// posix_spawn with the attempt's standard streams in place.
-fn launch(
-    program: &CString,
-    attr: &PosixSpawnAttr,
-    argv: &[CString],
-    envp: &[Cow<'static, CStr>],
-    stdio: [io::Result<ChildFd>; 3],
-) -> nix::Result<Pid> {
-    let mut actions = PosixSpawnFileActions::init()?;
-    let mut keep = Vec::new();
-    for (target, fd) in (0..).zip(stdio) {
-        match fd.map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))? {
-            ChildFd::Inherit => {}
-            ChildFd::Null => actions.add_open(target, "/dev/null", OFlag::O_RDWR, Mode::empty())?,
-            ChildFd::Pipe(fd) => {
-                actions.add_dup2(fd.as_raw_fd(), target)?;
-                // The parent's copy closes once the child has its own.
-                keep.push(fd);
-            }
-        }
-    }
-    posix_spawnp(program, &actions, attr, argv, envp)
-}
-
-/// `NAME=value`, as the environment holds it.
-fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
-    // Room for the NUL too, which CString::new adds.
-    let mut bytes = Vec::with_capacity(name.len() + value.len() + 2);
-    bytes.extend_from_slice(name);
-    bytes.push(b'=');
-    bytes.extend_from_slice(value);
-    CString::new(bytes).map_err(|_| Errno::EINVAL)
-}
-
-/// The environment retry was started with, each entry as the process holds it (`NAME=value`,
-/// usually), borrowed rather than copied: std's `vars_os` makes two strings of every entry,
-/// which a run then joined into a third, a tenth of what a run of `retry -- true` did.
-fn inherited_environment() -> impl Iterator<Item = &'static CStr> {
-    unsafe extern "C" {
-        /// The C library's environment: a null-terminated array of C strings.
-        static environ: *const *const c_char;
-    }
-    // SAFETY: `environ` is the C library's, set before `main`; retry never changes its own
-    // environment (no setenv, putenv or std::env::set_var anywhere in it), so the array and
-    // its strings stay as they are, where they are, for the life of the process.
-    let mut next = unsafe { environ };
-    std::iter::from_fn(move || {
-        if next.is_null() {
-            return None;
-        }
-        // SAFETY: `next` points into the null-terminated array (see above), not past its end.
-        let entry = unsafe { *next };
-        if entry.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null entry is a NUL-terminated string that lives as long as the
-        // process; the next pointer is still within the array, whose end is the null one.
-        unsafe {
-            next = next.add(1);
-            Some(CStr::from_ptr(entry))
-        }
-    })
-}
-
-/// How every attempt starts: in a process group of its own (so that a timeout or a forwarded
-/// signal reaches every process it starts), with the signal mask retry was started with (as if
-/// retry were not there), and SIGPIPE back to its default, which Rust programs ignore and an
-/// exec would otherwise keep ignored.
-fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
-    let mut attr = PosixSpawnAttr::init()?;
-    attr.set_flags(
-        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
-            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
-            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
-    )?;
-    attr.set_pgroup(Pid::from_raw(0))?;
-    attr.set_sigmask(mask)?;
-    let mut default = SigSet::empty();
-    default.add(Signal::SIGPIPE);
-    attr.set_sigdefault(&default)?;
-    Ok(attr)
-}
-
-/// An argument with `{hints}` replaced by the attempt's hint file.
-fn with_hint_file(arg: &[u8], path: &[u8]) -> nix::Result<CString> {
-    const PLACEHOLDER: &[u8] = env::HINTS.as_bytes();
-    let mut out = Vec::with_capacity(arg.len());
-    let mut rest = arg;
-    while let Some(at) = rest
-        .windows(PLACEHOLDER.len())
-        .position(|w| w == PLACEHOLDER)
-    {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(path);
-        rest = &rest[at + PLACEHOLDER.len()..];
-    }
-    out.extend_from_slice(rest);
-    CString::new(out).map_err(|_| Errno::EINVAL)
 }
 
 impl World for Process {
@@ -768,17 +563,5 @@ impl World for Process {
         let stdout = self.stdout.release(last, &mut self.signals);
         let stderr = self.stderr.release(last, &mut self.signals);
         stdout.and(stderr)
-    }
-}
-
-/// Why `program` could not be started, in a shell's words: `command not found` for a name
-/// not on PATH, `Is a directory` for a directory, else the system's words for `errno`.
-fn spawn_failure(program: &std::ffi::OsStr, errno: Errno) -> String {
-    let path = std::path::Path::new(program);
-    let named_by_path = program.as_encoded_bytes().contains(&b'/');
-    match errno {
-        Errno::ENOENT if !named_by_path => "command not found (no such file on PATH)".into(),
-        Errno::EACCES if named_by_path && path.is_dir() => "Is a directory".into(),
-        _ => errno.desc().into(),
     }
 }

@@ -1,4 +1,5 @@
-//! How a child process ended, as the outcome lists judge it.
+//! A child's [`ExitStatus`] from the operating system as retry's own [`Status`], which the
+//! status lists class (`policy::rules`).
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;

@@ -1,0 +1,130 @@
+//! How an attempt is started: posix_spawn with its argument vector and environment (as the
+//! C library holds them, borrowed where they can be), in a process group of its own, its
+//! standard streams in place; and why it could not be, in a shell's words.
+
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, c_char};
+use std::io;
+use std::os::fd::AsRawFd;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::stat::Mode;
+use nix::unistd::Pid;
+
+use crate::env;
+use crate::platform::child_fd::ChildFd;
+
+/// posix_spawn with the attempt's standard streams in place.
+pub(super) fn launch(
+    program: &CString,
+    attr: &PosixSpawnAttr,
+    argv: &[CString],
+    envp: &[Cow<'static, CStr>],
+    stdio: [io::Result<ChildFd>; 3],
+) -> nix::Result<Pid> {
+    let mut actions = PosixSpawnFileActions::init()?;
+    let mut keep = Vec::new();
+    for (target, fd) in (0..).zip(stdio) {
+        match fd.map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))? {
+            ChildFd::Inherit => {}
+            ChildFd::Null => actions.add_open(target, "/dev/null", OFlag::O_RDWR, Mode::empty())?,
+            ChildFd::Pipe(fd) => {
+                actions.add_dup2(fd.as_raw_fd(), target)?;
+                // The parent's copy closes once the child has its own.
+                keep.push(fd);
+            }
+        }
+    }
+    posix_spawnp(program, &actions, attr, argv, envp)
+}
+
+/// `NAME=value`, as the environment holds it.
+pub(super) fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
+    // Room for the NUL too, which CString::new adds.
+    let mut bytes = Vec::with_capacity(name.len() + value.len() + 2);
+    bytes.extend_from_slice(name);
+    bytes.push(b'=');
+    bytes.extend_from_slice(value);
+    CString::new(bytes).map_err(|_| Errno::EINVAL)
+}
+
+/// The environment retry was started with, each entry as the process holds it (`NAME=value`,
+/// usually), borrowed rather than copied: std's `vars_os` makes two strings of every entry,
+/// which a run then joined into a third, a tenth of what a run of `retry -- true` did.
+pub(super) fn inherited_environment() -> impl Iterator<Item = &'static CStr> {
+    unsafe extern "C" {
+        /// The C library's environment: a null-terminated array of C strings.
+        static environ: *const *const c_char;
+    }
+    // SAFETY: `environ` is the C library's, set before `main`; retry never changes its own
+    // environment (no setenv, putenv or std::env::set_var anywhere in it), so the array and
+    // its strings stay as they are, where they are, for the life of the process.
+    let mut next = unsafe { environ };
+    std::iter::from_fn(move || {
+        if next.is_null() {
+            return None;
+        }
+        // SAFETY: `next` points into the null-terminated array (see above), not past its end.
+        let entry = unsafe { *next };
+        if entry.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null entry is a NUL-terminated string that lives as long as the
+        // process; the next pointer is still within the array, whose end is the null one.
+        unsafe {
+            next = next.add(1);
+            Some(CStr::from_ptr(entry))
+        }
+    })
+}
+
+/// How every attempt starts: in a process group of its own (so that a timeout or a forwarded
+/// signal reaches every process it starts), with the signal mask retry was started with (as if
+/// retry were not there), and SIGPIPE back to its default, which Rust programs ignore and an
+/// exec would otherwise keep ignored.
+pub(super) fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    attr.set_pgroup(Pid::from_raw(0))?;
+    attr.set_sigmask(mask)?;
+    let mut default = SigSet::empty();
+    default.add(Signal::SIGPIPE);
+    attr.set_sigdefault(&default)?;
+    Ok(attr)
+}
+
+/// An argument with `{hints}` replaced by the attempt's hint file.
+pub(super) fn with_hint_file(arg: &[u8], path: &[u8]) -> nix::Result<CString> {
+    const PLACEHOLDER: &[u8] = env::HINTS.as_bytes();
+    let mut out = Vec::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(at) = rest
+        .windows(PLACEHOLDER.len())
+        .position(|w| w == PLACEHOLDER)
+    {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(path);
+        rest = &rest[at + PLACEHOLDER.len()..];
+    }
+    out.extend_from_slice(rest);
+    CString::new(out).map_err(|_| Errno::EINVAL)
+}
+
+/// Why `program` could not be started, in a shell's words: `command not found` for a name
+/// not on PATH, `Is a directory` for a directory, else the system's words for `errno`.
+pub(super) fn spawn_failure(program: &std::ffi::OsStr, errno: Errno) -> String {
+    let path = std::path::Path::new(program);
+    let named_by_path = program.as_encoded_bytes().contains(&b'/');
+    match errno {
+        Errno::ENOENT if !named_by_path => "command not found (no such file on PATH)".into(),
+        Errno::EACCES if named_by_path && path.is_dir() => "Is a directory".into(),
+        _ => errno.desc().into(),
+    }
+}

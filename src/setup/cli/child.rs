@@ -1,0 +1,46 @@
+//! The child process: how it is stopped, what it reads, and where its output goes.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::parsers::{Offered, signal};
+use crate::policy::StdinMode;
+use crate::policy::StdoutMode;
+use crate::policy::duration;
+use crate::policy::status::NAMES;
+
+/// The child process.
+#[derive(Debug, Args)]
+#[group(skip)]
+#[command(next_help_heading = "The child process")]
+pub struct Child {
+    /// Signal sent to the attempt's process group when it times out.
+    #[arg(
+        long,
+        value_name = "SIG",
+        value_parser = Offered::new(signal, || NAMES.to_vec()),
+        hide_possible_values = true,
+    )]
+    pub kill_signal: Option<i32>,
+
+    /// After --kill-signal, wait this long before sending SIGKILL.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub kill_after: Option<Duration>,
+
+    /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
+    /// passes a terminal through; replay, pass and null force a mode.
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub stdin: Option<StdinMode>,
+
+    /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
+    /// the run to stdout (retried attempts' output goes to stderr).
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub stdout: Option<StdoutMode>,
+
+    /// Hold every attempt's stdout and stderr and retry's own log, and print them, in order
+    /// and marked by attempt, only if the run fails: a run that succeeds prints nothing
+    /// (chronic's behaviour, for cron, which mails whatever a job prints).
+    #[arg(long, conflicts_with = "stdout")]
+    pub output_on_failure: bool,
+}

@@ -1,0 +1,44 @@
+//! Explain a fleet: the fleet `--explain --fleet` simulates.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::parsers::processes;
+use crate::policy::duration;
+
+/// Explain a fleet.
+#[derive(Debug, Args)]
+#[group(skip)]
+#[command(next_help_heading = "Explain a fleet")]
+pub struct Simulated {
+    /// With --explain: simulate N processes (1 to 100000) running this policy against one
+    /// service that is down for --outage, and print what they do to it (calls, peaks, calls
+    /// per job, goodput, time to recover) and what it assumed, beside the same policy without
+    /// jitter and without shared state; with --log-format json, as one JSON object per line.
+    #[arg(long, value_name = "N", requires = "explain", value_parser = processes)]
+    pub fleet: Option<u32>,
+
+    /// With --fleet: how long the service is down.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub outage: Option<Duration>,
+
+    /// With --fleet: how often each process runs the job (a cron interval).
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub every: Option<Duration>,
+
+    /// With --fleet: the N processes are spread over H hosts; with --key and no --state, the
+    /// processes on one host share that host's state [default: N, one process a host].
+    #[arg(long, value_name = "H", value_parser = processes)]
+    pub hosts: Option<u32>,
+
+    /// With --fleet: each process runs at its own random offset within DUR of the cron tick;
+    /// 0 starts every process at the same instant, as cron fires a fleet at the same second
+    /// [default: --every, runs spread over it].
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub splay: Option<Duration>,
+
+    /// With --fleet: how long one call of the job takes, failed or not.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub call_time: Option<Duration>,
+}
