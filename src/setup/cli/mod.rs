@@ -282,6 +282,8 @@ pub fn short_help_command() -> clap::Command {
             clap::Arg::new("help")
                 .short('h')
                 .long("help")
+                // Under "Options", not the last heading the flattened groups left behind.
+                .help_heading(NO_HEADING)
                 .action(ArgAction::Help),
         )
         .mut_args(|arg| {
