@@ -42,13 +42,14 @@
 // A benchmark that cannot set up its measurement fails at once, where it stands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/wait4.rs"]
+mod support;
+use support::wait4;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-use nix::libc;
 
 /// The retry built: this build's, or another given in `RETRY_BENCH_BIN` (an older build, to
 /// compare in the same conditions).
@@ -195,25 +196,6 @@ fn check(command: &Command, status: ExitStatus, expected: i32) -> Outcome<()> {
         Err(format!(
             "{command:?} ended with {status}, not exit status {expected}"
         ))
-    }
-}
-
-/// Waits for the child `pid` and returns its status and its own resource usage.
-fn wait4(pid: u32) -> Outcome<(ExitStatus, libc::rusage)> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
-    let mut raw = 0;
-    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: wait4 on our own child, with valid pointers to an int and a rusage.
-        let got = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
-        if got == pid {
-            return Ok((ExitStatus::from_raw(raw), usage));
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(format!("wait4 on pid {pid}: {error}"));
-        }
     }
 }
 

@@ -22,9 +22,12 @@
 // A benchmark that cannot set up its measurement fails at once, where it stands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/wait4.rs"]
+mod support;
+use support::wait4;
+
 use std::io;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -42,25 +45,6 @@ struct Measured {
     cpu: Duration,
     max_rss_mib: f64,
     stdout: String,
-}
-
-/// Waits for the child `pid` and returns its status and its own resource usage.
-fn wait4(pid: u32) -> Result<(ExitStatus, libc::rusage), String> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
-    let mut raw = 0;
-    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: wait4 on our own child, with valid pointers to an int and a rusage.
-        let got = unsafe { libc::wait4(pid, &mut raw, 0, &mut usage) };
-        if got == pid {
-            return Ok((ExitStatus::from_raw(raw), usage));
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(format!("wait4 on pid {pid}: {error}"));
-        }
-    }
 }
 
 /// Runs `command` to its end, which must be a success, measuring it.

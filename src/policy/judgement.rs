@@ -176,6 +176,23 @@ pub enum SaidFailed {
 }
 
 impl Judgement {
+    /// A retryable failure with nothing after it that overrules it: a retry after the delay
+    /// the pacing gave, or the run spent by the limit it met.
+    pub fn paced(because: Retryable, paced: Result<Duration, Limit>) -> Judgement {
+        match paced {
+            Ok(delay) => Judgement::Retry {
+                because,
+                following: None,
+                delay,
+            },
+            Err(limit) => Judgement::Spent {
+                because,
+                following: None,
+                limit,
+            },
+        }
+    }
+
     /// How the attempt counts for a key's breaker: a failure that is retried counts, whether
     /// or not the run has attempts or time left; a fatal one does not.
     pub fn counted(&self) -> Attempt {

@@ -191,23 +191,13 @@ pub fn simulate(
                 } else {
                     let elapsed = Duration::from_nanos(now.saturating_sub(run.started));
                     let because = Retryable::Status(Reason::AnyFailure);
-                    match run.pacing.after_failure(
+                    let paced = run.pacing.after_failure(
                         run.attempt,
                         elapsed,
                         estimates.as_ref(),
                         &mut rng,
-                    ) {
-                        Ok(delay) => Judgement::Retry {
-                            because,
-                            following: None,
-                            delay,
-                        },
-                        Err(limit) => Judgement::Spent {
-                            because,
-                            following: None,
-                            limit,
-                        },
-                    }
+                    );
+                    Judgement::paced(because, paced)
                 };
                 let mut retry = judgement.delay();
                 if let Some(shared) = &mut run.shared {

@@ -76,18 +76,10 @@ impl Plan<'_> {
         }
         // A failed call is a failure the policy retries.
         let because = Retryable::Status(Reason::AnyFailure);
-        match pacing.after_failure(attempt, elapsed, estimates, rng) {
-            Ok(delay) => Judgement::Retry {
-                because,
-                following: None,
-                delay,
-            },
-            Err(limit) => Judgement::Spent {
-                because,
-                following: None,
-                limit,
-            },
-        }
+        Judgement::paced(
+            because,
+            pacing.after_failure(attempt, elapsed, estimates, rng),
+        )
     }
 }
 
