@@ -417,11 +417,82 @@ impl Shell {
         screen
     }
 
+    /// Waits until `program`, run under the shell, sleeps waiting for what is typed. A REPL
+    /// shows its prompt a moment before it waits: a Ctrl-C typed in that moment is lost to it
+    /// (Python's readline takes its signals only while it waits in `select`).
+    fn waits_for_input(&self, program: &str) {
+        let start = std::time::Instant::now();
+        while !descendants(self.child.id())
+            .iter()
+            .any(|pid| waits_in(*pid, program))
+        {
+            assert!(
+                start.elapsed() < support::PATIENCE,
+                "{program} never waited for input: {}",
+                self.screen.all()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// Leaves the shell, and returns all that was shown.
     fn exit(mut self) -> String {
         self.line("exit");
         support::wait(&mut self.child);
         self.screen.all()
+    }
+}
+
+/// The processes under `root`, from each process's parent in /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parents.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        i += 1;
+    }
+    found
+}
+
+/// Whether `pid` is `program` asleep in a wait for input (`poll`, `select`, a terminal's
+/// read); where the kernel does not say where a process sleeps, asleep is enough.
+fn waits_in(pid: u32, program: &str) -> bool {
+    let proc = std::path::Path::new("/proc").join(pid.to_string());
+    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
+        return false;
+    };
+    let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
+        return false;
+    };
+    if name != program || rest.split_whitespace().next() != Some("S") {
+        return false;
+    }
+    match std::fs::read_to_string(proc.join("wchan")) {
+        Ok(wchan) if !wchan.is_empty() && wchan != "0" => {
+            ["poll", "select", "tty_read", "wait_woken"]
+                .iter()
+                .any(|w| wchan.contains(w))
+        }
+        _ => true,
     }
 }
 
@@ -574,6 +645,7 @@ fn a_repl_that_handles_ctrl_c_keeps_its_later_exit_status() {
     shell.line("print(6 * 7)");
     shell.screen.until("42");
     shell.screen.until(">>> ");
+    shell.waits_for_input("python3");
     shell.type_("\x03");
     shell.screen.until("KeyboardInterrupt");
     shell.screen.until("it handled it");
