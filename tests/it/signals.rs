@@ -198,8 +198,9 @@ trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;
     );
 }
 
-/// retry, started with these signals blocked, as some launchers and thread pools start
-/// their children.
+/// retry, started with these signals blocked and no other, as some launchers and thread pools
+/// start their children (whatever the test itself was started with: `perf record`, for one,
+/// blocks SIGWINCH).
 fn retry_blocking(signals: &[Signal]) -> Command {
     let mut set = SigSet::empty();
     for s in signals {
@@ -209,7 +210,7 @@ fn retry_blocking(signals: &[Signal]) -> Command {
     // SAFETY: sigprocmask is async-signal-safe, as the child side of fork requires.
     unsafe {
         c.pre_exec(move || {
-            sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?;
+            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&set), None)?;
             Ok(())
         });
     }
