@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use retry::policy::backoff::Backoff;

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use retry::policy::backoff::{Backoff, Schedule};

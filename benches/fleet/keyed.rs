@@ -4,7 +4,7 @@
 //! with `--state`).
 
 use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
 
 use retry::policy::breaker::Attempt;
 use retry::policy::shared::KeyRules;

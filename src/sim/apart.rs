@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
 
 use super::Nanos;
 use super::group::{Plan, Starts};

@@ -25,7 +25,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
 
 /// Virtual time, in nanoseconds since the start of a run.
 pub type Nanos = u64;

@@ -248,8 +248,8 @@ impl Divisor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn the_quick_division_is_the_division() {
