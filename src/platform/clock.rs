@@ -51,3 +51,23 @@ pub fn test_ms() -> Option<u64> {
         None
     }
 }
+
+/// The variable that sets, in ms, how long a fleet simulation runs before its progress line
+/// shows: see [`test_progress_due`].
+pub const TEST_PROGRESS_DUE: &str = "RETRY_TEST_PROGRESS_DUE";
+
+/// How long a fleet simulation runs before its progress line shows, as the tests set it with
+/// `$RETRY_TEST_PROGRESS_DUE` (ms), so that a small fleet shows the line at once on a machine
+/// of any speed. Read only in builds with debug assertions, as [`test_ms`] is. `None` without
+/// the variable, or when it holds no number.
+pub fn test_progress_due() -> Option<std::time::Duration> {
+    #[cfg(debug_assertions)]
+    {
+        let ms = std::env::var(TEST_PROGRESS_DUE).ok()?.trim().parse().ok()?;
+        Some(std::time::Duration::from_millis(ms))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        None
+    }
+}

@@ -44,12 +44,14 @@ impl Progress {
         }
     }
 
-    /// The line on stderr when it is a terminal and `shown` (not `-q`), after [`DUE`].
+    /// The line on stderr when it is a terminal and `shown` (not `-q`), after [`DUE`] (or
+    /// the tests' own time, in a debug build).
     pub fn on_stderr(total: u64, shown: bool) -> Progress {
         use std::io::IsTerminal;
         let terminal = shown && io::stderr().is_terminal();
         let target = terminal.then(|| Box::new(io::stderr()) as Box<dyn Write>);
-        Progress::new(total, target, DUE)
+        let after = crate::platform::clock::test_progress_due().unwrap_or(DUE);
+        Progress::new(total, target, after)
     }
 
     /// `done` runs have started.
