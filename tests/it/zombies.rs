@@ -192,7 +192,7 @@ fn as_pid_1_retry_reaps_the_orphans_of_its_attempts_and_keeps_their_statuses() {
         eprintln!("\n*** SKIPPED: a PID namespace needs root (unshare --pid). ***");
         return;
     }
-    let out = std::process::Command::new("unshare")
+    let out = crate::support::hermetic(&mut std::process::Command::new("unshare"))
         .args(["--pid", "--fork", "--mount-proc"])
         .arg(crate::support::bin())
         .args(["--forever", "-d", "0", "--fatal-on", "3", "--", "sh", "-c"])

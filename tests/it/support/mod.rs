@@ -24,14 +24,43 @@ pub fn bin() -> &'static Path {
 
 /// Keeps `command`, retry or a program that starts it, away from the user's own config file
 /// and from any retry that runs the test suite itself (its variables, the idempotency key
-/// included, are not inherited).
+/// included, are not inherited), and starts it with the signals the tests send at their
+/// defaults ([`default_signals`]).
 pub fn hermetic(command: &mut Command) -> &mut Command {
+    default_signals();
     command
         .env_remove("RETRY_CONFIG")
         .env_remove("RETRY_DEPTH")
         .env_remove("RETRY_MAX_ATTEMPTS")
         .env_remove("RETRY_IDEMPOTENCY_KEY")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
+}
+
+/// Sets the signals the tests send back to their defaults in the test process, once, and so
+/// in every program it starts, whatever the suite itself was started with: a background job
+/// of a script (`cargo test &`) has SIGINT and SIGQUIT ignored, and `nohup` SIGHUP. retry, as
+/// a shell does, keeps a signal ignored at its start ignored (the tests of that ignore it
+/// themselves), so a test of what a Ctrl-C or a hang-up does would wait for nothing. The
+/// job-control signals are left as they are: a test binary in the background must still stop
+/// when it touches the terminal.
+fn default_signals() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [
+            Signal::SIGINT,
+            Signal::SIGQUIT,
+            Signal::SIGHUP,
+            Signal::SIGTERM,
+            Signal::SIGUSR1,
+            Signal::SIGUSR2,
+            Signal::SIGALRM,
+        ] {
+            // SAFETY: SIG_DFL installs no handler, and the test harness has none of its own
+            // for these signals that this could replace.
+            let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+        }
+    });
 }
 
 /// The built binary, [`hermetic`]: the one builder of the tests. Add arguments and environment
