@@ -7,7 +7,7 @@
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -43,7 +43,7 @@ fn run_hooked(dir: &TempDir, attempts: &str, flags: &[&str], script: &str) -> Ru
 }
 
 /// Starts retry with `$OUT` set to `dir`; its stdout and stderr read line by line.
-fn start(dir: &TempDir, args: &[&str]) -> (Child, Lines, Lines) {
+fn start(dir: &TempDir, args: &[&str]) -> (support::Started, Lines, Lines) {
     retry_in(dir).args(args).start()
 }
 

@@ -154,7 +154,7 @@ pub trait Launch {
     /// Runs it to the end with `input` on stdin.
     fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run;
     /// Starts it, stdin empty, its stdout and stderr read line by line.
-    fn start(&mut self) -> (Child, Lines, Lines);
+    fn start(&mut self) -> (Started, Lines, Lines);
 }
 
 impl Launch for Command {
@@ -168,7 +168,7 @@ impl Launch for Command {
         finish(self, Some(input.into()))
     }
 
-    fn start(&mut self) -> (Child, Lines, Lines) {
+    fn start(&mut self) -> (Started, Lines, Lines) {
         let mut child = self
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -177,7 +177,46 @@ impl Launch for Command {
             .expect("start retry");
         let out = Lines::of(child.stdout.take().expect("stdout"));
         let err = Lines::of(child.stderr.take().expect("stderr"));
-        (child, out, err)
+        (Started(child), out, err)
+    }
+}
+
+/// A started retry (or a program that runs it), used as the `Child` it holds. A test that
+/// fails before it ends leaves nothing running: dropped while it still runs, it gets SIGTERM,
+/// on which retry stops its attempt's whole group, and SIGKILL a few seconds later.
+pub struct Started(pub Child);
+
+impl std::ops::Deref for Started {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Started {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        let pid = Pid::from_raw(self.0.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        let start = Instant::now();
+        while matches!(self.0.try_wait(), Ok(None)) {
+            if start.elapsed() > Duration::from_secs(3) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -192,7 +231,7 @@ pub fn run_sh(args: &[&str], script: &str) -> Run {
 }
 
 /// `retry ARGS`, started.
-pub fn start(args: &[&str]) -> (Child, Lines, Lines) {
+pub fn start(args: &[&str]) -> (Started, Lines, Lines) {
     retry().args(args).start()
 }
 
