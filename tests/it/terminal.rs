@@ -443,6 +443,27 @@ impl Shell {
     }
 }
 
+/// A process as /proc/PID/stat gives it: its name, its state and its parent's pid.
+struct Stat {
+    name: String,
+    state: String,
+    ppid: u32,
+}
+
+impl Stat {
+    fn of(pid: u32) -> Option<Stat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (name) state ppid ...`: the name may hold spaces and parentheses.
+        let (name, rest) = stat.split_once(" (")?.1.rsplit_once(')')?;
+        let mut fields = rest.split_whitespace();
+        Some(Stat {
+            name: name.to_string(),
+            state: fields.next()?.to_string(),
+            ppid: fields.next()?.parse().ok()?,
+        })
+    }
+}
+
 /// The processes under `root`, from each process's parent in /proc.
 fn descendants(root: u32) -> Vec<u32> {
     let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
@@ -451,16 +472,7 @@ fn descendants(root: u32) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((pid, ppid))
+            Some((pid, Stat::of(pid)?.ppid))
         })
         .collect();
     let mut found = vec![root];
@@ -476,17 +488,10 @@ fn descendants(root: u32) -> Vec<u32> {
 /// Whether `pid` is `program` asleep in a wait for input (`poll`, `select`, a terminal's
 /// read); where the kernel does not say where a process sleeps, asleep is enough.
 fn waits_in(pid: u32, program: &str) -> bool {
-    let proc = std::path::Path::new("/proc").join(pid.to_string());
-    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
-        return false;
-    };
-    let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
-        return false;
-    };
-    if name != program || rest.split_whitespace().next() != Some("S") {
+    if !Stat::of(pid).is_some_and(|s| s.name == program && s.state == "S") {
         return false;
     }
-    match std::fs::read_to_string(proc.join("wchan")) {
+    match std::fs::read_to_string(format!("/proc/{pid}/wchan")) {
         Ok(wchan) if !wchan.is_empty() && wchan != "0" => {
             ["poll", "select", "tty_read", "wait_woken"]
                 .iter()
