@@ -293,7 +293,7 @@ impl Screen {
             loop {
                 let n = stream.read(&mut buf).unwrap_or(0);
                 let (lock, changed) = &*writer;
-                let mut shown = lock.lock().unwrap();
+                let mut shown = lock.lock().unwrap_or_else(|e| e.into_inner());
                 shown.0.extend_from_slice(&buf[..n]);
                 shown.1 = n == 0;
                 changed.notify_all();
@@ -520,9 +520,13 @@ fn in_a_pipeline_every_attempt_reads_the_terminal_and_nothing_typed_reaches_the_
         let Some(mut shell) = Shell::start() else {
             return;
         };
+        // What the attempt read is said on the terminal itself, so that it comes before
+        // retry's next line; what it writes to stdout may go through cat, which can show it
+        // after retry has given up.
         shell.line(&format!(
             "{before}\"$RETRY\" -n 3 -d 0.2s --jitter none -- sh -c 'printf \"pw$RETRY_ATTEMPT: \" \
-             >/dev/tty; read pw </dev/tty; echo \"got-$pw\"; exit 1'{after}"
+             >/dev/tty; read pw </dev/tty; echo \"got-$pw\" >/dev/tty; echo \"out-$pw\"; \
+             exit 1'{after}"
         ));
         for (n, answer) in [(1, "one"), (2, "two"), (3, "three")] {
             shell.screen.until(&format!("pw{n}: "));
@@ -531,6 +535,9 @@ fn in_a_pipeline_every_attempt_reads_the_terminal_and_nothing_typed_reaches_the_
         }
         let screen = shell.gives_up("3", status);
         assert!(!screen.contains("Stopped"), "{screen}");
+        for answer in ["one", "two", "three"] {
+            assert!(screen.contains(&format!("out-{answer}")), "{screen}");
+        }
     }
 }
 
