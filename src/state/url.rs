@@ -95,7 +95,7 @@ pub fn parse(text: &str) -> Result<StoreUrl, String> {
     let host = match url.host() {
         Some(Host::Ipv6(ip)) => ip.to_string(),
         Some(Host::Ipv4(ip)) => ip.to_string(),
-        Some(Host::Domain(name)) if !name.is_empty() => name.to_string(),
+        Some(Host::Domain(name)) if !name.is_empty() => looked_up(name)?,
         _ => return Err(format!("it names no host: {FORMS}")),
     };
     let port = match url.port() {
@@ -294,6 +294,22 @@ fn userinfo(url: &Url) -> Result<(Option<String>, Option<Secret>), String> {
         None => None,
     };
     Ok((user, password))
+}
+
+/// A host name as it is looked up. A `redis://` URL is not one of the web's, so the url crate
+/// keeps its host as written, a name in another script percent-encoded; such a name
+/// (`bücher.example`) is looked up in its ASCII form (`xn--bcher-kva.example`), as curl and
+/// a browser look it up, by the rules of international domain names (UTS 46).
+fn looked_up(name: &str) -> Result<String, String> {
+    if !name.contains('%') {
+        return Ok(name.to_string());
+    }
+    let written = decode(name).map_err(|e| format!("the host '{name}': {e}"))?;
+    match Host::parse(&written) {
+        Ok(Host::Domain(ascii)) => Ok(ascii),
+        Ok(host) => Ok(host.to_string()),
+        Err(_) => Err(format!("'{written}' is not a host name: {FORMS}")),
+    }
 }
 
 /// The port as written after `host:` or `[v6]:`.

@@ -103,6 +103,48 @@ fn bad_urls_say_what_is_wrong() {
 }
 
 #[test]
+fn a_host_name_in_another_script_is_looked_up_in_its_ascii_form() {
+    let u = parse("redis://bücher.example:7000/").expect("ok");
+    assert_eq!(u.place, tcp("xn--bcher-kva.example", 7000, false));
+    assert_eq!(u.label(), "redis://xn--bcher-kva.example:7000/0");
+    // Mapped as UTS 46 says, as a browser maps it: capitals folded, the same name.
+    let u = parse("rediss://BÜCHER.Example").expect("ok");
+    assert_eq!(u.place, tcp("xn--bcher-kva.example", 6379, true));
+    // Written percent-encoded, it is the same name; an ASCII name is kept as written.
+    let u = parse("redis://b%C3%BCcher.example").expect("ok");
+    assert_eq!(u.place, tcp("xn--bcher-kva.example", 6379, false));
+    assert_eq!(
+        parse("redis://Cache_1").expect("ok").place,
+        tcp("Cache_1", 6379, false)
+    );
+    // Every host of a list.
+    let u = parse("redis+cluster://bücher.example:7000,h:7001").expect("ok");
+    let Place::Cluster { nodes, .. } = &u.place else {
+        panic!("{u:?}");
+    };
+    assert_eq!(
+        nodes,
+        &[
+            ("xn--bcher-kva.example".to_string(), 7000),
+            ("h".to_string(), 7001)
+        ]
+    );
+    for (text, word) in [
+        (
+            "redis://b%FFcher.example",
+            "the host 'b%FFcher.example': a %-escape in it is not UTF-8",
+        ),
+        (
+            "redis://b%C3%BC%25.example",
+            "'bü%.example' is not a host name",
+        ),
+    ] {
+        let e = parse(text).expect_err(text);
+        assert!(e.contains(word), "{text}: {e}");
+    }
+}
+
+#[test]
 fn no_message_shows_the_password() {
     let u = parse("redis://retry:hunter2@h:1/0").expect("ok");
     assert_eq!(u.redacted(), "redis://retry:***@h:1/0");
