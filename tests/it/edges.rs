@@ -137,19 +137,35 @@ fn a_name_that_is_not_utf8_is_a_usage_error_naming_the_option_and_the_value() {
     }
 }
 
+/// Every part of a URL that its error quotes: the URL, a port, a host, a host in another
+/// script.
 #[test]
-fn a_state_url_from_the_environment_is_shown_escaped_in_its_usage_error() {
-    let mut c = retry();
-    c.env("RETRY_STATE_URL", "redis://h:99999\x1b[2K\n::error::x")
-        .args(["--key", "k", "--", "true"]);
-    let out = c.run();
-    assert_eq!(out.status.code(), Some(125));
-    assert_eq!(
-        hostile(&out.stderr),
-        None,
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn a_state_url_is_shown_escaped_in_its_usage_error() {
+    for url in [
+        "redis://h:99999\x1b[2K\n::error::x",
+        "redis://h:9\x1b[2K\n::error::x",
+        "redis://ca\x1b[2K\n::error::che/0",
+        "redis://bü\u{202e}%25che/0",
+        "redis-cluster://a,b\x1b[2K:1",
+    ] {
+        let mut from_env = retry();
+        from_env
+            .env("RETRY_STATE_URL", url)
+            .args(["--key", "k", "--", "true"]);
+        let mut from_flag = retry();
+        from_flag.args(["--key", "k", "--state", url, "--", "true"]);
+        for mut c in [from_env, from_flag] {
+            let out = c.run();
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(125), "{url:?}: {said}");
+            assert!(said.contains("not a store URL"), "{url:?}: {said}");
+            assert_eq!(hostile(&out.stderr), None, "{url:?}: {said}");
+            assert!(
+                !said.lines().any(|l| l.starts_with("::error::")),
+                "{url:?}: {said}"
+            );
+        }
+    }
 }
 
 /// `--list-keys` lists names it did not check: a file planted in the state folder (its name
