@@ -251,14 +251,21 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
     /// wait, the key's refusal, or a hook that outlasted the deadline.
     fn wait(&mut self, end: &Ended, d: &Decision, delay: Duration) -> Option<Exit> {
         self.rep.failed(self.world.elapsed(), end, d, Some(delay));
-        // The wait counts from the attempt's end: a hook runs within it, not before it.
-        let wake = self.world.elapsed().saturating_add(delay);
+        // The wait counts from the attempt's end: a hook runs within it, not before it. The
+        // wait's time, all but the hook's, is time slept: at least the delay, without a hook.
+        let wait_from = self.world.elapsed();
+        let wake = wait_from.saturating_add(delay);
         let vars = env::on_retry(end.number(), delay);
+        let hook_from = self.world.elapsed();
         self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);
-        let slept_from = self.world.elapsed();
+        let hook_ran = self.world.elapsed().saturating_sub(hook_from);
         let woke = self.sleep(wake);
-        self.rep
-            .slept(self.world.elapsed().saturating_sub(slept_from));
+        self.rep.slept(
+            self.world
+                .elapsed()
+                .saturating_sub(wait_from)
+                .saturating_sub(hook_ran),
+        );
         if let Some(sig) = woke {
             let why = words::cancelled_waiting(sig);
             // Ends by the signal, as a shell's loop or script needs to see to stop too.

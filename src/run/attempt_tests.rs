@@ -541,6 +541,16 @@ fn the_summary_counts_attempts_running_and_waiting() {
         (300, 3000, 3300)
     );
     assert_eq!(s.exit, 0);
+    // A hook's run within a wait (50 ms each) is not time slept.
+    let r = run_with(
+        &["-n", "3", "--jitter", "none", "--on-retry", "r"],
+        Fake::new([exits(2, 100), exits(2, 100), exits(0, 100)]),
+    );
+    let s = &r.summary;
+    assert_eq!(
+        (s.running_ms, s.sleeping_ms, s.elapsed_ms),
+        (300, 2900, 3300)
+    );
     let r = run_with(
         &["--attempt-timeout", "1s", "-n", "1"],
         Fake::new([exits(0, 9000)]),
