@@ -41,15 +41,8 @@ pub const TEST_CLOCK: &str = "RETRY_TEST_CLOCK";
 /// integration tests run: a release build never honours it, so no environment can move a
 /// fleet's breakers in time. `None` without the variable, or when the file holds no number.
 pub fn test_ms() -> Option<u64> {
-    #[cfg(debug_assertions)]
-    {
-        let path = std::env::var_os(TEST_CLOCK)?;
-        std::fs::read_to_string(path).ok()?.trim().parse().ok()
-    }
-    #[cfg(not(debug_assertions))]
-    {
-        None
-    }
+    let path = test_var(TEST_CLOCK)?;
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The variable that sets, in ms, how long a fleet simulation runs before its progress line
@@ -61,13 +54,15 @@ pub const TEST_PROGRESS_DUE: &str = "RETRY_TEST_PROGRESS_DUE";
 /// of any speed. Read only in builds with debug assertions, as [`test_ms`] is. `None` without
 /// the variable, or when it holds no number.
 pub fn test_progress_due() -> Option<std::time::Duration> {
-    #[cfg(debug_assertions)]
-    {
-        let ms = std::env::var(TEST_PROGRESS_DUE).ok()?.trim().parse().ok()?;
-        Some(std::time::Duration::from_millis(ms))
-    }
-    #[cfg(not(debug_assertions))]
-    {
+    let ms = test_var(TEST_PROGRESS_DUE)?.to_str()?.trim().parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
+/// A variable of the tests', in builds with debug assertions; a release build reads none.
+fn test_var(name: &str) -> Option<std::ffi::OsString> {
+    if cfg!(debug_assertions) {
+        std::env::var_os(name)
+    } else {
         None
     }
 }

@@ -79,26 +79,9 @@ fn summary(dir: &TempDir) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("summary {text:?}: {e}"))
 }
 
-/// Whether a process with this pid still runs (a zombie counts as gone).
-fn running(pid: i32) -> bool {
-    let stat = read(format!("/proc/{pid}/stat"));
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|s| s.split_whitespace().next());
-    !matches!(state, None | Some("Z") | Some("X"))
-}
-
 /// Waits up to `limit` for the process to be gone; whether it is.
 fn gone_within(pid: i32, limit: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if !running(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    !running(pid)
+    support::within(limit, || !support::running(pid))
 }
 
 /// Kills a `sleep` the test left behind, if it is still there, so that a failing test does

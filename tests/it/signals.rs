@@ -9,33 +9,15 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
-use crate::support::{Launch, PATIENCE, retry, start, wait};
+use crate::support::{self, Launch, PATIENCE, retry, start, wait};
 
 fn send(child: &std::process::Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).expect("signal retry");
 }
 
-/// Whether a process with this pid still exists (a zombie counts as gone).
-fn running(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name in parentheses.
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|s| s.split_whitespace().next());
-    !matches!(state, None | Some("Z") | Some("X"))
-}
-
 /// Waits until none of the pids runs any more; false if some still do after `PATIENCE`.
 fn all_gone(pids: &[i32]) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if pids.iter().all(|p| !running(*p)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
+    support::within(PATIENCE, || pids.iter().all(|p| !support::running(*p)))
 }
 
 fn pids(lines: &[String]) -> Vec<i32> {

@@ -421,18 +421,16 @@ impl Shell {
     /// shows its prompt a moment before it waits: a Ctrl-C typed in that moment is lost to it
     /// (Python's readline takes its signals only while it waits in `select`).
     fn waits_for_input(&self, program: &str) {
-        let start = std::time::Instant::now();
-        while !descendants(self.child.id())
-            .iter()
-            .any(|pid| waits_in(*pid, program))
-        {
-            assert!(
-                start.elapsed() < support::PATIENCE,
-                "{program} never waited for input: {}",
-                self.screen.all()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let waits = || {
+            descendants(self.child.id())
+                .iter()
+                .any(|pid| waits_in(*pid, program))
+        };
+        assert!(
+            support::within(support::PATIENCE, waits),
+            "{program} never waited for input: {}",
+            self.screen.all()
+        );
     }
 
     /// Leaves the shell, and returns all that was shown.
@@ -440,27 +438,6 @@ impl Shell {
         self.line("exit");
         support::wait(&mut self.child);
         self.screen.all()
-    }
-}
-
-/// A process as /proc/PID/stat gives it: its name, its state and its parent's pid.
-struct Stat {
-    name: String,
-    state: String,
-    ppid: u32,
-}
-
-impl Stat {
-    fn of(pid: u32) -> Option<Stat> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (name) state ppid ...`: the name may hold spaces and parentheses.
-        let (name, rest) = stat.split_once(" (")?.1.rsplit_once(')')?;
-        let mut fields = rest.split_whitespace();
-        Some(Stat {
-            name: name.to_string(),
-            state: fields.next()?.to_string(),
-            ppid: fields.next()?.parse().ok()?,
-        })
     }
 }
 
@@ -472,7 +449,7 @@ fn descendants(root: u32) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            Some((pid, Stat::of(pid)?.ppid))
+            Some((pid, support::Stat::of(pid)?.ppid))
         })
         .collect();
     let mut found = vec![root];
@@ -488,7 +465,7 @@ fn descendants(root: u32) -> Vec<u32> {
 /// Whether `pid` is `program` asleep in a wait for input (`poll`, `select`, a terminal's
 /// read); where the kernel does not say where a process sleeps, asleep is enough.
 fn waits_in(pid: u32, program: &str) -> bool {
-    if !Stat::of(pid).is_some_and(|s| s.name == program && s.state == "S") {
+    if !support::Stat::of(pid).is_some_and(|s| s.name == program && s.state == "S") {
         return false;
     }
     match std::fs::read_to_string(format!("/proc/{pid}/wchan")) {

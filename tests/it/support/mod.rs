@@ -208,14 +208,11 @@ impl Drop for Started {
         }
         let pid = Pid::from_raw(self.0.id() as i32);
         let _ = kill(pid, Signal::SIGTERM);
-        let start = Instant::now();
-        while matches!(self.0.try_wait(), Ok(None)) {
-            if start.elapsed() > Duration::from_secs(3) {
-                let _ = self.0.kill();
-                let _ = self.0.wait();
-                return;
-            }
-            thread::sleep(Duration::from_millis(10));
+        if !within(Duration::from_secs(3), || {
+            !matches!(self.0.try_wait(), Ok(None))
+        }) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
 }
@@ -415,29 +412,64 @@ pub fn assert_output(actual: impl snapbox::IntoData, expected: impl snapbox::Int
 /// Waits for `path` to appear, as a test's command marks that it got somewhere; whether it did
 /// within [`PATIENCE`].
 pub fn appears(path: &Path) -> bool {
-    let start = Instant::now();
-    while !path.exists() {
-        if start.elapsed() > PATIENCE {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    true
+    within(PATIENCE, || path.exists())
 }
 
 /// Waits for the child to end, failing the test if it takes longer than `PATIENCE`.
 pub fn wait(child: &mut Child) -> std::process::ExitStatus {
-    let start = std::time::Instant::now();
+    let mut status = None;
+    within(PATIENCE, || {
+        status = child.try_wait().expect("wait for retry");
+        status.is_some()
+    });
+    status.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("retry did not end within {PATIENCE:?}");
+    })
+}
+
+/// Whether `done` holds within `limit`, asked every few milliseconds: how the tests wait for
+/// what nothing tells them of (a process gone, a file written).
+pub fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
     loop {
-        if let Some(status) = child.try_wait().expect("wait for retry") {
-            return status;
+        if done() {
+            return true;
         }
-        if start.elapsed() > PATIENCE {
-            let _ = child.kill();
-            panic!("retry did not end within {PATIENCE:?}");
+        if start.elapsed() > limit {
+            return false;
         }
         thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A process as /proc/PID/stat gives it: its name, its state and its parent's pid.
+pub struct Stat {
+    pub name: String,
+    pub state: String,
+    pub ppid: u32,
+}
+
+impl Stat {
+    pub fn of(pid: u32) -> Option<Stat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (name) state ppid ...`: the name may hold spaces and parentheses.
+        let (name, rest) = stat.split_once(" (")?.1.rsplit_once(')')?;
+        let mut fields = rest.split_whitespace();
+        Some(Stat {
+            name: name.to_string(),
+            state: fields.next()?.to_string(),
+            ppid: fields.next()?.parse().ok()?,
+        })
+    }
+}
+
+/// Whether a process with this pid still runs (a zombie counts as gone).
+pub fn running(pid: i32) -> bool {
+    u32::try_from(pid)
+        .ok()
+        .and_then(Stat::of)
+        .is_some_and(|s| !matches!(s.state.as_str(), "Z" | "X"))
 }
 
 pub mod http;
