@@ -372,7 +372,10 @@ impl Cluster {
 }
 
 /// A master, its replica and three sentinels that watch them as `mymaster`, with a short
-/// down-after time so that a failover takes a second or two.
+/// down-after time (1 s) so that a failover takes two or three seconds. Not shorter: a sentinel
+/// promotes no replica whose link to the master has been down for more than ten down-after
+/// times (plus the time since it saw the master down), so with 500 ms a sentinel that stalled
+/// for 5 s while the master died would never fail over.
 pub struct Sentinels {
     pub master: Server,
     pub replica: Server,
@@ -417,12 +420,13 @@ impl Sentinels {
             fs::write(
                 &conf,
                 format!(
-                    "port {port}\nbind 127.0.0.1\ndir {}\n\
+                    "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}/sentinel.log\n\
                      sentinel monitor {MASTER_NAME} 127.0.0.1 {} 2\n\
-                     sentinel down-after-milliseconds {MASTER_NAME} 500\n\
+                     sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
                      sentinel failover-timeout {MASTER_NAME} 3000\n\
                      sentinel auth-user {MASTER_NAME} admin\n\
                      sentinel auth-pass {MASTER_NAME} admin\n",
+                    dir.path().display(),
                     dir.path().display(),
                     master.port
                 ),
@@ -452,6 +456,23 @@ impl Sentinels {
             );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        // A sentinel whose timer ran late by 2 s (a loaded machine, a slow fsync of its
+        // config) enters TILT and starts no failover for 30 s: a test that kills the master
+        // then waits out its patience (seen beside two busy loops: three sentinels
+        // stalled 2.6 s at once). Here only a stall of 10 s tilts, and only for a second.
+        // Redis before 7.0 has no SENTINEL DEBUG; there a TILT takes its 30 s.
+        for (_, port, _) in &set.sentinels {
+            let tuned = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
+                .and_then(|c| c.get_connection())
+                .and_then(|mut con| {
+                    ::redis::cmd("SENTINEL")
+                        .arg(&["DEBUG", "tilt-trigger", "10000", "tilt-period", "1000"])
+                        .query::<()>(&mut con)
+                });
+            if let Err(e) = tuned {
+                eprintln!("the sentinel on port {port} keeps its TILT times: {e}");
+            }
+        }
         Some(set)
     }
 
@@ -470,6 +491,16 @@ impl Sentinels {
                 .query(&mut con);
             matches!((replicas, sentinels), (Ok(r), Ok(s)) if r.len() == 1 && s.len() == 2)
         })
+    }
+
+    /// What the sentinels logged, for a test's failure message.
+    pub fn logs(&self) -> String {
+        let mut logs = String::new();
+        for (_, port, dir) in &self.sentinels {
+            let log = fs::read_to_string(dir.path().join("sentinel.log")).unwrap_or_default();
+            logs.push_str(&format!("--- the sentinel on port {port}:\n{log}"));
+        }
+        logs
     }
 
     /// The URL retry is given: the three sentinels and the master's name.
