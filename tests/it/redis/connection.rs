@@ -317,7 +317,18 @@ fn rediss_verifies_the_server_against_the_hosts_certificates() {
     for host in ["localhost", "127.0.0.1"] {
         let s = Setup::file();
         let url = format!("rediss://retry:{PASSWORD}@{host}:{}", server.port);
-        let flags = ["--key", "api", "--state", url.as_str(), "-n", "1"];
+        // Not the default 500 ms: a debug build's handshake (ring unoptimised) on a starved
+        // machine took longer, and a trusted server then looked like one that did not answer.
+        let flags = [
+            "--key",
+            "api",
+            "--state",
+            url.as_str(),
+            "--state-timeout",
+            "30s",
+            "-n",
+            "1",
+        ];
         let mut c = s.retry(&flags);
         c.env("SSL_CERT_FILE", certs.path().join("ca.crt"))
             .arg("--")

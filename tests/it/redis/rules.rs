@@ -49,10 +49,15 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
         let mut rng = StdRng::seed_from_u64(seed);
         let memory = MemoryStore::default();
         let mut mem: Box<dyn Store> = Box::new(memory.clone());
-        let mut red = RedisStore::new(
-            &store_settings(&server.url(), Duration::from_secs(10)),
-            &format!("scenario-{seed}"),
-        );
+        // A store is one run's: all its calls together have its --state-timeout. Each step
+        // has a store of its own, as each step is a run's call: 600 steps through one store
+        // ran out of its 10 s on a starved machine (three copies of the suite at once).
+        let store = || {
+            RedisStore::new(
+                &store_settings(&server.url(), Duration::from_secs(10)),
+                &format!("scenario-{seed}"),
+            )
+        };
         // Three runs on the key; each holds a ticket while it runs.
         let mut runs: [Option<Ticket>; 3] = [None; 3];
         let mut now = if seed == 6 { 1 << 49 } else { 1_000_000u64 };
@@ -60,6 +65,7 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
         for step in 0..600 {
             now += [0, 1, 40, 300, 900, 2500][rng.random_range(0..6)];
             memory.now.set(now);
+            let mut red = store();
             red.at(now);
             let slot = rng.random_range(0..runs.len());
             let what = format!("seed {seed}, step {step}, run {slot}, at {now}");
