@@ -462,13 +462,11 @@ impl Sentinels {
         // stalled 2.6 s at once). Here only a stall of 10 s tilts, and only for a second.
         // Redis before 7.0 has no SENTINEL DEBUG; there a TILT takes its 30 s.
         for (_, port, _) in &set.sentinels {
-            let tuned = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
-                .and_then(|c| c.get_connection())
-                .and_then(|mut con| {
-                    ::redis::cmd("SENTINEL")
-                        .arg(&["DEBUG", "tilt-trigger", "10000", "tilt-period", "1000"])
-                        .query::<()>(&mut con)
-                });
+            let tuned = sentinel(*port).and_then(|mut con| {
+                ::redis::cmd("SENTINEL")
+                    .arg(&["DEBUG", "tilt-trigger", "10000", "tilt-period", "1000"])
+                    .query::<()>(&mut con)
+            });
             if let Err(e) = tuned {
                 eprintln!("the sentinel on port {port} keeps its TILT times: {e}");
             }
@@ -478,9 +476,9 @@ impl Sentinels {
 
     fn ready(&self) -> bool {
         self.sentinels.iter().all(|(_, port, _)| {
-            let con = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
-                .and_then(|c| c.get_connection());
-            let Ok(mut con) = con else { return false };
+            let Ok(mut con) = sentinel(*port) else {
+                return false;
+            };
             let replicas: Result<Vec<::redis::Value>, _> = ::redis::cmd("SENTINEL")
                 .arg("replicas")
                 .arg(MASTER_NAME)
@@ -519,9 +517,7 @@ impl Sentinels {
     /// The master's port, as the first sentinel that answers says.
     pub fn master_port(&self) -> Option<u16> {
         self.sentinels.iter().find_map(|(_, port, _)| {
-            let mut con = ::redis::Client::open(format!("redis://127.0.0.1:{port}"))
-                .and_then(|c| c.get_connection())
-                .ok()?;
+            let mut con = sentinel(*port).ok()?;
             ::redis::cmd("SENTINEL")
                 .arg("get-master-addr-by-name")
                 .arg(MASTER_NAME)
@@ -531,6 +527,11 @@ impl Sentinels {
                 .map(|(_, port)| port)
         })
     }
+}
+
+/// A connection to the sentinel on `port`.
+fn sentinel(port: u16) -> ::redis::RedisResult<::redis::Connection> {
+    ::redis::Client::open(format!("redis://127.0.0.1:{port}")).and_then(|c| c.get_connection())
 }
 
 impl Drop for Sentinels {
