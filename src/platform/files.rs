@@ -17,6 +17,25 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{FileStat, Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
+/// retry's own words for why it does not write a file (a FIFO that no process reads, a
+/// directory, a lock held too long), carried in an [`io::Error`] of the kind that fits, so that
+/// a message can tell them from the system's. Paths in them are quoted.
+#[derive(Debug)]
+pub struct Refusal(String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// An [`io::Error`] of `kind` that carries retry's own `words` ([`Refusal`]).
+pub fn refusal(kind: io::ErrorKind, words: impl Into<String>) -> io::Error {
+    io::Error::new(kind, Refusal(words.into()))
+}
+
 /// Why a lock could not be taken.
 #[derive(Debug)]
 pub enum LockError {
@@ -38,7 +57,10 @@ pub fn lock(path: &Path, mode: u32, wait: Duration) -> Result<File, LockError> {
         .open(path)
         .map_err(LockError::Io)?;
     if !file.metadata().map_err(LockError::Io)?.is_file() {
-        return Err(LockError::Io(io::Error::other("it is not a regular file")));
+        return Err(LockError::Io(refusal(
+            io::ErrorKind::Other,
+            "it is not a regular file",
+        )));
     }
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_micros(50);
@@ -284,7 +306,10 @@ impl Dir {
 }
 
 fn not_regular(kind: &'static str) -> io::Error {
-    io::Error::other(format!("it is {kind}, not a regular file"))
+    refusal(
+        io::ErrorKind::Other,
+        format!("it is {kind}, not a regular file"),
+    )
 }
 
 /// The effective user id retry runs as.
@@ -313,10 +338,7 @@ pub fn resolve(path: &Path) -> io::Result<(PathBuf, bool)> {
                 };
             }
             Ok(meta) if meta.is_dir() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::IsADirectory,
-                    "it is a directory",
-                ));
+                return Err(refusal(io::ErrorKind::IsADirectory, "it is a directory"));
             }
             Ok(meta) => return Ok((at, meta.is_file())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((at, true)),
@@ -392,7 +414,9 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ENXIO) => io::Error::other("it is a FIFO that no process reads"),
+            Some(nix::libc::ENXIO) => {
+                refusal(io::ErrorKind::Other, "it is a FIFO that no process reads")
+            }
             _ => e,
         })?;
     if file.metadata()?.file_type().is_fifo() {

@@ -417,7 +417,11 @@ fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io
     if !regular {
         return files::write_in_place(&target, contents("").as_bytes());
     }
-    let _lock = if locked { Some(lock(&target)?) } else { None };
+    let _lock = if locked {
+        Some(lock(&target, LOCK_WAIT)?)
+    } else {
+        None
+    };
     let before = if locked {
         fs::read_to_string(&target).unwrap_or_default()
     } else {
@@ -426,18 +430,22 @@ fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io
     replace(&target, contents(&before).as_bytes())
 }
 
-/// Takes the lock on `PATH.lock` beside `path`, waiting up to [`LOCK_WAIT`] for another run to
-/// let it go; it is let go when the file is dropped. The sidecar stays: removing it would
-/// race with a run that opened it, and a textfile collector reads only `*.prom`.
-fn lock(path: &Path) -> io::Result<fs::File> {
+/// Takes the lock on `PATH.lock` beside `path`, waiting up to `wait` ([`LOCK_WAIT`]) for
+/// another run to let it go; it is let go when the file is dropped. The sidecar stays:
+/// removing it would race with a run that opened it, and a textfile collector reads only
+/// `*.prom`.
+fn lock(path: &Path, wait: Duration) -> io::Result<fs::File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
-    files::lock(Path::new(&name), 0o644, LOCK_WAIT).map_err(|e| match e {
-        LockError::Busy => io::Error::other(format!(
-            "another run held its lock ({}) for {}s",
-            Path::new(&name).display(),
-            LOCK_WAIT.as_secs()
-        )),
+    files::lock(Path::new(&name), 0o644, wait).map_err(|e| match e {
+        LockError::Busy => files::refusal(
+            io::ErrorKind::TimedOut,
+            format!(
+                "another process held its lock, {}, for {}",
+                crate::quote::shown(&name),
+                humantime::format_duration(wait)
+            ),
+        ),
         LockError::Io(e) => e,
     })
 }
@@ -446,4 +454,29 @@ fn lock(path: &Path) -> io::Result<fs::File> {
 /// there (a collector may run as another user).
 fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     files::replace(path, bytes, 0o644, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_held_past_the_wait_is_an_error_that_names_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("odd\nname.prom");
+        let held = lock(&path, LOCK_WAIT).expect("the first lock");
+        let e = lock(&path, Duration::from_millis(20)).expect_err("held");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let lock_name = format!("{}.lock", path.display());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "another process held its lock, {}, for 20ms",
+                crate::quote::shown(&lock_name)
+            )
+        );
+        assert!(!e.to_string().contains('\n'), "{e}");
+        drop(held);
+        assert!(lock(&path, Duration::from_millis(20)).is_ok(), "let go");
+    }
 }

@@ -15,6 +15,7 @@ mod supervise;
 use std::time::Instant;
 
 use crate::exit::Exit;
+use crate::platform::files::Refusal;
 use crate::platform::{process, signals, transcript};
 use crate::policy::Policy;
 use crate::report::log::{Entry, Event, Log};
@@ -99,16 +100,18 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
                 policy.attempts,
                 start.elapsed(),
             );
-            // A stream (/dev/stderr) has no folder to blame.
-            let check = if crate::platform::files::descriptor(path).is_some() {
-                "check that it is open for writing"
-            } else {
-                "check that its folder exists and is writable"
+            // A stream (/dev/stderr) has no folder to blame; retry's own words (a FIFO that no
+            // process reads, a lock held too long) say what to look at themselves.
+            let (cause, check) = match cause(&e) {
+                Cause::Own(words) => (words, ""),
+                Cause::System(words) if crate::platform::files::descriptor(path).is_some() => {
+                    (words, "; check that it is open for writing")
+                }
+                Cause::System(words) => (words, "; check that its folder exists and is writable"),
             };
             entry.reason = Some(format!(
-                "cannot write the {flag} file ({}): {}; {check} (retry's exit status is the \
+                "cannot write the {flag} file ({cause}): {}{check} (retry's exit status is the \
                  command's all the same)",
-                cause(&e),
                 crate::quote::shown(path)
             ));
             log.write(&entry);
@@ -123,18 +126,33 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
     exit
 }
 
-/// What went wrong, without the name of the temporary file that tempfile adds to its errors:
-/// the first operating-system error in the chain, else the kind.
-fn cause(e: &std::io::Error) -> String {
+/// What went wrong in writing a report.
+enum Cause {
+    /// The system's words: an operating-system error, or an error's kind.
+    System(String),
+    /// retry's own words for what is wrong with the file itself ([`Refusal`]).
+    Own(String),
+}
+
+/// What went wrong: retry's own words ([`Refusal`]); else the first operating-system error in
+/// the chain, without the name of the temporary file that tempfile adds to its errors; else
+/// the kind.
+fn cause(e: &std::io::Error) -> Cause {
+    if let Some(own) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<Refusal>())
+    {
+        return Cause::Own(own.to_string());
+    }
     let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = at {
         if let Some(code) = err
             .downcast_ref::<std::io::Error>()
             .and_then(std::io::Error::raw_os_error)
         {
-            return std::io::Error::from_raw_os_error(code).to_string();
+            return Cause::System(std::io::Error::from_raw_os_error(code).to_string());
         }
         at = err.source();
     }
-    e.kind().to_string()
+    Cause::System(e.kind().to_string())
 }
