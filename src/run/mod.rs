@@ -136,7 +136,7 @@ enum Cause {
 
 /// What went wrong: retry's own words ([`Refusal`]); else the first operating-system error in
 /// the chain, without the name of the temporary file that tempfile adds to its errors; else
-/// the kind.
+/// the error its kind stands for, or the kind.
 fn cause(e: &std::io::Error) -> Cause {
     if let Some(own) = e
         .get_ref()
@@ -154,5 +154,19 @@ fn cause(e: &std::io::Error) -> Cause {
         }
         at = err.source();
     }
-    Cause::System(e.kind().to_string())
+    // tempfile keeps to itself the code of the error it adds its file's name to; for these
+    // kinds the kind gives the code back, and the system's words with it.
+    use nix::libc;
+    let code = match e.kind() {
+        std::io::ErrorKind::NotFound => Some(libc::ENOENT),
+        std::io::ErrorKind::PermissionDenied => Some(libc::EACCES),
+        std::io::ErrorKind::NotADirectory => Some(libc::ENOTDIR),
+        std::io::ErrorKind::ReadOnlyFilesystem => Some(libc::EROFS),
+        std::io::ErrorKind::StorageFull => Some(libc::ENOSPC),
+        _ => None,
+    };
+    Cause::System(code.map_or_else(
+        || e.kind().to_string(),
+        |code| std::io::Error::from_raw_os_error(code).to_string(),
+    ))
 }

@@ -209,9 +209,14 @@ fn metrics_that_cannot_be_written_are_logged_and_the_exit_status_stands() {
     let file = dir.path().join("no-such-dir").join("job.prom");
     let r = run_metrics(&file, "job", FAIL_3);
     assert_eq!(r.code(), Some(3), "{}", r.stderr());
+    // The system's words, as docs/hooks-and-metrics.md shows them, and what to check.
     assert!(
-        r.stderr()
-            .contains("retry: error: cannot write the --metrics file"),
+        r.stderr().contains(
+            "retry: error: cannot write the --metrics file (No such file or directory (os error \
+             2)): "
+        ) && r
+            .stderr()
+            .contains("; check that its folder exists and is writable"),
         "{}",
         r.stderr()
     );
