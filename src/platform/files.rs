@@ -87,8 +87,9 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<(
     };
     let mut file = tempfile::Builder::new()
         .prefix(".retry-")
-        .tempfile_in(dir)?;
-    file.write_all(bytes)?;
+        .tempfile_in(dir)
+        .map_err(untold)?;
+    file.write_all(bytes).map_err(untold)?;
     if sync {
         file.as_file().sync_all()?;
     }
@@ -98,6 +99,24 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<(
     }
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// An error of tempfile's as the system gave it: tempfile adds its file's name (which nobody
+/// needs to see) and keeps the code to itself, so the code is given back from the kind where
+/// the kind has one code, and anything else is the bare kind.
+fn untold(e: io::Error) -> io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let code = match e.kind() {
+        io::ErrorKind::NotFound => nix::libc::ENOENT,
+        io::ErrorKind::PermissionDenied => nix::libc::EACCES,
+        io::ErrorKind::NotADirectory => nix::libc::ENOTDIR,
+        io::ErrorKind::ReadOnlyFilesystem => nix::libc::EROFS,
+        io::ErrorKind::StorageFull => nix::libc::ENOSPC,
+        kind => return kind.into(),
+    };
+    io::Error::from_raw_os_error(code)
 }
 
 /// A directory opened once, whose entries are retry's own: each is named relative to the
@@ -439,6 +458,15 @@ pub fn make_fifo(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_replaced_in_a_missing_folder_is_the_systems_error_without_the_temporary_name() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let e = replace(&dir.path().join("gone").join("f"), b"new", 0o644, false)
+            .expect_err("no folder");
+        assert_eq!(e.raw_os_error(), Some(nix::libc::ENOENT));
+        assert!(!e.to_string().contains(".retry-"), "{e}");
+    }
 
     #[test]
     fn a_replaced_file_has_the_new_bytes_and_mode_and_nothing_is_left_beside_it() {

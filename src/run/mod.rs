@@ -134,39 +134,14 @@ enum Cause {
     Own(String),
 }
 
-/// What went wrong: retry's own words ([`Refusal`]); else the first operating-system error in
-/// the chain, without the name of the temporary file that tempfile adds to its errors; else
-/// the error its kind stands for, or the kind.
+/// What went wrong: retry's own words ([`Refusal`]), else the system's (`No such file or
+/// directory (os error 2)`, or the error's kind where it has no code).
 fn cause(e: &std::io::Error) -> Cause {
-    if let Some(own) = e
+    match e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<Refusal>())
     {
-        return Cause::Own(own.to_string());
+        Some(own) => Cause::Own(own.to_string()),
+        None => Cause::System(e.to_string()),
     }
-    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = at {
-        if let Some(code) = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::raw_os_error)
-        {
-            return Cause::System(std::io::Error::from_raw_os_error(code).to_string());
-        }
-        at = err.source();
-    }
-    // tempfile keeps to itself the code of the error it adds its file's name to; for these
-    // kinds the kind gives the code back, and the system's words with it.
-    use nix::libc;
-    let code = match e.kind() {
-        std::io::ErrorKind::NotFound => Some(libc::ENOENT),
-        std::io::ErrorKind::PermissionDenied => Some(libc::EACCES),
-        std::io::ErrorKind::NotADirectory => Some(libc::ENOTDIR),
-        std::io::ErrorKind::ReadOnlyFilesystem => Some(libc::EROFS),
-        std::io::ErrorKind::StorageFull => Some(libc::ENOSPC),
-        _ => None,
-    };
-    Cause::System(code.map_or_else(
-        || e.kind().to_string(),
-        |code| std::io::Error::from_raw_os_error(code).to_string(),
-    ))
 }
