@@ -30,6 +30,9 @@ where
     T: Into<OsString> + Clone,
 {
     let start = Instant::now();
+    // Before anything is written: a file that reaches a size limit is a write error to
+    // handle, not a death by SIGXFSZ.
+    platform::signals::ignore_file_size_limit();
     let mode = match setup::parse(args.into_iter().map(Into::into).collect()) {
         Ok(mode) => mode,
         Err(exit) => return exit,

@@ -114,6 +114,8 @@ fn untold(e: io::Error) -> io::Error {
         io::ErrorKind::NotADirectory => nix::libc::ENOTDIR,
         io::ErrorKind::ReadOnlyFilesystem => nix::libc::EROFS,
         io::ErrorKind::StorageFull => nix::libc::ENOSPC,
+        io::ErrorKind::FileTooLarge => nix::libc::EFBIG,
+        io::ErrorKind::QuotaExceeded => nix::libc::EDQUOT,
         kind => return kind.into(),
     };
     io::Error::from_raw_os_error(code)

@@ -34,6 +34,18 @@ pub fn run(
     for name in env::ATTEMPT_ONLY {
         sh.env_remove(name);
     }
+    // std puts SIGPIPE back to its default in the child; SIGXFSZ, which retry ignores, is put
+    // back here, as an attempt's is: a hook under `ulimit -f` meets the limit as it would alone.
+    if super::signals::defaults_for_child().contains(Signal::SIGXFSZ) {
+        // SAFETY: between fork and exec the closure makes one async-signal-safe call,
+        // signal(2) with SIG_DFL, which allocates nothing and takes no lock.
+        unsafe {
+            sh.pre_exec(|| {
+                nix::libc::signal(nix::libc::SIGXFSZ, nix::libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
     let mut child = sh
         .arg("-c")
         .arg(command)

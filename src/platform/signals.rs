@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use nix::libc;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask};
 
 /// The signals retry handles: the first four cancel the run, the next three are only passed
 /// on, and SIGTSTP (Ctrl-Z at the terminal, while retry's group holds it) suspends the run:
@@ -65,6 +65,40 @@ pub fn ignored_at_start(signal: Signal) -> bool {
         unsafe { libc::sigaction(signal as libc::c_int, std::ptr::null(), old.as_mut_ptr()) };
     // SAFETY: sigaction filled `old` (and it was zeroed before, a valid sigaction too).
     read == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+}
+
+/// Whether SIGXFSZ was ignored when retry started, once [`ignore_file_size_limit`] noted it.
+static XFSZ_IGNORED_AT_START: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Ignores SIGXFSZ from here on, once its disposition at start is noted. Under a file size
+/// limit (`ulimit -f`, systemd's `LimitFSIZE=`) a write past it then fails with EFBIG, which
+/// retry handles as the write error it is (a warning; the output passes through, a state
+/// file stays as it was), instead of dying by the signal's default action with nothing said.
+/// Call it before retry writes any file.
+pub fn ignore_file_size_limit() {
+    XFSZ_IGNORED_AT_START.get_or_init(|| {
+        let was = ignored_at_start(Signal::SIGXFSZ);
+        // SAFETY: SIG_IGN installs no handler; nothing else in retry sets SIGXFSZ.
+        let _ = unsafe { nix::sys::signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
+        was
+    });
+}
+
+/// The signals a command (or a hook) starts with at their default action, where retry's own
+/// disposition is not the one it found at start: SIGPIPE, which Rust programs ignore, and
+/// SIGXFSZ, which retry ignores ([`ignore_file_size_limit`]), unless it was already ignored
+/// when retry started (an ignored signal stays ignored through exec, as without retry).
+pub fn defaults_for_child() -> SigSet {
+    let mut default = SigSet::empty();
+    default.add(Signal::SIGPIPE);
+    let xfsz_ignored = XFSZ_IGNORED_AT_START
+        .get()
+        .copied()
+        .unwrap_or_else(|| ignored_at_start(Signal::SIGXFSZ));
+    if !xfsz_ignored {
+        default.add(Signal::SIGXFSZ);
+    }
+    default
 }
 
 /// Stops retry as the default action of `signal` stops a process (SIGSTOP instead where retry

@@ -133,6 +133,137 @@ impl Spool {
     }
 }
 
+/// The last bytes of a stream, at most `capacity` of them: a ring, in memory up to a bound,
+/// then in a private temporary file that never grows past `capacity`. Positions are counted
+/// from the stream's beginning; what is kept runs from [`Ring::start`] to [`Ring::end`], and
+/// the owner drops the earliest bytes ([`Ring::drop_front`]) to make room before it pushes.
+///
+/// A ring rather than a spool that is copied to a new one to keep its tail: each byte is
+/// written once, the file never holds more than `capacity`, and no copy of half of it stalls
+/// the reading of the command's output.
+pub struct Ring {
+    capacity: u64,
+    memory_limit: usize,
+    /// The bytes while there is no file: position `p` is at `p % capacity`.
+    memory: Vec<u8>,
+    /// The bytes once they outgrew `memory_limit`, at `p % capacity`; created unlinked, as a
+    /// [`Spool`]'s.
+    file: Option<File>,
+    start: u64,
+    end: u64,
+}
+
+impl Ring {
+    pub fn new(capacity: u64, memory_limit: usize) -> Ring {
+        Ring {
+            capacity,
+            memory_limit,
+            memory: Vec::new(),
+            file: None,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// Appends `parts`, one after the other, or nothing: on an error, [`Ring::end`] stays where
+    /// it was. The caller has made room for them.
+    pub fn push(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        debug_assert!(self.len() + n <= self.capacity);
+        if self.file.is_none()
+            && self.capacity > self.memory_limit as u64
+            && self.end + n > self.memory_limit as u64
+        {
+            // Below `memory_limit`, nothing has wrapped yet: memory holds [0, end) as it is.
+            let file = tempfile::tempfile()?;
+            file.write_all_at(&self.memory, 0)?;
+            self.file = Some(file);
+            self.memory = Vec::new();
+        }
+        let mut at = self.end;
+        for part in parts {
+            self.write(at, part)?;
+            at += part.len() as u64;
+        }
+        self.end = at;
+        Ok(())
+    }
+
+    /// Writes `bytes` at position `at` in place (within what is kept, or just past it).
+    pub fn write(&mut self, at: u64, mut bytes: &[u8]) -> io::Result<()> {
+        let mut at = at;
+        while !bytes.is_empty() {
+            let offset = at % self.capacity;
+            let n = (self.capacity - offset).min(bytes.len() as u64) as usize;
+            let (now, rest) = bytes.split_at(n);
+            match &self.file {
+                Some(file) => file.write_all_at(now, offset)?,
+                None => {
+                    let offset = offset as usize;
+                    if self.memory.len() < offset + n {
+                        self.memory.resize(offset + n, 0);
+                    }
+                    self.memory[offset..offset + n].copy_from_slice(now);
+                }
+            }
+            at += n as u64;
+            bytes = rest;
+        }
+        Ok(())
+    }
+
+    /// Lets the earliest `n` bytes go.
+    pub fn drop_front(&mut self, n: u64) {
+        self.start = (self.start + n).min(self.end);
+    }
+
+    /// Reads kept bytes from position `pos` into `buf`; returns how many (0 at the end).
+    pub fn read_at(&self, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if pos < self.start || pos >= self.end {
+            return Ok(0);
+        }
+        let offset = pos % self.capacity;
+        let n = (self.end - pos)
+            .min(self.capacity - offset)
+            .min(buf.len() as u64) as usize;
+        match &self.file {
+            Some(file) => file.read_exact_at(&mut buf[..n], offset)?,
+            None => {
+                let offset = offset as usize;
+                buf[..n].copy_from_slice(&self.memory[offset..offset + n]);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Lets every byte go, and the file with them.
+    pub fn clear(&mut self) {
+        *self = Ring::new(self.capacity, self.memory_limit);
+    }
+
+    /// Whether the bytes are in a file (else in memory).
+    #[cfg(test)]
+    pub fn in_file(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
 /// A system call, again while a signal interrupts it.
 fn retrying<T>(mut call: impl FnMut() -> nix::Result<T>) -> nix::Result<T> {
     loop {

@@ -205,6 +205,9 @@ pub struct Log {
     depth: u32,
     /// The log goes to a `--log-file`, which records every run.
     file: bool,
+    /// The `--log-file`'s path while it takes what is written: once a write to it fails (a
+    /// file size limit, a full disk), the log goes on elsewhere ([`Log::put`]).
+    path: Option<std::path::PathBuf>,
     /// Where the give-up line goes as well: `--output-on-failure`'s held output, whose
     /// printout ends with it also when the log goes to `--log-file`.
     give_up_copy: Option<Box<dyn Write>>,
@@ -219,6 +222,7 @@ impl Log {
         };
         let mut log = Log::to(settings, sink);
         log.file = settings.file.is_some();
+        log.path.clone_from(&settings.file);
         let terminal = settings.file.is_none()
             && settings.format == LogFormat::Text
             && io::stderr().is_terminal();
@@ -241,6 +245,7 @@ impl Log {
             stamped: settings.time && settings.format == LogFormat::Text,
             depth: settings.depth,
             file: false,
+            path: None,
             give_up_copy: None,
         }
     }
@@ -319,16 +324,40 @@ impl Log {
             LogFormat::Json => json(entry, self.depth),
         };
         line.push('\n');
-        // One write per line, so that a line is not split by the child's own stderr output.
-        // A log that cannot be written must not change the run's outcome.
-        let _ = self.sink.write_all(line.as_bytes());
-        let _ = self.sink.flush();
+        self.put(line.as_bytes());
         if entry.event == Event::GiveUp
             && let Some(copy) = &mut self.give_up_copy
         {
             let text = format!("{}\n", text(entry, false));
             let _ = copy.write_all(text.as_bytes());
         }
+    }
+}
+
+impl Log {
+    /// Writes one line, in one write, so that it is not split by the child's own stderr
+    /// output. A log that cannot be written must not change the run's outcome: a `--log-file`
+    /// that refuses a line (EFBIG under a file size limit, ENOSPC) is said once on stderr, and
+    /// the log, this line included, goes on where it would without `--log-file`: stderr, or
+    /// `--output-on-failure`'s held output (the give-up line's copy already goes there).
+    fn put(&mut self, line: &[u8]) {
+        let written = self.sink.write_all(line).and_then(|()| self.sink.flush());
+        let (Err(e), Some(path)) = (written, &self.path) else {
+            return;
+        };
+        let (sink, rest): (Box<dyn Write>, _) = match self.give_up_copy.take() {
+            Some(held) => (held, "the rest of the log is held with the output"),
+            None => (Box::new(io::stderr()), "logging to stderr instead"),
+        };
+        eprintln!(
+            "retry: warning: cannot write --log-file {}: {}; {rest}",
+            quote::quoted(path),
+            crate::platform::files::why(&e)
+        );
+        self.path = None;
+        self.sink = sink;
+        let _ = self.sink.write_all(line);
+        let _ = self.sink.flush();
     }
 }
 

@@ -104,6 +104,10 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             // process reads, a lock held too long) say what to look at themselves.
             let (cause, check) = match cause(&e) {
                 Cause::Own(words) => (words, ""),
+                // Its folder is fine: the file would outgrow what retry may write.
+                Cause::System(words) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    (words, "; retry runs under a file size limit (ulimit -f)")
+                }
                 Cause::System(words) if crate::platform::files::descriptor(path).is_some() => {
                     (words, "; check that it is open for writing")
                 }

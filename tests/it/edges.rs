@@ -350,12 +350,12 @@ fn held_output_is_bounded_and_the_printout_says_how_many_attempts_were_left_out(
     assert!(out.stdout.len() <= 16 << 20, "{}", out.stdout.len());
     assert!(out.stdout.len() >= 7 << 20, "{}", out.stdout.len());
     assert!(
-        err.starts_with("retry: --output-on-failure: the output of the ")
+        err.starts_with("retry: --output-on-failure: the earliest ")
             && err
                 .lines()
                 .next()
                 .unwrap()
-                .contains("earliest attempts are left out"),
+                .contains("bytes of output are left out (all of attempts 1-"),
         "{err}"
     );
     assert!(!err.contains("end of 1\n"), "{err}");

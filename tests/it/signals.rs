@@ -351,3 +351,106 @@ fn started_with_sigint_ignored_as_by_a_scripts_background_job_retry_is_not_cance
         .expect("the command's SigIgn line");
     assert_eq!(mask & 0b110, 0b110, "{ignored}");
 }
+
+/// The command's SigIgn mask, as /proc/self/status gives it, from a `grep` that retry started.
+fn ignored_by_the_command(command: &mut Command) -> u64 {
+    let out = command
+        .args(["--", "grep", "^SigIgn:", "/proc/self/status"])
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.show());
+    let line = out.stdout();
+    line.trim()
+        .strip_prefix("SigIgn:")
+        .map(|m| u64::from_str_radix(m.trim(), 16).expect("a mask"))
+        .unwrap_or_else(|| panic!("no SigIgn line: {line:?}"))
+}
+
+/// SIGXFSZ's bit in a /proc mask: signal n is bit n - 1.
+const XFSZ_BIT: u64 = 1 << (Signal::SIGXFSZ as u64 - 1);
+
+/// retry ignores SIGXFSZ (a file size limit is an error to it, not a death), but the command
+/// starts with it at its default, as it would without retry: under `ulimit -f` it dies by it.
+#[test]
+fn the_command_starts_with_sigxfsz_at_its_default_and_dies_by_it_past_a_file_size_limit() {
+    assert_eq!(ignored_by_the_command(&mut retry()) & XFSZ_BIT, 0);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = retry()
+        .args(["-n1", "--", "sh", "-c"])
+        .arg("ulimit -f 1; exec head -c 2048 /dev/zero >\"$1\"")
+        .arg("sh")
+        .arg(dir.path().join("big"))
+        .run();
+    // retry ends as the command did.
+    assert_eq!(
+        out.status.signal(),
+        Some(Signal::SIGXFSZ as i32),
+        "{}",
+        out.show()
+    );
+    assert!(out.stderr().contains("killed by SIGXFSZ"), "{}", out.show());
+}
+
+/// A SIGXFSZ ignored when retry starts stays ignored for the command.
+#[test]
+fn a_sigxfsz_ignored_when_retry_starts_stays_ignored_for_the_command() {
+    let mut command = retry();
+    // SAFETY: signal(2) is async-signal-safe, as the child side of fork requires.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::signal::signal(Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn)?;
+            Ok(())
+        });
+    }
+    assert_eq!(ignored_by_the_command(&mut command) & XFSZ_BIT, XFSZ_BIT);
+}
+
+/// Under a file size limit that the key's state file cannot fit, the state write is a warning,
+/// said once: every attempt still runs, the exit status is the command's, and the state file
+/// is the one written before, whole.
+#[test]
+fn a_state_file_past_a_file_size_limit_is_a_warning_and_stays_as_it_was() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let args = |n: &str| {
+        [
+            "--key",
+            "limited",
+            "--state-dir",
+            state.to_str().expect("a UTF-8 path"),
+            "-n",
+            n,
+            "-d",
+            "0",
+        ]
+        .map(String::from)
+    };
+    let first = retry().args(args("1")).args(["--", "false"]).run();
+    assert_eq!(first.code(), Some(1), "{}", first.show());
+    let file = state.join("limited.json");
+    let before = std::fs::read(&file).expect("the state file");
+    let out = support::retry_under_file_limit(0)
+        .args(args("3"))
+        .args(["--", "sh", "-c", "echo ran; exit 1"])
+        .run();
+    assert_eq!(out.code(), Some(1), "{}", out.show());
+    assert_eq!(out.stdout(), "ran\nran\nran\n", "{}", out.show());
+    let warnings: Vec<String> = out
+        .log()
+        .into_iter()
+        .filter(|l| l.contains("warning: key 'limited': cannot write"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.show());
+    assert!(warnings[0].contains("File too large"), "{}", out.show());
+    assert!(out.stderr().contains("retry: giving up after 3 attempts"));
+    assert_eq!(std::fs::read(&file).expect("the state file"), before);
+    let names: Vec<_> = std::fs::read_dir(&state)
+        .expect("the state directory")
+        .map(|e| e.expect("an entry").file_name())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.to_string_lossy().starts_with(".retry-")),
+        "no temporary file left: {names:?}"
+    );
+}

@@ -629,3 +629,150 @@ fn a_while_read_loop_whose_commands_each_read_a_line_keeps_every_line() {
     let expected: Vec<String> = (1..=30).map(|i| (2 * i).to_string()).collect();
     assert_eq!(out.lines().collect::<Vec<_>>(), expected);
 }
+
+/// The most `--output-on-failure` holds (src/platform/transcript.rs's LIMIT).
+const HELD: u64 = 16 << 20;
+
+/// Under a file size limit below what `--output-on-failure` spills to its temporary file, the
+/// spool's write fails (retry does not die by SIGXFSZ): one warning, what was held is printed,
+/// the rest passes through as it comes, every byte once, and the exit status is the command's.
+#[test]
+fn output_on_failure_past_a_file_size_limit_prints_everything_once_with_one_warning() {
+    let out = support::retry_under_file_limit(1024)
+        .args(["--output-on-failure", "-n2", "-d", "0", "--", "sh", "-c"])
+        .arg("head -c 3000000 /dev/zero; echo LAST >&2; exit 1")
+        .run();
+    let stderr = out.stderr();
+    assert_eq!(out.code(), Some(1), "{stderr}");
+    assert_eq!(out.stdout.len(), 6_000_000);
+    assert!(out.stdout.iter().all(|b| *b == 0));
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "retry: warning: --output-on-failure cannot hold more output (File too large): \
+             what was held is above; the rest follows as it comes"
+        ],
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("LAST\n").count(), 2, "{stderr}");
+    assert!(
+        stderr
+            .trim_end()
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("retry: giving up after 2 attempts")),
+        "{stderr}"
+    );
+}
+
+/// How much of the file system retry's files in `dir` take: those it named there, and those
+/// it holds open there without a name (its temporary files), seen through /proc/PID/fd.
+fn taken_in(dir: &Path, pid: u32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let size = |m: fs::Metadata| m.len().max(m.blocks() * 512);
+    let named: u64 = fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(size)
+                .sum()
+        })
+        .unwrap_or(0);
+    let open: u64 = fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| fs::read_link(e.path()).is_ok_and(|to| to.starts_with(dir)))
+                .filter_map(|e| fs::metadata(e.path()).ok())
+                .map(size)
+                .sum()
+        })
+        .unwrap_or(0);
+    named + open
+}
+
+/// One attempt that prints three times what `--output-on-failure` holds: while it still runs
+/// (paused on a FIFO once it printed), retry's temporary file never holds much more than the
+/// bound; the printout ends with the attempt's last bytes, and its first line says how many
+/// bytes were left out.
+#[test]
+fn one_long_attempt_under_output_on_failure_holds_no_more_than_the_bound_in_tmpdir() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).expect("TMPDIR");
+    let fifo = dir.path().join("go");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let printed = 3 * HELD;
+    let mut child = support::Started(
+        retry()
+            .env("TMPDIR", &tmp)
+            .args(["--output-on-failure", "-n1", "--", "sh", "-c"])
+            .arg(format!(
+                "head -c {printed} /dev/zero; echo tail-marker; cat \"$1\" >/dev/null; exit 1"
+            ))
+            .arg("sh")
+            .arg(&fifo)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start retry"),
+    );
+    let read_all = |mut stream: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("stderr")));
+    // The attempt has printed all once it waits on the FIFO: a writer can open it then.
+    let mut most = 0;
+    let mut writer = None;
+    assert!(support::within(support::PATIENCE, || {
+        most = most.max(taken_in(&tmp, child.id()));
+        writer = fs::File::options()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&fifo)
+            .ok();
+        writer.is_some()
+    }));
+    // What retry has not read yet is in the pipe: let it take it all, then look once more.
+    let mut last = u64::MAX;
+    assert!(support::within(support::PATIENCE, || {
+        let now = taken_in(&tmp, child.id());
+        most = most.max(now);
+        std::mem::replace(&mut last, now) == now
+    }));
+    let margin = 1 << 20;
+    assert!(most <= HELD + margin, "{most} bytes in TMPDIR");
+    assert!(most >= HELD / 2, "{most}: the spool was found");
+    drop(writer);
+    let status = wait(&mut child);
+    let (stdout, stderr) = (
+        stdout.join().expect("stdout"),
+        stderr.join().expect("stderr"),
+    );
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stdout.ends_with(b"\0\0\0tail-marker\n"));
+    assert!(stdout.len() as u64 <= HELD, "{}", stdout.len());
+    let first = stderr.lines().next().expect("a first line");
+    let left_out: u64 = first
+        .strip_prefix("retry: --output-on-failure: the earliest ")
+        .and_then(|rest| rest.split_once(" bytes of output are left out (the beginning of attempt 1): at most 16 MiB is held"))
+        .filter(|(_, after)| after.is_empty())
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{first}"));
+    // All of it is printed or counted as left out: the mark, then the attempt's stdout.
+    let mark = "retry: --- output of attempt 1/1 ---\n".len() as u64;
+    assert_eq!(
+        left_out + stdout.len() as u64,
+        mark + printed + "tail-marker\n".len() as u64,
+        "{first}"
+    );
+}

@@ -208,7 +208,7 @@ impl Process {
                 .map(|m| format!("/{m}"))
                 .unwrap_or_default();
             let mark = format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt);
-            held.attempt(mark.as_bytes());
+            held.attempt(attempt.attempt, mark.as_bytes());
         }
         let stdio = [
             self.input.for_attempt(),

@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
-use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signal::SigSet;
 use nix::sys::stat::Mode;
 use nix::unistd::Pid;
 
@@ -83,8 +83,9 @@ pub(super) fn inherited_environment() -> impl Iterator<Item = &'static CStr> {
 
 /// How every attempt starts: in a process group of its own (so that a timeout or a forwarded
 /// signal reaches every process it starts), with the signal mask retry was started with (as if
-/// retry were not there), and SIGPIPE back to its default, which Rust programs ignore and an
-/// exec would otherwise keep ignored.
+/// retry were not there), and SIGPIPE and SIGXFSZ back to the dispositions retry found at
+/// start, which an exec would otherwise keep ignored
+/// ([`defaults_for_child`](crate::platform::signals::defaults_for_child)).
 pub(super) fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
     let mut attr = PosixSpawnAttr::init()?;
     attr.set_flags(
@@ -94,9 +95,7 @@ pub(super) fn spawn_attributes(mask: &SigSet) -> nix::Result<PosixSpawnAttr> {
     )?;
     attr.set_pgroup(Pid::from_raw(0))?;
     attr.set_sigmask(mask)?;
-    let mut default = SigSet::empty();
-    default.add(Signal::SIGPIPE);
-    attr.set_sigdefault(&default)?;
+    attr.set_sigdefault(&crate::platform::signals::defaults_for_child())?;
     Ok(attr)
 }
 

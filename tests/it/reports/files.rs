@@ -150,3 +150,89 @@ fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
     let logged = fs::read_to_string(&log).expect("log file");
     assert!(logged.contains("--summary"), "{logged}");
 }
+
+#[test]
+fn a_summary_and_metrics_past_a_file_size_limit_are_one_warning_each_and_stay_as_they_were() {
+    let dir = TempDir::new().expect("temp dir");
+    let summary = dir.path().join("s.json");
+    let metrics = dir.path().join("m.prom");
+    fs::write(&summary, "old summary\n").expect("write the summary");
+    fs::write(&metrics, "old metrics\n").expect("write the metrics");
+    // No file may grow at all: each report's temporary file meets the limit at its first byte.
+    let r = crate::support::retry_under_file_limit(0)
+        .args(["-n2", "-d0", "--summary", &path_arg(&summary)])
+        .args(["--metrics", &path_arg(&metrics)])
+        .args(["--", "sh", "-c", "echo out; exit 3"])
+        .run();
+    let stderr = r.stderr();
+    // Not killed by SIGXFSZ: the command's status, and its output.
+    assert_eq!(r.code(), Some(3), "{}", r.show());
+    assert_eq!(r.stdout(), "out\nout\n");
+    for flag in ["--summary", "--metrics"] {
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains(&format!("cannot write the {flag} file")))
+            .collect();
+        assert_eq!(said.len(), 1, "{stderr}");
+        assert!(
+            said[0].contains("(File too large (os error 27))")
+                && said[0].contains("a file size limit (ulimit -f)")
+                && !said[0].contains("check that its folder"),
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("retry: giving up after 2 attempts"),
+        "{stderr}"
+    );
+    // Each file was replaced whole or not at all: nothing half written, nothing left beside.
+    assert_eq!(fs::read_to_string(&summary).unwrap(), "old summary\n");
+    assert_eq!(fs::read_to_string(&metrics).unwrap(), "old metrics\n");
+    assert_eq!(listing(dir.path()), ["m.prom", "m.prom.lock", "s.json"]);
+}
+
+#[test]
+fn a_log_file_past_a_file_size_limit_warns_once_and_the_log_goes_on_on_stderr() {
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("retry.log");
+    // 350 of the 512 bytes the limit allows: room for the first line (about 105 bytes with
+    // its time), not for the second.
+    fs::write(&log, format!("{}\n", "x".repeat(349))).expect("write the log");
+    let r = crate::support::retry_under_file_limit(1)
+        .args(["-n3", "-d0", "--log-file", &path_arg(&log)])
+        .args(["--", "sh", "-c", "echo out; exit 3"])
+        .run();
+    let stderr = r.stderr();
+    assert_eq!(r.code(), Some(3), "{}", r.show());
+    assert_eq!(r.stdout(), "out\nout\nout\n");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("warning: cannot write --log-file"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "retry: warning: cannot write --log-file '{}': File too large; logging to stderr \
+             instead",
+            log.display()
+        )],
+        "{stderr}"
+    );
+    // The line that did not fit, and every one after it, on stderr, the give-up line last.
+    let lines: Vec<&str> = stderr.lines().skip(1).collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(lines[0].contains("retry: attempt 2/3 failed"), "{stderr}");
+    assert!(
+        lines[2].contains("retry: giving up after 3 attempts"),
+        "{stderr}"
+    );
+    let logged = fs::read_to_string(&log).expect("the log");
+    assert!(logged.len() <= 512, "{}", logged.len());
+    assert!(
+        logged
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("retry: attempt 1/3 failed")),
+        "{logged}"
+    );
+}

@@ -498,3 +498,15 @@ pub fn retry_in_sh(script: &str) -> std::process::Output {
         .output()
         .expect("sh runs")
 }
+
+/// The built retry, started by `sh` under a file size limit of `blocks` blocks of 512 bytes
+/// (`sh -c 'ulimit -f N; exec "$@"' sh RETRY`), as systemd's `LimitFSIZE=` or a hardened cron
+/// job starts it: add retry's arguments, then run or start it. The test's own pipes are not
+/// files, so only what retry and the command write to files meets the limit.
+pub fn retry_under_file_limit(blocks: u32) -> Command {
+    let mut sh = Command::new("sh");
+    hermetic(&mut sh);
+    sh.args(["-c", &format!("ulimit -f {blocks}; exec \"$@\""), "sh"])
+        .arg(bin());
+    sh
+}
