@@ -58,6 +58,19 @@ pub fn test_progress_due() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis(ms))
 }
 
+/// The variable that sets, in ms, the longest a run waits for its key's lock: see
+/// [`test_lock_wait`].
+pub const TEST_LOCK_WAIT: &str = "RETRY_TEST_LOCK_WAIT";
+
+/// The longest a run waits for its key's lock, as the tests set it with
+/// `$RETRY_TEST_LOCK_WAIT` (ms), so that a test of a lock that keeps changing hands waits a
+/// fraction of a second rather than the 5 s a run waits. Read only in builds with debug
+/// assertions, as [`test_ms`] is. `None` without the variable, or when it holds no number.
+pub fn test_lock_wait() -> Option<std::time::Duration> {
+    let ms = test_var(TEST_LOCK_WAIT)?.to_str()?.trim().parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
 /// A variable of the tests', in builds with debug assertions; a release build reads none.
 fn test_var(name: &str) -> Option<std::ffi::OsString> {
     if cfg!(debug_assertions) {

@@ -24,6 +24,16 @@ pub struct KeyRules {
     pub history: bool,
 }
 
+impl KeyRules {
+    /// Whether the key's breaker or budget could refuse a retry. A run that cannot read the
+    /// key's state makes a retry only when they could not: an unknown breaker may be open, as
+    /// it is likely to be when a herd of failing runs keeps its lock busy, and an unknown
+    /// budget may be spent.
+    pub fn may_refuse_retries(&self) -> bool {
+        self.breaker.enabled() || self.budget.enabled()
+    }
+}
+
 /// A key's state.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyState {
@@ -54,6 +64,9 @@ pub enum Refusal {
     Probing { lease_until: u64 },
     /// No token is left for a retry.
     Budget,
+    /// The key's state could not be read in time (its lock was not had): a retry its breaker
+    /// or budget would have had to allow is not made.
+    Unknown,
 }
 
 /// Why a run is refused, and for how long at most, as the log says it.

@@ -142,6 +142,14 @@ impl<'a> Reporter<'a> {
         self.say(Event::State, now, msg);
     }
 
+    /// The key's state could not be read in time (its lock): the run goes on without knowing
+    /// it, and makes no retry when `retries_refused` (its breaker or budget would have had to
+    /// allow one).
+    pub fn state_unknown(&mut self, now: Duration, error: &str, retries_refused: bool) {
+        let msg = words::state_unknown(&self.key_name, error, retries_refused);
+        self.say(Event::State, now, msg);
+    }
+
     /// A warning the key's store left, though its operation went through.
     pub fn state_warning(&mut self, now: Duration, warning: &str) {
         self.say(Event::State, now, format!("warning: {warning}"));
@@ -168,7 +176,8 @@ impl<'a> Reporter<'a> {
         if let Some(key) = &mut self.summary.key {
             key.refused = Some(match refused.refusal {
                 Refusal::Budget => RefusedBy::Budget,
-                _ => RefusedBy::Breaker,
+                Refusal::Unknown => RefusedBy::Unknown,
+                Refusal::Open { .. } | Refusal::Probing { .. } => RefusedBy::Breaker,
             });
         }
     }

@@ -95,6 +95,8 @@ pub struct KeySummary {
 pub enum RefusedBy {
     Breaker,
     Budget,
+    /// The key's state could not be read in time: its lock stayed busy.
+    Unknown,
 }
 
 impl RefusedBy {
@@ -102,6 +104,7 @@ impl RefusedBy {
         match self {
             RefusedBy::Breaker => "breaker",
             RefusedBy::Budget => "budget",
+            RefusedBy::Unknown => "unknown",
         }
     }
 }
@@ -298,7 +301,7 @@ fn outcome_name(o: Outcome) -> &'static str {
 fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
     let label = format!("{name_label},key=\"{}\"", escape(&key.seen.key));
     let open = f64::from(u8::from(key.seen.breaker != State::Closed));
-    let refusals = [RefusedBy::Breaker, RefusedBy::Budget].map(|by| {
+    let refusals = [RefusedBy::Breaker, RefusedBy::Budget, RefusedBy::Unknown].map(|by| {
         let labels = format!("{label},reason=\"{}\"", by.name());
         let before = value(before, "retry_state_refusals_total", &labels).unwrap_or(0.0);
         let this = f64::from(u8::from(key.refused == Some(by)));
@@ -321,7 +324,7 @@ fn key_metrics(key: &KeySummary, before: &str, name_label: &str) -> String {
         (
             "retry_state_refusals_total",
             "counter",
-            "Runs or retries the key refused: by an open breaker, or for lack of budget.",
+            "Runs or retries the key refused: by an open breaker, for lack of budget, or with its state unknown.",
             refusals.to_vec(),
         ),
     ] {

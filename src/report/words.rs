@@ -213,7 +213,21 @@ pub fn refusal(refused: Refused, key: &str) -> String {
             "the breaker for key '{key}' is half-open and another run is probing it (for up to {left})"
         ),
         Refusal::Budget => format!("the retry budget for key '{key}' is spent"),
+        Refusal::Unknown => format!(
+            "the state of key '{key}' could not be read in time, and no retry is made without its breaker and budget"
+        ),
     }
+}
+
+/// The warning of a run whose key's state could not be read in time (`error` says why): it
+/// goes on without knowing it, and makes no retry when `retries_refused`.
+pub fn state_unknown(key: &str, error: &str, retries_refused: bool) -> String {
+    let then = if retries_refused {
+        "this run makes no retry its breaker or budget would have had to allow"
+    } else {
+        "its breaker and budget are off: the run goes on without it"
+    };
+    format!("warning: key '{key}': {error}; {then}")
 }
 
 /// What opened a key's breaker.

@@ -65,7 +65,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             pacing: Pacing::of(policy, true),
             attempt: 0,
             previous: None,
-            gate: Gate::new(None, 0),
+            gate: Gate::new(None, 0, None),
         }
     }
 
@@ -76,7 +76,7 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .state
             .as_ref()
             .map_or(0, |s| s.rules.breaker.failures);
-        self.gate = Gate::new(shared, opens_after);
+        self.gate = Gate::new(shared, opens_after, self.policy.max_time);
         self
     }
 

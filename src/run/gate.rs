@@ -1,7 +1,9 @@
 //! The key gate: where a run meets the state it shares with the other runs of its key
 //! (`--key`). It has three places, each one method: [`Gate::begin`] before the first attempt,
 //! [`Gate::after`] after each attempt's judgement, and [`Gate::before_retry`] after each wait.
-//! A state problem is a warning: the gate drops the key and the run goes on without it.
+//! A state problem is a warning: the gate drops the key and the run goes on without it; but a
+//! key whose state cannot be read in time (its lock is busy) stays, unknown, and refuses every
+//! retry its breaker or budget would have had to allow (`Shared` decides which).
 
 use std::time::Duration;
 
@@ -32,21 +34,32 @@ pub struct Gate {
     heard_at: Duration,
     /// Failures in a row that open the breaker, for the log.
     opens_after: u32,
+    /// The run's `--max-time`: no wait for the key outlasts it.
+    max_time: Option<Duration>,
 }
 
 impl Gate {
-    pub fn new(shared: Option<Shared>, opens_after: u32) -> Gate {
+    pub fn new(shared: Option<Shared>, opens_after: u32, max_time: Option<Duration>) -> Gate {
         Gate {
             shared,
             heard_at: Duration::ZERO,
             opens_after,
+            max_time,
         }
+    }
+
+    /// The key's handle, told how long its next operation may wait at `now`.
+    fn shared(&mut self, now: Duration) -> Option<&mut Shared> {
+        let left = self.max_time.map(|max| max.saturating_sub(now));
+        let shared = self.shared.as_mut()?;
+        shared.wait_at_most(left);
+        Some(shared)
     }
 
     /// Before the first attempt: whether the key lets the run start. The reporter learns the
     /// key's state, so that every line after this one carries it.
     pub fn begin(&mut self, now: Duration, rep: &mut Reporter) -> Admission {
-        let Some(shared) = self.shared.as_mut() else {
+        let Some(shared) = self.shared(now) else {
             return Admission::Run;
         };
         let admitted = shared.admit();
@@ -86,7 +99,7 @@ impl Gate {
         now: Duration,
         rep: &mut Reporter,
     ) -> Option<Refused> {
-        let shared = self.shared.as_mut()?;
+        let shared = self.shared(now)?;
         let was_probe = shared.probing();
         let u = rng.random::<f64>();
         let answer = shared.after_attempt(counted, wants_retry, u);
@@ -122,7 +135,7 @@ impl Gate {
     /// After the wait, before a retry: the key's refusal, if the breaker left the state the run
     /// was let in under meanwhile.
     pub fn before_retry(&mut self, now: Duration, rep: &mut Reporter) -> Option<Refused> {
-        let answer = self.shared.as_mut()?.before_retry();
+        let answer = self.shared(now)?.before_retry();
         self.heard(now, rep);
         match answer {
             Ok(Some(refused)) => {
@@ -162,6 +175,9 @@ impl Gate {
         rep.store_errors(shared.errors);
         if let Some(warning) = shared.warning.take() {
             rep.state_warning(now, &warning);
+        }
+        if let Some(e) = shared.lock_lost.take() {
+            rep.state_unknown(now, &e.to_string(), shared.retries_refused());
         }
     }
 

@@ -233,3 +233,174 @@ fn a_long_healthy_attempt_is_a_success_for_the_breaker() {
     );
     assert!(r.log.contains("the breaker opened"), "{}", r.log);
 }
+
+/// A key whose lock other runs keep busy from the store's `busy_from`-th operation on (the
+/// first is 1); it records how long the run let each operation wait.
+#[derive(Clone, Default)]
+struct Busy {
+    memory: MemoryStore,
+    ops: std::rc::Rc<std::cell::Cell<u32>>,
+    busy_from: u32,
+    waits: std::rc::Rc<std::cell::RefCell<Vec<Option<std::time::Duration>>>>,
+}
+
+impl Busy {
+    fn from(busy_from: u32) -> Busy {
+        Busy {
+            busy_from,
+            ..Busy::default()
+        }
+    }
+
+    fn op(&self) -> Result<(), state::Error> {
+        self.ops.set(self.ops.get() + 1);
+        if self.ops.get() < self.busy_from {
+            return Ok(());
+        }
+        Err(state::Error::Locked(state::Locked {
+            path: "/state/api.lock".into(),
+            waited: ms(5000),
+            why: state::LockWait::Contended { turns: 312 },
+        }))
+    }
+}
+
+impl Store for Busy {
+    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, state::Error> {
+        self.op()?;
+        Store::admit(&mut self.memory, s)
+    }
+    fn after_attempt(
+        &mut self,
+        s: &KeyRules,
+        ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<Reply<After>, state::Error> {
+        self.op()?;
+        Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
+    }
+    fn before_retry(
+        &mut self,
+        s: &KeyRules,
+        ticket: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+        self.op()?;
+        Store::before_retry(&mut self.memory, s, ticket)
+    }
+    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, state::Error> {
+        Store::view(&mut self.memory, s)
+    }
+    fn reset(&mut self) -> Result<(), state::Error> {
+        Store::reset(&mut self.memory)
+    }
+    fn describe(&self) -> String {
+        "busy".into()
+    }
+    fn wait_at_most(&mut self, most: Option<std::time::Duration>) {
+        self.waits.borrow_mut().push(most);
+    }
+}
+
+#[test]
+fn a_key_whose_lock_stays_busy_runs_the_first_attempt_and_makes_no_retry() {
+    // Busy at the admission, or at the token for the first retry.
+    for busy_from in [1, 2] {
+        let store = Busy::from(busy_from);
+        let r = run_shared(
+            &keyed(&["-n", "3", "--jitter", "none"]),
+            Fake::new([exits(1, 10); 3]),
+            Some(Box::new(store.clone())),
+        );
+        assert_eq!(r.exit, Exit::Code(1), "the command's outcome: {}", r.log);
+        assert_eq!(r.world.envs.len(), 1, "{}", r.log);
+        assert!(r.world.slept.is_empty(), "{}", r.log);
+        assert_eq!(r.log.matches("warning").count(), 1, "{}", r.log);
+        assert!(
+            r.log.contains(
+                "warning: key 'api': the lock '/state/api.lock' kept changing hands for 5s (312 times), never to this run: other runs are using the key at once; this run makes no retry its breaker or budget would have had to allow"
+            ),
+            "{}",
+            r.log
+        );
+        assert!(
+            r.log.contains(
+                "the state of key 'api' could not be read in time, and no retry is made without its breaker and budget"
+            ),
+            "{}",
+            r.log
+        );
+        assert!(!r.log.contains("going on without"), "{}", r.log);
+        // The store is not asked again: each call would wait as long.
+        assert_eq!(store.ops.get(), busy_from, "{}", r.log);
+        if busy_from == 2 {
+            assert_eq!(
+                r.summary.key.as_ref().and_then(|k| k.refused),
+                Some(RefusedBy::Unknown)
+            );
+        }
+    }
+}
+
+#[test]
+fn with_breaker_and_budget_off_a_busy_lock_refuses_no_retry() {
+    // Only the adaptive delay's outcomes are kept: nothing could refuse a retry.
+    let args = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "--budget-burst",
+        "0",
+        "--backoff",
+        "adaptive",
+        "-n",
+        "3",
+    ];
+    let store = Busy::from(2);
+    let r = run_shared(
+        &args,
+        Fake::new([exits(1, 10), exits(1, 10), exits(0, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert_eq!(r.world.envs.len(), 3, "{}", r.log);
+    assert_eq!(r.log.matches("warning").count(), 1, "{}", r.log);
+    assert!(
+        r.log
+            .contains("its breaker and budget are off: the run goes on without it"),
+        "{}",
+        r.log
+    );
+    assert_eq!(store.ops.get(), 2, "not asked again");
+}
+
+#[test]
+fn no_wait_for_the_key_outlasts_max_time() {
+    let store = Busy::from(u32::MAX);
+    let r = run_shared(
+        &keyed(&["--max-time", "10s", "-n", "2", "-d", "0"]),
+        Fake::new([exits(1, 4000), exits(1, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
+    // At the start, after the first attempt, before the retry, after the second.
+    assert_eq!(
+        *store.waits.borrow(),
+        [
+            Some(ms(10_000)),
+            Some(ms(6000)),
+            Some(ms(6000)),
+            Some(ms(5990))
+        ]
+    );
+    // Without --max-time: no bound but the store's own.
+    let store = Busy::from(u32::MAX);
+    run_shared(
+        &keyed(&["-n", "1"]),
+        Fake::new([exits(0, 10)]),
+        Some(Box::new(store.clone())),
+    );
+    assert!(store.waits.borrow().iter().all(Option::is_none));
+}

@@ -15,17 +15,23 @@ use std::time::{Duration, Instant};
 
 use super::clock::Clock;
 use super::saved::{MAX_BYTES, Saved, VERSION, file_name, key_of};
-use super::{Error, Forgot, Local, Reply};
+use super::{Error, Forgot, Local, LockWait, Locked, Reply};
 use crate::platform::files::{Dir, Entry};
 use crate::policy::shared::{KeyRules, KeyState};
 
 /// How long a run waits for the key's lock while nobody makes progress with it: the holder is
-/// then stuck, and the run goes on without the key's state.
+/// then stuck (a holder keeps it for the microseconds of one change).
 const LOCK_STALL: Duration = Duration::from_secs(1);
 
 /// How long a run waits for the key's lock at most, however often it changes hands meanwhile:
-/// runs of a herd wait their turn, rather than spend the budget without it.
+/// runs of a herd wait their turn. A run that does not get it then makes no retry its breaker
+/// or budget would have had to allow.
 const LOCK_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// The longest wait for the key's lock: [`LOCK_WAIT_MAX`], or what the tests set.
+fn lock_wait_max() -> Duration {
+    crate::platform::clock::test_lock_wait().unwrap_or(LOCK_WAIT_MAX)
+}
 
 /// The longest pause between two tries of the lock: what a signal may wait to be seen.
 const LOCK_PAUSE: Duration = Duration::from_millis(4);
@@ -54,6 +60,8 @@ pub struct FileStore {
     dir: Option<PathBuf>,
     /// The key, made safe as a file name.
     name: String,
+    /// The longest a wait for the lock may last: what is left before the run's deadline.
+    wait_most: Option<Duration>,
 }
 
 impl FileStore {
@@ -63,6 +71,7 @@ impl FileStore {
         FileStore {
             dir,
             name: file_name(key),
+            wait_most: None,
         }
     }
 
@@ -95,6 +104,7 @@ impl FileStore {
             let store = FileStore {
                 dir: Some(dir.to_path_buf()),
                 name: name.to_string(),
+                wait_most: None,
             };
             keys.push((key_of(name), store, changed));
         }
@@ -237,9 +247,10 @@ impl FileStore {
     }
 
     /// Takes the key's lock; it is let go when the file is dropped. The run waits while the
-    /// lock changes hands, up to [`LOCK_WAIT_MAX`]; a holder that makes no progress for
-    /// [`LOCK_STALL`] ends the wait, and so does a signal that stops the run. Each holder
-    /// counts its turn in the lock file, which is how the others see the lock change hands.
+    /// lock changes hands, up to [`LOCK_WAIT_MAX`] and never past the run's deadline; a holder
+    /// that makes no progress for [`LOCK_STALL`] ends the wait, and so does a signal that stops
+    /// the run. Each holder counts its turn in the lock file, which is how the others see the
+    /// lock change hands, and tell a herd from a stuck holder.
     fn lock(&self, dir: &Dir) -> Result<File, Error> {
         let name = self.file("lock");
         let path = dir.join(&name);
@@ -256,8 +267,15 @@ impl FileStore {
                 _ => io_error("lock", &path, e),
             }
         })?;
+        let most = lock_wait_max();
+        let (limit, deadline) = match self.wait_most {
+            Some(left) if left < most => (left, true),
+            _ => (most, false),
+        };
+        let stall = LOCK_STALL.min(most);
         let start = Instant::now();
-        let mut seen = turns(&file);
+        let first = turns(&file);
+        let mut seen = first;
         let mut progress = start;
         let mut pause = Duration::from_micros(50);
         loop {
@@ -280,12 +298,26 @@ impl FileStore {
                 seen = turn;
                 progress = now;
             }
-            if now.duration_since(progress) >= LOCK_STALL
-                || now.duration_since(start) >= LOCK_WAIT_MAX
-            {
-                return Err(Error::Busy(path));
+            let waited = now.duration_since(start);
+            let why = if now.duration_since(progress) >= stall {
+                Some(LockWait::Stuck)
+            } else if waited >= limit && deadline {
+                Some(LockWait::Deadline)
+            } else if waited >= limit {
+                Some(LockWait::Contended {
+                    turns: seen.wrapping_sub(first),
+                })
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                let waited = match why {
+                    LockWait::Stuck => now.duration_since(progress),
+                    _ => waited,
+                };
+                return Err(Error::Locked(Locked { path, waited, why }));
             }
-            std::thread::sleep(pause);
+            std::thread::sleep(pause.min(limit.saturating_sub(waited)));
             pause = (pause * 2).min(LOCK_PAUSE);
         }
     }
@@ -322,6 +354,10 @@ fn unsafe_dir(path: &Path, owner: u32, mode: u32) -> Option<String> {
 }
 
 impl Local for FileStore {
+    fn wait_at_most(&mut self, most: Option<Duration>) {
+        self.wait_most = most;
+    }
+
     fn update<T>(
         &mut self,
         s: &KeyRules,

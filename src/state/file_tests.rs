@@ -39,7 +39,7 @@ fn a_file_name_gives_back_its_key() {
 
 use crate::policy::breaker::Attempt;
 use crate::policy::shared::tests::settings;
-use crate::policy::shared::{Admit, Refusal};
+use crate::policy::shared::{Admit, Refusal, Ticket};
 
 const HOUR: u64 = 3_600_000;
 const DAY: u64 = 24 * HOUR;
@@ -376,4 +376,55 @@ fn a_planted_link_is_neither_read_through_nor_written_through() {
             .expect("state")
             .is_file()
     );
+}
+
+#[test]
+fn a_wait_for_a_stuck_lock_ends_at_the_deadline_or_after_a_second_and_says_which() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let held = fs::File::create(dir.path().join("k.lock")).expect("lock file");
+    held.lock().expect("held by the test");
+    let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
+    const FIRST: Ticket = Ticket {
+        generation: 0,
+        probe: false,
+    };
+    // What is left before the run's deadline bounds the wait.
+    store.wait_at_most(Some(Duration::from_millis(100)));
+    let started = Instant::now();
+    let waited = match store.update(&settings(), |state, now| {
+        state.after_attempt(&settings(), now, FIRST, Attempt::Failure, true, 0.0)
+    }) {
+        Err(Error::Locked(Locked {
+            why: LockWait::Deadline,
+            waited,
+            ..
+        })) => waited,
+        other => panic!("{:?}", other.err()),
+    };
+    assert!(waited >= Duration::from_millis(100), "{waited:?}");
+    assert!(started.elapsed() < LOCK_STALL, "{:?}", started.elapsed());
+    // Without one, a holder that makes no progress for a second is stuck.
+    store.wait_at_most(None);
+    let e = store
+        .update(&settings(), |state, now| {
+            state.after_attempt(&settings(), now, FIRST, Attempt::Failure, true, 0.0)
+        })
+        .err();
+    assert!(
+        matches!(
+            e,
+            Some(Error::Locked(Locked {
+                why: LockWait::Stuck,
+                ..
+            }))
+        ),
+        "{e:?}"
+    );
+    let words = e.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        words.contains("k.lock' was held for 1")
+            && words.ends_with("s by one process that made no progress"),
+        "{words}"
+    );
+    assert!(!dir.path().join("k.json").exists(), "nothing written");
 }

@@ -1,7 +1,8 @@
 //! A run's handle on its key ([`Shared`]): the store it was given, the ticket of its admission,
 //! and the view of the key it last heard; the one place that decides which of a run's
-//! outcomes are told to the store, and that falls back on the local state when a `--state`
-//! store fails at the start.
+//! outcomes are told to the store, that falls back on the local state when a `--state`
+//! store fails at the start, and that keeps a run whose key's state cannot be read in time
+//! (its lock) from the retries its breaker or budget would have had to allow.
 
 use std::time::Duration;
 
@@ -35,6 +36,11 @@ pub struct Shared {
     /// `view` is the state the current attempt started under (the answer to the admission or
     /// to the check before a retry), not one given after it.
     at_start: bool,
+    /// The key's lock could not be had in time: the run does not know the key's state, and
+    /// asks the store nothing more (each call would wait as long again).
+    unknown: bool,
+    /// Why the key's state became unknown, for the run to tell once.
+    pub lock_lost: Option<Error>,
     /// Leave unrecorded the successes that change nothing (see `Shared::skips_success`).
     /// On for a real run's handle ([`open`]); off by default, so that the simulator sees
     /// every outcome.
@@ -54,6 +60,8 @@ impl Shared {
             warning: None,
             now: 0,
             at_start: false,
+            unknown: false,
+            lock_lost: None,
             skip_moot_successes: false,
         }
     }
@@ -84,13 +92,59 @@ impl Shared {
         (reply.value, reply.now)
     }
 
+    /// The next operations may wait for the key at most `most` (what is left before the
+    /// run's deadline).
+    pub fn wait_at_most(&mut self, most: Option<Duration>) {
+        self.store.wait_at_most(most);
+        if let Some(fallback) = self.fallback.as_mut() {
+            fallback.local.wait_at_most(most);
+        }
+    }
+
+    /// Whether the run knows nothing of its key's state, which the store did not give in time.
+    pub fn unknown(&self) -> bool {
+        self.unknown
+    }
+
+    /// Whether a run whose key's state is unknown makes no retry: whether its breaker or
+    /// budget would have had to allow one.
+    pub fn retries_refused(&self) -> bool {
+        self.rules.may_refuse_retries()
+    }
+
+    /// The key's refusal of a retry the run wants while its state is unknown: every retry the
+    /// breaker or the budget would have had to allow.
+    fn unknown_refusal(&self, wants_retry: bool) -> Option<Refused> {
+        (wants_retry && self.retries_refused()).then_some(Refused {
+            refusal: Refusal::Unknown,
+            left: Duration::ZERO,
+        })
+    }
+
+    /// A store's error: counted; a lock not had in time leaves the key's state unknown, and
+    /// the run goes on under that (`Ok`), with [`Shared::lock_lost`] saying why; any other
+    /// error is returned.
+    fn failed(&mut self, e: Error) -> Result<(), Error> {
+        self.errors += 1;
+        if !e.leaves_state_unknown() {
+            return Err(e);
+        }
+        self.unknown = true;
+        self.at_start = false;
+        self.ticket = None;
+        self.lock_lost = Some(e);
+        Ok(())
+    }
+
     /// Before the first attempt: `Some` when the run may not start. A `--state` store that
     /// fails here is replaced by the local state with `--state-fail open` (and the reply's
     /// warning says so); with `closed` the error is returned, and [`Shared::fails_closed`]
-    /// says the run must not start.
+    /// says the run must not start. When the key's state cannot be read in time, the run
+    /// starts: the command's first attempt is not the state's to refuse.
     pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
         let fallback = self.fallback.take();
-        let reply = match (self.store.admit(&self.rules), fallback) {
+        let mut went_on = None;
+        let answer = match (self.store.admit(&self.rules), fallback) {
             (Err(e @ Error::Store { .. }), Some(fallback)) => {
                 self.errors += 1;
                 if fallback.fail == FailMode::Closed {
@@ -98,23 +152,27 @@ impl Shared {
                     return Err(e);
                 }
                 self.store = fallback.local;
-                let mut reply = self.store.admit(&self.rules)?;
-                let went_on = format!(
+                went_on = Some(format!(
                     "key '{}': {e}; going on with this host's local state (--state-fail open)",
                     self.key
-                );
-                reply.warning = Some(match reply.warning.take() {
-                    Some(w) => format!("{went_on}; {w}"),
-                    None => went_on,
-                });
-                reply
+                ));
+                self.store.admit(&self.rules)
             }
-            (Err(e), _) => {
-                self.errors += 1;
-                return Err(e);
-            }
-            (Ok(reply), _) => reply,
+            (answer, _) => answer,
         };
+        let mut reply = match answer {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.warning = went_on;
+                return self.failed(e).map(|()| None);
+            }
+        };
+        if let Some(went_on) = went_on {
+            reply.warning = Some(match reply.warning.take() {
+                Some(w) => format!("{went_on}; {w}"),
+                None => went_on,
+            });
+        }
         match self.heard(reply) {
             (Admit::Run(ticket), _) => {
                 self.ticket = Some(ticket);
@@ -133,6 +191,9 @@ impl Shared {
         wants_retry: bool,
         u: f64,
     ) -> Result<(Change, Option<Refused>), Error> {
+        if self.unknown {
+            return Ok((Change::None, self.unknown_refusal(wants_retry)));
+        }
         let Some(ticket) = self.ticket else {
             return Ok((Change::None, None));
         };
@@ -141,10 +202,16 @@ impl Shared {
             self.at_start = false;
             return Ok((Change::None, None));
         }
-        let reply = self
+        let reply = match self
             .store
             .after_attempt(&self.rules, ticket, attempt, wants_retry, u)
-            .inspect_err(|_| self.errors += 1)?;
+        {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.failed(e)?;
+                return Ok((Change::None, self.unknown_refusal(wants_retry)));
+            }
+        };
         let (after, now) = self.heard(reply);
         self.ticket = Some(after.ticket);
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
@@ -186,13 +253,19 @@ impl Shared {
 
     /// Just before a retry starts, after its wait: has the breaker opened since?
     pub fn before_retry(&mut self) -> Result<Option<Refused>, Error> {
+        if self.unknown {
+            return Ok(self.unknown_refusal(true));
+        }
         let Some(ticket) = self.ticket else {
             return Ok(None);
         };
-        let reply = self
-            .store
-            .before_retry(&self.rules, ticket)
-            .inspect_err(|_| self.errors += 1)?;
+        let reply = match self.store.before_retry(&self.rules, ticket) {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.failed(e)?;
+                return Ok(self.unknown_refusal(true));
+            }
+        };
         let ((refusal, ticket), now) = self.heard(reply);
         self.ticket = Some(ticket);
         self.at_start = refusal.is_none();
@@ -227,7 +300,7 @@ fn refused(refusal: Refusal, now: u64) -> Refused {
     let until = match refusal {
         Refusal::Open { until } => until,
         Refusal::Probing { lease_until } => lease_until,
-        Refusal::Budget => now,
+        Refusal::Budget | Refusal::Unknown => now,
     };
     Refused {
         refusal,

@@ -25,10 +25,12 @@ pub mod url;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub use self::handle::{Fallback, Shared};
 use crate::policy::KeySettings;
 use crate::policy::breaker::Attempt;
+use crate::policy::duration::human;
 pub use crate::policy::shared::Refused;
 use crate::policy::shared::{Admit, After, KeyRules, KeyState, Refusal, Ticket, View};
 
@@ -98,6 +100,9 @@ pub trait Store {
     /// The run may not call again for a while: let go of what is held open (a connection).
     /// The next call opens it again.
     fn idle(&mut self) {}
+    /// The next operations may wait for the key (its lock) at most `most`: what is left before
+    /// the run's `--max-time` deadline. `None`: no deadline.
+    fn wait_at_most(&mut self, _most: Option<Duration>) {}
 }
 
 /// A store that runs the rules itself, on a [`KeyState`] it reads and writes whole (a file, or
@@ -122,6 +127,8 @@ pub trait Local {
     fn forget(&mut self) -> Result<Forgot, Error> {
         self.reset().map(|()| Forgot::State)
     }
+    /// See [`Store::wait_at_most`].
+    fn wait_at_most(&mut self, _most: Option<Duration>) {}
 }
 
 /// What `--reset-state` did.
@@ -177,6 +184,10 @@ impl<L: Local> Store for L {
     fn describe(&self) -> String {
         Local::describe(self)
     }
+
+    fn wait_at_most(&mut self, most: Option<Duration>) {
+        Local::wait_at_most(self, most);
+    }
 }
 
 /// A state problem: a warning, never a change to the command's outcome.
@@ -184,8 +195,9 @@ impl<L: Local> Store for L {
 pub enum Error {
     /// No state directory: none given, and neither `$XDG_STATE_HOME` nor `$HOME` is set.
     NoDirectory,
-    /// Another process held the key's lock for too long.
-    Busy(PathBuf),
+    /// The key's lock could not be had within the wait's bound: the run cannot know the key's
+    /// state, and makes no retry its breaker or budget would have had to allow.
+    Locked(Locked),
     /// The shared store (`--state`) did not answer in time, or failed.
     Store {
         /// Its URL, redacted.
@@ -202,6 +214,55 @@ pub enum Error {
     },
 }
 
+/// Why a run did not get its key's lock, and how long it waited for it.
+#[derive(Debug)]
+pub struct Locked {
+    /// The lock file.
+    pub path: PathBuf,
+    pub waited: Duration,
+    pub why: LockWait,
+}
+
+/// What ended a wait for a key's lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockWait {
+    /// The lock changed hands this many times, never to this run: other runs of the key are
+    /// using it at once.
+    Contended { turns: u64 },
+    /// One holder kept it and made no progress.
+    Stuck,
+    /// The `--max-time` deadline came first.
+    Deadline,
+}
+
+impl Error {
+    /// Whether the run no longer knows its key's state, rather than going on without it.
+    pub fn leaves_state_unknown(&self) -> bool {
+        matches!(self, Error::Locked(_))
+    }
+}
+
+impl fmt::Display for Locked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = crate::quote::quoted(&self.path);
+        let waited = human(self.waited);
+        match self.why {
+            LockWait::Contended { turns } => write!(
+                f,
+                "the lock {path} kept changing hands for {waited} ({turns} times), never to this run: other runs are using the key at once"
+            ),
+            LockWait::Stuck => write!(
+                f,
+                "the lock {path} was held for {waited} by one process that made no progress"
+            ),
+            LockWait::Deadline => write!(
+                f,
+                "the lock {path} was not free before the --max-time deadline (waited {waited})"
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -209,7 +270,7 @@ impl fmt::Display for Error {
                 "no state directory: set --state-dir, RETRY_STATE_DIR, XDG_STATE_HOME or HOME",
             ),
             Error::Store { place, why } => write!(f, "the store {place}: {why}"),
-            Error::Busy(path) => write!(f, "'{}' stayed locked too long", path.display()),
+            Error::Locked(locked) => locked.fmt(f),
             Error::Unusable(why) => f.write_str(why),
             Error::Io {
                 doing,

@@ -119,7 +119,7 @@ fn a_key_never_reaches_outside_the_state_directory() {
 }
 
 #[test]
-fn a_lock_held_too_long_by_another_process_means_going_on_without_state() {
+fn a_lock_held_by_a_stuck_process_allows_the_first_attempt_and_no_retry() {
     let s = Setup::file();
     fs::create_dir_all(s.state()).expect("state dir");
     let lock = fs::File::create(s.state().join("api.lock")).expect("lock file");
@@ -127,21 +127,122 @@ fn a_lock_held_too_long_by_another_process_means_going_on_without_state() {
     let started = Instant::now();
     let out = s.run(&["--key", "api", "-n", "3", "-d", "1ms"], 2);
     assert_eq!(out.status.code(), Some(2), "the outcome stands");
-    assert_eq!(s.ran(), 3, "the run went on without state");
+    let log = stderr(&out);
+    assert_eq!(s.ran(), 1, "no retry without the budget: {log}");
     assert!(
-        stderr(&out).contains("stayed locked too long"),
-        "{}",
-        stderr(&out)
+        log.contains("api.lock' was held for 1")
+            && log.contains("by one process that made no progress; this run makes no retry"),
+        "{log}"
     );
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "it did not wait for the lock"
+        started.elapsed() < Duration::from_secs(4),
+        "a stuck holder ends the wait after a second: {log}"
     );
     drop(lock);
     assert!(
         !s.file_of("api").exists(),
         "nothing was written without the lock"
     );
+}
+
+/// The test holds the key's lock as retry does (flock, through std's `File::lock`) and counts
+/// a turn in it every `every`, as runs passing it on do, until dropped.
+struct Turning {
+    done: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Turning {
+    fn hold(path: &Path, every: Duration) -> Turning {
+        let lock = fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .expect("lock file");
+        lock.lock().expect("held by the test");
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let done = Arc::clone(&done);
+            thread::spawn(move || {
+                use std::os::unix::fs::FileExt;
+                while !done.load(Ordering::SeqCst) {
+                    let mut turn = [0u8; 8];
+                    let _ = lock.read_at(&mut turn, 0);
+                    let next = u64::from_le_bytes(turn).wrapping_add(1);
+                    let _ = lock.write_at(&next.to_le_bytes(), 0);
+                    thread::sleep(every);
+                }
+            })
+        };
+        Turning {
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Turning {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A run whose key's lock keeps changing hands past the wait's bound (made 500 ms here, 5 s
+/// otherwise) runs its first attempt and makes no retry: it cannot take a token for it.
+#[test]
+fn a_lock_that_keeps_changing_hands_past_the_wait_allows_the_first_attempt_only() {
+    let s = Setup::file();
+    fs::create_dir_all(s.state()).expect("state dir");
+    let turning = Turning::hold(&s.state().join("api.lock"), Duration::from_millis(50));
+    let mut c = s.retry(&["--key", "api", "-n", "3", "-d", "1ms"]);
+    c.env("RETRY_TEST_LOCK_WAIT", "500")
+        .arg("--")
+        .args(s.command(2));
+    let out = output_within(c, Duration::from_secs(30));
+    drop(turning);
+    let log = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "the outcome stands: {log}");
+    assert_eq!(s.ran(), 1, "{log}");
+    assert!(
+        log.contains("api.lock' kept changing hands for ")
+            && log.contains("never to this run: other runs are using the key at once"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "the state of key 'api' could not be read in time, and no retry is made without its breaker and budget"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("going on without"), "{log}");
+}
+
+/// Nothing retry waits on holds it past --max-time: not the key's lock either.
+#[test]
+fn the_wait_for_the_keys_lock_ends_at_max_time() {
+    let s = Setup::file();
+    fs::create_dir_all(s.state()).expect("state dir");
+    // Changing hands, so that only the wait's bound (5 s) or the deadline ends it.
+    let turning = Turning::hold(&s.state().join("api.lock"), Duration::from_millis(50));
+    let mut c = s.retry(&["--key", "api", "-n", "3", "-d", "1ms", "--max-time", "1s"]);
+    c.arg("--").args(s.command(2));
+    let started = Instant::now();
+    let out = output_within(c, Duration::from_secs(30));
+    let took = started.elapsed();
+    drop(turning);
+    let log = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{log}");
+    assert_eq!(s.ran(), 1, "{log}");
+    assert!(
+        log.contains("was not free before the --max-time deadline"),
+        "{log}"
+    );
+    assert!(took < Duration::from_secs(4), "took {took:?}: {log}");
 }
 
 /// Runs `c` to its end, failing the test (and killing it) if it takes longer than `limit`: a
@@ -358,48 +459,80 @@ fn reset_state_of_a_key_with_no_state_says_so_and_makes_nothing() {
     assert!(!s.file_of("api").exists());
 }
 
-/// 200 runs of one key started at once, each wanting 4 retries, share 120 tokens: the lock
-/// changes hands quickly, so none gives up waiting for it and retries without the budget.
+/// 200 runs of one key whose first attempts end together (held at a FIFO the test opens),
+/// each wanting 2 retries, share a budget of 10 tokens that does not refill: whatever the
+/// lock's wait makes of them, the retries they all make are no more than the tokens. Every
+/// failure is written (a breaker of 1000 failures is on, and never opens), so that each run
+/// takes the lock.
 #[test]
-fn a_herd_of_runs_started_at_once_spends_no_more_than_the_budget() {
+fn a_herd_of_runs_released_together_spends_no_more_than_the_budget() {
+    const RUNS: usize = 200;
     let s = Setup::file();
+    let fifo = s.dir.path().join("barrier");
+    let (ready, go) = (s.dir.path().join("ready"), s.dir.path().join("go"));
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("FIFO");
+    // Open for reading and writing: this never blocks, and a reader's read blocks until a line
+    // is written, not until the test opens it.
+    let mut barrier = fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("FIFO opened");
+    let script = format!(
+        "echo >> '{}'; [ -e '{}' ] || read _ < '{}'; echo ran >> '{}'; exit 1",
+        ready.display(),
+        go.display(),
+        fifo.display(),
+        s.marks().display()
+    );
     let flags = [
         "--key",
         "api",
         "--breaker-failures",
-        "0",
+        "1000",
         "--budget-burst",
-        "120",
-        // A token a hour comes back: none within the test.
+        "10",
         "--budget-refill",
         "1h",
         "-n",
-        "5",
+        "3",
         "-d",
-        "0",
+        "1ms",
     ];
-    let children: Vec<_> = (0..200)
+    let children: Vec<_> = (0..RUNS)
         .map(|_| {
             let mut c = s.retry(&flags);
-            c.arg("--")
-                .args(s.command(1))
+            c.args(["--", "sh", "-c", &script])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());
             c.spawn().expect("retry starts")
         })
         .collect();
-    let logs: Vec<String> = children
+    let lines = |p: &Path| fs::read_to_string(p).map_or(0, |t| t.lines().count());
+    let started = Instant::now();
+    while lines(&ready) < RUNS && started.elapsed() < crate::support::PATIENCE {
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Released: a line each for the runs at the barrier; a later attempt passes it by.
+    fs::write(&go, b"").expect("go");
+    std::io::Write::write_all(&mut barrier, &[b'\n'; RUNS]).expect("released");
+    let outs: Vec<Output> = children
         .into_iter()
-        .map(|c| stderr(&c.wait_with_output().expect("retry ends")))
+        .map(|c| c.wait_with_output().expect("retry ends"))
         .collect();
-    let lost: Vec<&String> = logs
-        .iter()
-        .filter(|l| l.contains("going on without"))
-        .collect();
-    let retries = s.ran() - 200;
-    assert!(retries <= 120, "{retries} retries for 120 tokens; {lost:?}");
-    assert!(lost.is_empty(), "{lost:?}");
+    let logs: Vec<String> = outs.iter().map(stderr).collect();
+    for (out, log) in outs.iter().zip(&logs) {
+        assert_eq!(out.status.code(), Some(1), "the outcome stands: {log}");
+        assert!(!log.contains("going on without"), "{log}");
+    }
+    let retries = s.ran() - RUNS;
+    let unknown = logs.iter().filter(|l| l.contains("changing hands")).count();
+    assert!(
+        retries <= 10,
+        "{retries} retries for 10 tokens ({unknown} runs did not get the lock in time)"
+    );
+    eprintln!("{retries} retries; {unknown} runs did not get the lock in time");
 }
 
 /// A run waiting for the key's lock while it changes hands answers SIGTERM at once.
@@ -408,27 +541,8 @@ fn a_run_waiting_for_the_lock_answers_sigterm_at_once() {
     let s = Setup::file();
     fs::create_dir_all(s.state()).expect("state dir");
     let path = s.state().join("api.lock");
-    let lock = fs::File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .expect("lock file");
-    lock.lock().expect("held by the test");
     // The lock seems to change hands all the time: the run would wait its longest.
-    let done = Arc::new(AtomicBool::new(false));
-    let turning = {
-        let (done, lock) = (Arc::clone(&done), lock.try_clone().expect("cloned"));
-        thread::spawn(move || {
-            let mut turn = 0u64;
-            while !done.load(Ordering::SeqCst) {
-                turn += 1;
-                let _ = std::os::unix::fs::FileExt::write_at(&lock, &turn.to_le_bytes(), 0);
-                thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
+    let turning = Turning::hold(&path, Duration::from_millis(20));
     let mut c = s.retry(&["--key", "api", "-n", "3", "-d", "1ms"]);
     c.arg("--")
         .args(s.command(2))
@@ -450,8 +564,7 @@ fn a_run_waiting_for_the_lock_answers_sigterm_at_once() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("TERM");
     let out = child.wait_with_output().expect("retry ends");
     let took = sent.elapsed();
-    done.store(true, Ordering::SeqCst);
-    turning.join().expect("joined");
+    drop(turning);
     let log = stderr(&out);
     assert!(took < Duration::from_secs(3), "took {took:?}: {log}");
     assert!(log.contains("cancelled by SIGTERM"), "{log}");
