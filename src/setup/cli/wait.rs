@@ -52,6 +52,16 @@ pub struct Wait {
     )]
     pub jitter: Option<Jitter>,
 
+    /// Before the first attempt, wait a random time from 0 to DUR, so that runs that start at
+    /// the same second (cron on many hosts) spread their calls, and their --key store's load,
+    /// over DUR. The wait counts within --max-time, which must be longer; a signal during it
+    /// cancels the run, as during any wait. With --explain --fleet: each simulated process
+    /// starts at its own random offset within DUR of the cron tick; 0 starts every process at
+    /// the same instant, as cron fires a fleet at the same second [default: none; with
+    /// --fleet, --every, runs spread over it].
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub splay: Option<Duration>,
+
     /// Seed for the random source, for a reproducible schedule.
     #[arg(long, value_name = "N", value_parser = seed)]
     pub seed: Option<u64>,
