@@ -35,7 +35,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --delays 'Explicit schedule, e.g. 1s,5s,30s; the last value repeats. Replaces --backoff'
             cand -j 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)'
             cand --jitter 'Jitter: none, full, equal, decorrelated, or N% (+/-N% around the delay)'
-            cand --splay 'Before the first attempt, wait a random time from 0 to DUR, so that runs that start at the same second (cron on many hosts) spread their calls, and their --key store''s load, over DUR. The wait counts within --max-time, which must be longer; a signal during it cancels the run, as during any wait. With --explain --fleet: each simulated process starts at its own random offset within DUR of the cron tick; 0 starts every process at the same instant, as cron fires a fleet at the same second [default: none; with --fleet, --every, runs spread over it]'
+            cand --splay 'Before the first attempt, wait a random time from 0 to DUR, so that runs that start at the same second (cron on many hosts) spread their calls, and their --key store''s load, over DUR. The wait counts within --max-time, which must be longer; a signal during it cancels the run, as during any wait. --explain --fleet simulates processes that start as this says: all at the same second with 0'
             cand --seed 'Seed for the random source, for a reproducible schedule'
             cand --success-on 'Statuses that count as success, e.g. 0,3 (replaces the default 0)'
             cand --retry-on 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal'

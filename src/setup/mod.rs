@@ -186,7 +186,9 @@ fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
              {processes} hosts"
         ));
     }
-    let splay = cli.wait.splay.unwrap_or(every);
+    // The processes start as real runs of this command line would: at the tick, unless
+    // --splay spreads them.
+    let splay = set.splay;
     if splay > every {
         return Err(format!(
             "--splay {} is longer than --every {}: a process runs once a tick, so give at most \

@@ -101,7 +101,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         (false, None, Some(r)) => Some(r.saturating_add(1)),
         (false, None, None) => Some(defaults::ATTEMPTS),
     };
-    let splay = cli.wait.splay.unwrap_or(defaults::SPLAY);
+    let splay = set.splay;
     let max_time = limit(cli.stop.max_time);
     // The splay counts within --max-time, as every wait does, so it must leave the command
     // time to run. A longer one is refused rather than cut: cut at the deadline, it would

@@ -55,10 +55,8 @@ pub struct Wait {
     /// Before the first attempt, wait a random time from 0 to DUR, so that runs that start at
     /// the same second (cron on many hosts) spread their calls, and their --key store's load,
     /// over DUR. The wait counts within --max-time, which must be longer; a signal during it
-    /// cancels the run, as during any wait. With --explain --fleet: each simulated process
-    /// starts at its own random offset within DUR of the cron tick; 0 starts every process at
-    /// the same instant, as cron fires a fleet at the same second [default: none; with
-    /// --fleet, --every, runs spread over it].
+    /// cancels the run, as during any wait. --explain --fleet simulates processes that start
+    /// as this says: all at the same second with 0.
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub splay: Option<Duration>,
 
