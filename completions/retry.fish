@@ -6,7 +6,7 @@
 # completed: after --, or at the first word that is neither a flag nor a flag's value.
 function __retry_command_words
     set -l tokens (commandline -opc)
-    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --splay --call-time
+    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time
     set -l i 2
     while test $i -le (count $tokens)
         set -l token $tokens[$i]
@@ -35,7 +35,7 @@ function __retry_at_command
     string match -q -- '-*' (commandline -ct); and return 1
     set -l before (commandline -opc)[-1]
     test "$before" = --; and return 0
-    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --splay --call-time
+    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time
 end
 
 # The command's own completion of its words and of the word being completed.
@@ -152,6 +152,7 @@ complete -c retry -n 'not __retry_command_started' -l factor -x -d 'Multiplier f
 complete -c retry -n 'not __retry_command_started' -l max-delay -x -d 'Cap on any single delay, jitter included'
 complete -c retry -n 'not __retry_command_started' -l delays -x -d 'Explicit schedule, e.g. 1s,5s,30s'
 complete -c retry -n 'not __retry_command_started' -s j -l jitter -x -a '(__retry_values jitter)' -d 'Jitter: full (default), none, equal, decorrelated, or N%'
+complete -c retry -n 'not __retry_command_started' -l splay -x -d 'Before the first attempt, wait a random time from 0 to DUR'
 complete -c retry -n 'not __retry_command_started' -l seed -x -d 'Seed for the random source, for a reproducible schedule'
 complete -c retry -n 'not __retry_command_started' -l success-on -x -d 'Statuses that count as success, e.g. 0,3 (replaces the default 0)'
 complete -c retry -n 'not __retry_command_started' -l retry-on -x -d 'Retry only these failing statuses; others are fatal'
@@ -203,7 +204,6 @@ complete -c retry -n 'not __retry_command_started' -l fleet -x -d 'With --explai
 complete -c retry -n 'not __retry_command_started' -l outage -x -d 'With --fleet: how long the service is down'
 complete -c retry -n 'not __retry_command_started' -l every -x -d 'With --fleet: how often each process runs the job (a cron interval)'
 complete -c retry -n 'not __retry_command_started' -l hosts -x -d 'With --fleet: the N processes are spread over H hosts'
-complete -c retry -n 'not __retry_command_started' -l splay -x -d 'With --fleet: each process runs at its own random offset within DUR'
 complete -c retry -n 'not __retry_command_started' -l call-time -x -d 'With --fleet: how long one call of the job takes, failed or not'
 complete -c retry -n 'not __retry_command_started' -s h -l help -d 'Print this help (-h), or every flag (--help)'
 complete -c retry -n 'not __retry_command_started' -s V -l version -d 'Print version'

@@ -67,6 +67,9 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const STATE_TIMEOUT: Duration = Duration::from_millis(500);
 /// `--state-fail`: what a run does when the `--state` store cannot be reached.
 pub const STATE_FAIL: FailMode = FailMode::Open;
+/// `--splay`: the longest random wait before the first attempt; none. The fleet
+/// `--explain --fleet` simulates starts as real runs do, so its default is this one too.
+pub const SPLAY: Duration = Duration::ZERO;
 /// `--outage`: how long the service `--explain --fleet` simulates is down.
 pub const OUTAGE: Duration = Duration::from_secs(5 * 60);
 /// `--every`: how often each process `--explain --fleet` simulates runs the job.

@@ -48,6 +48,9 @@ pub struct Policy {
     pub attempt_timeout: Option<Duration>,
     /// The delay before each retry.
     pub backoff: Backoff,
+    /// Before the first attempt, a wait drawn at random in [0, splay), so that runs started
+    /// together (cron on a fleet) spread out; zero waits not at all. Within `max_time`.
+    pub splay: Duration,
     /// Seed for the random source; `None` seeds it from the operating system.
     pub seed: Option<u64>,
     /// Which statuses are success, retryable or fatal.
@@ -105,7 +108,8 @@ pub struct Fleet {
     pub hosts: u32,
     pub outage: Duration,
     pub every: Duration,
-    /// Each process starts at its own offset within this of each tick; 0 = all at the tick.
+    /// Each process starts at its own offset within this of each tick (`--splay`, as a real
+    /// run waits); 0 = all at the tick.
     pub splay: Duration,
     /// How long one call takes.
     pub call: Duration,

@@ -1,11 +1,12 @@
 //! The pace of one run: the delay before each retry (the backoff's schedule, or the adaptive
 //! delay learned from the key's outcomes), whether attempts are left, and whether the next
 //! attempt fits the run's deadline. The attempt loop and the fleet simulator both step a run
-//! through this one piece, so that what the simulator shows is what a run does.
+//! through this one piece, so that what the simulator shows is what a run does. Before all
+//! that, the splay: the random wait before the first attempt.
 
 use std::time::Duration;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 use super::Policy;
 use super::adaptive::{Adaptive, Estimates, Params};
@@ -27,6 +28,18 @@ pub enum Limit {
         delay: Duration,
         left: Duration,
     },
+}
+
+/// The wait before the first attempt (`--splay`): drawn uniformly in [0, `splay`), so that
+/// runs started at the same second (cron on a fleet) spread their first calls over it; none
+/// for a zero splay, and then nothing is drawn.
+pub fn splay<R: Rng + ?Sized>(splay: Duration, rng: &mut R) -> Duration {
+    // A splay is at most a year (the parser's limit): its nanoseconds fit in a u64.
+    let nanos = u64::try_from(splay.as_nanos()).unwrap_or(u64::MAX);
+    if nanos == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_nanos(rng.random_range(0..nanos))
 }
 
 /// One run's pacing state, carried from one attempt to the next.
@@ -208,6 +221,27 @@ mod tests {
         let mut plain = Pacing::new(&b, Some(3), None, None);
         assert!(!plain.ran(1, 1_000_000 * S));
         assert_eq!(plain.max_attempts(), Some(3));
+    }
+
+    #[test]
+    fn a_splay_is_drawn_in_zero_to_its_length_spread_over_it() {
+        let splay = 10 * S;
+        let draws: Vec<Duration> = (0..2000)
+            .map(|seed| super::splay(splay, &mut StdRng::seed_from_u64(seed)))
+            .collect();
+        assert!(draws.iter().all(|d| *d < splay), "never the splay itself");
+        let mean = draws.iter().sum::<Duration>() / 2000;
+        assert!(mean > 4 * S && mean < 6 * S, "{mean:?}");
+        // Each tenth of the splay gets about a tenth of the draws: spread, not bunched.
+        let mut tenths = [0u32; 10];
+        for d in &draws {
+            tenths[(d.as_secs_f64() / splay.as_secs_f64() * 10.0) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|n| (140..=260).contains(n)), "{tenths:?}");
+        assert_eq!(
+            super::splay(Duration::ZERO, &mut StdRng::seed_from_u64(1)),
+            Duration::ZERO
+        );
     }
 
     #[test]

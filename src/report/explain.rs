@@ -15,7 +15,7 @@ use crate::policy::key::FailMode;
 use crate::policy::rules::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
-use crate::policy::{KeySettings, LogFormat, Origins, Policy, StdoutMode, defaults};
+use crate::policy::{KeySettings, LogFormat, Origin, Origins, Policy, StdoutMode, defaults};
 use crate::quote;
 use crate::report::words;
 
@@ -48,7 +48,7 @@ pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String
         out.push('\n');
     }
     policy(&mut out, p, origins);
-    schedule(&mut out, p, retries);
+    schedule(&mut out, p, origins, retries);
     let warnings = warnings(p, retries);
     if !warnings.is_empty() {
         out.push_str("\nWarnings\n");
@@ -369,9 +369,23 @@ fn patterns(list: &[regex::bytes::Regex]) -> String {
         .join(" ")
 }
 
-fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
+fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32>) {
     let b = &p.backoff;
     out.push_str("\nSchedule (the wait before each retry)\n");
+    if !p.splay.is_zero() {
+        let from = match origins.get("splay") {
+            Some(o @ (Origin::Profile(_) | Origin::File(_))) => {
+                format!(", from {}", words::came_from(o))
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  before the first attempt: 0 to {}, at random (--splay {}{from})",
+            human(p.splay),
+            human(p.splay)
+        );
+    }
     if p.adaptive.is_some() {
         out.push_str(
             "  adaptive (experimental): learned from the key's recent outcomes, capped and \
@@ -379,7 +393,11 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
         );
     }
     if retries == Some(0) {
-        out.push_str("  one attempt only: no retries, no waiting\n");
+        if p.splay.is_zero() {
+            out.push_str("  one attempt only: no retries, no waiting\n");
+        } else {
+            out.push_str("  one attempt only: no retries\n");
+        }
         return;
     }
     let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
@@ -426,11 +444,17 @@ fn schedule(out: &mut String, p: &Policy, retries: Option<u32>) {
     }
     match retries {
         Some(n) => {
+            // The splay is a wait too: up to all of it, half of it on average.
             let _ = writeln!(
                 out,
-                "\n  waiting in all: at most {}, expected about {}",
-                human(worst_case(p, n)),
-                human(expected(p, n))
+                "\n  waiting in all: at most {}, expected about {}{}",
+                human(worst_case(p, n).saturating_add(p.splay)),
+                human(expected(p, n).saturating_add(p.splay / 2)),
+                if p.splay.is_zero() {
+                    ""
+                } else {
+                    ", the splay included"
+                }
             );
             if let Some(max) = p.max_time {
                 let _ = writeln!(
@@ -488,9 +512,10 @@ pub fn expected(p: &Policy, retries: u32) -> Duration {
     Duration::try_from_secs_f64((sum + rest) / SAMPLES as f64).unwrap_or(Duration::MAX)
 }
 
-/// How many attempts can start before `max` when every wait is as short (or long) as it can be.
+/// How many attempts can start before `max` when every wait, the splay's included, is as short
+/// (or long) as it can be.
 fn attempts_fitting(p: &Policy, max: Duration, retries: u32, longest: bool) -> u32 {
-    let mut total = Duration::ZERO;
+    let mut total = if longest { p.splay } else { Duration::ZERO };
     for k in 1..=retries.min(100_000) {
         let (lo, hi) = p.backoff.envelope(k);
         total = total.saturating_add(if longest { hi } else { lo });

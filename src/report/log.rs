@@ -19,6 +19,8 @@ use crate::quote;
 pub enum Event {
     /// The resolved policy, before the first attempt (-v).
     Policy,
+    /// The random wait before the first attempt begins (-v): `delay` is how long (`--splay`).
+    Splay,
     /// An attempt starts (-v).
     Start,
     /// An attempt failed; `delay` is the wait before the next one, if any.
@@ -150,7 +152,7 @@ impl Event {
     /// The least verbose level at which entries of this event are shown.
     fn level(self) -> i8 {
         match self {
-            Event::Policy | Event::Start => 2,
+            Event::Policy | Event::Splay | Event::Start => 2,
             Event::Failure
             | Event::Reset
             | Event::Success
@@ -169,6 +171,7 @@ impl Event {
     fn name(self) -> &'static str {
         match self {
             Event::Policy => "policy",
+            Event::Splay => "splay",
             Event::Start => "start",
             Event::Failure => "failure",
             Event::Success => "success",
@@ -385,6 +388,10 @@ fn text(e: &Entry, colour: bool) -> String {
     let reason = &*quote::clean(e.reason.as_deref().unwrap_or(""));
     match e.event {
         Event::Policy => format!("retry: policy: {reason}"),
+        Event::Splay => format!(
+            "retry: waiting {} before the first attempt ({reason})",
+            human(e.delay.unwrap_or_default())
+        ),
         Event::Start => format!("retry: {attempt}: starting"),
         Event::Failure => {
             let what = e.what().unwrap_or_else(|| "failed".to_string());

@@ -113,6 +113,19 @@ impl<'a> Reporter<'a> {
         }
     }
 
+    /// The random wait before the first attempt begins (-v): how long, out of `--splay`.
+    pub fn splaying(&mut self, now: Duration, wait: Duration) {
+        if self.log.shows(Event::Splay) {
+            let mut e = self.entry(Event::Splay, now);
+            e.delay = Some(wait);
+            e.reason = Some(format!(
+                "drawn at random from 0 to --splay {}",
+                human(self.policy.splay)
+            ));
+            self.log.write(&e);
+        }
+    }
+
     /// The warnings about the settings: a retry inside another, a breaker's open time past
     /// its longest, a store without a key.
     pub fn warnings(&mut self, now: Duration) {

@@ -16,7 +16,7 @@ use crate::platform::world::{AttemptEnv, Event, World};
 use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
 use crate::policy::judgement::{self, Decision, Ended, Next, Overrule, SaidFailed};
-use crate::policy::pacing::Pacing;
+use crate::policy::pacing::{self, Pacing};
 use crate::policy::status::{Status, cancels};
 use crate::report::log::Log;
 use crate::report::reporter::{Count, Reporter};
@@ -105,11 +105,15 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         }
     }
 
-    /// Before the first attempt: the policy (-v), the key's admission, the warnings about the
-    /// settings (with the key's state, as every line after the admission); then the key may
-    /// refuse the run, which exits 75.
+    /// Before the first attempt: the policy (-v), the splay's wait, the key's admission, the
+    /// warnings about the settings (with the key's state, as every line after the admission);
+    /// then the key may refuse the run, which exits 75. A signal during the splay ends the run
+    /// by that signal.
     fn begin(&mut self) -> Option<Exit> {
         self.rep.policy_line(self.world.elapsed());
+        if let Some(sig) = self.splay() {
+            return Some(self.rep.cancelled_before(self.world.elapsed(), sig));
+        }
         let admission = self.gate.begin(self.world.elapsed(), &mut self.rep);
         let now = self.world.elapsed();
         self.rep.warnings(now);
@@ -123,6 +127,23 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             Admission::Refused(refused) => Some(self.rep.refused(now, refused)),
             Admission::StoreClosed(why) => Some(self.rep.closed_store(now, &why)),
         }
+    }
+
+    /// The random wait of `--splay`, before the key's store is first asked (so that runs
+    /// started together spread its load too) and the first attempt. It is the loop's own wait:
+    /// counted down on a terminal, suspended by Ctrl-Z, cut short by a cancelling signal,
+    /// which it returns. The command line keeps it shorter than `--max-time`, so that it
+    /// always ends before the deadline.
+    fn splay(&mut self) -> Option<i32> {
+        let wait = pacing::splay(self.policy.splay, self.rng);
+        if wait.is_zero() {
+            return None;
+        }
+        let from = self.world.elapsed();
+        self.rep.splaying(from, wait);
+        let woke = self.sleep(from.saturating_add(wait));
+        self.rep.slept(self.world.elapsed().saturating_sub(from));
+        woke
     }
 
     /// Starts the next attempt and watches it until it ends; records it in the summary.

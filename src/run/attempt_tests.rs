@@ -705,3 +705,76 @@ fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
     );
     assert!(!r.log.contains("cannot execute"), "{}", r.log);
 }
+
+/// `--splay`: one wait before the first attempt, drawn from the run's jitter source in
+/// [0, DUR), within --max-time (the command line keeps it shorter), in the summary's time
+/// waiting, and said at -v.
+#[test]
+fn the_splay_waits_a_random_time_before_the_first_attempt_within_max_time() {
+    use rand::SeedableRng;
+    let splay = ms(10_000);
+    let r = run_with(
+        &["-v", "--splay", "10s", "--max-time", "1m"],
+        Fake::new([exits(0, 5)]),
+    );
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    // The fake run's source is seeded with 7: the wait is its first draw.
+    let drawn = crate::policy::pacing::splay(splay, &mut rand::rngs::StdRng::seed_from_u64(7));
+    assert_eq!(r.world.slept, [drawn]);
+    assert!(!drawn.is_zero() && drawn < splay, "{drawn:?}");
+    // The attempt started after the wait, which the deadline counted.
+    assert_eq!(r.world.envs.len(), 1);
+    assert_eq!(r.world.envs[0].remaining, Some(ms(60_000) - drawn));
+    assert_eq!(r.summary.sleeping_ms, drawn.as_millis());
+    let line = format!(
+        "retry: waiting {} before the first attempt (drawn at random from 0 to --splay 10s)\n",
+        crate::policy::duration::human(drawn)
+    );
+    let starting = r.log.find("attempt 1/5: starting").expect("a start line");
+    assert!(
+        r.log.find(&line).is_some_and(|at| at < starting),
+        "{}",
+        r.log
+    );
+    // Said only at -v; and without --splay, no wait at all.
+    let r = run_with(&["--splay", "10s"], Fake::new([exits(0, 5)]));
+    assert_eq!(r.world.slept, [drawn]);
+    assert!(r.log.is_empty(), "{}", r.log);
+    let r = run_with(&["-v"], Fake::new([exits(0, 5)]));
+    assert!(r.world.slept.is_empty());
+    assert!(!r.log.contains("waiting"), "{}", r.log);
+}
+
+#[test]
+fn a_signal_during_the_splay_ends_the_run_by_it_before_any_attempt() {
+    let world = Fake::new([exits(0, 5)]).signal_at(ms(100), TERM);
+    let r = run_with(&["--splay", "10s"], world);
+    assert_eq!(r.exit, Exit::Signal(TERM));
+    assert!(r.world.envs.is_empty(), "no attempt started");
+    assert_eq!(r.world.now, ms(100), "at once");
+    assert!(
+        r.log
+            .contains("cancelled by SIGTERM before the first attempt"),
+        "{}",
+        r.log
+    );
+    assert_eq!(
+        (r.summary.outcome, r.summary.exit, r.summary.sleeping_ms),
+        (Outcome::Cancelled, 143, 100)
+    );
+    // A signal that does not cancel (SIGUSR1) leaves the splay to run its course.
+    let world = Fake::new([exits(0, 5)]).signal_at(ms(100), USR1);
+    let r = run_with(&["--splay", "10s"], world);
+    assert_eq!((r.exit, r.world.envs.len()), (Exit::Code(0), 1));
+    assert!(r.world.now > ms(100), "{:?}", r.world.now);
+}
+
+/// Ctrl-Z during the splay suspends the run, which goes on waiting after.
+#[test]
+fn ctrl_z_during_the_splay_suspends_the_run_which_waits_on_after() {
+    let world = Fake::new([exits(0, 5)]).event_at(ms(100), Event::Suspend);
+    let r = run_with(&["--splay", "10s"], world);
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert_eq!(r.world.suspended, [ms(100)]);
+    assert_eq!(r.world.envs.len(), 1);
+}

@@ -404,3 +404,71 @@ fn no_wait_for_the_key_outlasts_max_time() {
     );
     assert!(store.waits.borrow().iter().all(Option::is_none));
 }
+
+/// A store that must not be asked yet.
+struct NotYet;
+
+impl Store for NotYet {
+    fn admit(&mut self, _: &KeyRules) -> Result<Reply<Admit>, state::Error> {
+        panic!("the key was asked during the splay")
+    }
+    fn after_attempt(
+        &mut self,
+        _: &KeyRules,
+        _: Ticket,
+        _: Attempt,
+        _: bool,
+        _: f64,
+    ) -> Result<Reply<After>, state::Error> {
+        panic!("the key was asked during the splay")
+    }
+    fn before_retry(
+        &mut self,
+        _: &KeyRules,
+        _: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+        panic!("the key was asked during the splay")
+    }
+    fn view(&mut self, _: &KeyRules) -> Result<Reply<()>, state::Error> {
+        panic!("the key was asked during the splay")
+    }
+    fn reset(&mut self) -> Result<(), state::Error> {
+        panic!("the key was asked during the splay")
+    }
+    fn describe(&self) -> String {
+        "not yet".into()
+    }
+}
+
+/// The splay spreads the key's store load too: a run asks its key only once the splay is over.
+#[test]
+fn the_splay_comes_before_the_key_is_first_asked() {
+    use rand::SeedableRng;
+    // The fake run's source is seeded with 7: the splay's wait is its first draw.
+    let drawn = crate::policy::pacing::splay(ms(10_000), &mut rand::rngs::StdRng::seed_from_u64(7));
+    let world = Fake::new([exits(0, 5)]).signal_at(drawn / 2, TERM);
+    let r = run_shared(&keyed(&["--splay", "10s"]), world, Some(Box::new(NotYet)));
+    // Cancelled during the splay, the store never asked.
+    assert_eq!(r.exit, Exit::Signal(TERM), "{}", r.log);
+    assert!(r.world.envs.is_empty());
+    // Let through, the run's first line with the key's state comes after the splay: the store
+    // was asked then.
+    let r = run_shared(
+        &keyed(&["-v", "--splay", "10s", "--log-format", "json"]),
+        Fake::new([exits(0, 5)]),
+        Some(Box::new(MemoryStore::default())),
+    );
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    let lines: Vec<serde_json::Value> = r
+        .log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let events: Vec<&str> = lines.iter().filter_map(|l| l["event"].as_str()).collect();
+    assert_eq!(events, ["policy", "splay", "start", "success"], "{}", r.log);
+    let waited = lines[1]["delay_ms"].as_u64().expect("the splay's wait");
+    assert_eq!(u128::from(waited), r.world.slept[0].as_millis());
+    assert!(lines[1].get("key").is_none(), "{}", r.log);
+    assert_eq!(lines[2]["key"], "api", "{}", r.log);
+    assert_eq!(lines[2]["elapsed_ms"].as_u64(), Some(waited), "{}", r.log);
+}

@@ -16,7 +16,7 @@ use crate::env;
 use crate::policy::{BadValue, Origin, Origins, UsageError};
 
 /// Flags that the file cannot set: they choose the file, or are not policy.
-const NOT_SETTINGS: [&str; 13] = [
+const NOT_SETTINGS: [&str; 12] = [
     "config",
     "no-config",
     "profile",
@@ -26,7 +26,6 @@ const NOT_SETTINGS: [&str; 13] = [
     "hosts",
     "outage",
     "every",
-    "splay",
     "call-time",
     "help",
     "version",

@@ -24,7 +24,7 @@ use crate::policy::rules::Sources;
 use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
-const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "splay", "call_time"];
+const FLEET_SHAPE: [&str; 4] = ["outage", "every", "hosts", "call_time"];
 
 /// What retry is asked to do: one mode, chosen by the command line, with what it needs.
 /// `lib.rs` dispatches on it with one `match`.
@@ -186,7 +186,9 @@ fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
              {processes} hosts"
         ));
     }
-    let splay = cli.simulated.splay.unwrap_or(every);
+    // The processes start as real runs of this command line would: at the tick, unless
+    // --splay spreads them.
+    let splay = set.splay;
     if splay > every {
         return Err(format!(
             "--splay {} is longer than --every {}: a process runs once a tick, so give at most \

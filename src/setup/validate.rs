@@ -9,6 +9,7 @@ use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
 use crate::policy::budget::BudgetSettings;
+use crate::policy::duration::human;
 use crate::policy::key::{Remote, Secret, StoreUrl};
 use crate::policy::rules::Rules;
 use crate::policy::shared::KeyRules;
@@ -100,6 +101,21 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         (false, None, Some(r)) => Some(r.saturating_add(1)),
         (false, None, None) => Some(defaults::ATTEMPTS),
     };
+    let splay = set.splay;
+    let max_time = limit(cli.stop.max_time);
+    // The splay counts within --max-time, as every wait does, so it must leave the command
+    // time to run. A longer one is refused rather than cut: cut at the deadline, it would
+    // start an attempt with no time left (or none at all), every run, and cut shorter, it
+    // would no longer spread the runs over what was asked; the user chooses which to change.
+    if let Some(max) = max_time.filter(|max| splay >= *max) {
+        return usage(format!(
+            "--splay {} is not shorter than --max-time {}: the wait before the first attempt \
+             counts within --max-time and would leave the command no time; give a shorter \
+             --splay or a longer --max-time",
+            human(splay),
+            human(max)
+        ));
+    }
     let level = 1i16 + i16::from(cli.logging.verbose) - i16::from(cli.logging.quiet);
     let unkeyed_store =
         cli.shared.state_url.is_some() && cli.shared.key.is_none() && !cli.shared.list_keys;
@@ -149,7 +165,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         command: cli.command.clone(),
         attempts,
         reset_after: cli.stop.reset_after,
-        max_time: limit(cli.stop.max_time),
+        max_time,
         attempt_timeout: limit(cli.stop.attempt_timeout),
         backoff: Backoff {
             shape,
@@ -157,6 +173,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
             max_delay,
             jitter,
         },
+        splay,
         seed: cli.wait.seed,
         rules: match cli.results.preset {
             Some(preset) => {
@@ -399,6 +416,26 @@ mod tests {
         assert_eq!(lease(&["--attempt-timeout", "5s"]), Duration::from_secs(5));
         assert_eq!(lease(&[]), defaults::LEASE);
         assert_eq!(lease(&["--attempt-timeout", "0"]), defaults::LEASE);
+    }
+
+    #[test]
+    fn a_splay_must_be_shorter_than_max_time_which_it_counts_within() {
+        assert_eq!(policy(&[]).expect("valid").splay, Duration::ZERO);
+        let p = policy(&["--splay", "30s", "--max-time", "31s"]).expect("valid");
+        assert_eq!(
+            (p.splay, p.max_time),
+            (Duration::from_secs(30), Some(Duration::from_secs(31)))
+        );
+        for max in ["30s", "10s"] {
+            let err = policy(&["--splay", "30s", "--max-time", max]).expect_err("refused");
+            assert!(
+                err.0
+                    .contains(&format!("--splay 30s is not shorter than --max-time {max}")),
+                "{err}"
+            );
+        }
+        // --max-time 0 is no deadline: any splay fits.
+        assert!(policy(&["--splay", "1h", "--max-time", "0"]).is_ok());
     }
 
     #[test]

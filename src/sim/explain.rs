@@ -288,16 +288,22 @@ fn text(simulated: &Simulated) -> String {
         rows,
     } = simulated;
     let mut out = String::new();
+    // The splay is what the real runs do (--splay, 0 unless given): the assumption a reader
+    // most needs to check, and the remedy when it is 0.
     let starts = if fleet.splay.is_zero() {
-        "Every process starts at the same instant, as cron fires a fleet (--splay 0)".to_string()
+        "Every process starts at the same second, as cron does on every host; --splay DUR \
+         spreads real runs"
+            .to_string()
     } else if fleet.splay == fleet.every {
         format!(
-            "First runs spread over the {} (--splay)",
+            "First runs spread over the {} (--splay {})",
+            human(fleet.splay),
             human(fleet.splay)
         )
     } else {
         format!(
-            "Each process starts within {} of the tick (--splay)",
+            "Each process starts within {} of the tick (--splay {})",
+            human(fleet.splay),
             human(fleet.splay)
         )
     };

@@ -80,6 +80,10 @@ fn the_adaptive_delay_is_simulated_beside_its_exponential_fallback() {
         "0",
         "--backoff",
         "adaptive",
+        // Spread, as --splay spreads real runs: cron's runs at the same second would fail
+        // together, and wait the same whatever the delay.
+        "--splay",
+        "5m",
     ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -95,18 +99,12 @@ fn the_adaptive_delay_is_simulated_beside_its_exponential_fallback() {
 
 #[test]
 fn with_a_shared_store_the_fleet_has_one_breaker() {
-    let local = explain(&["--fleet", "200", "--outage", "30m", "--key", "api"]).0;
-    let shared = explain(&[
-        "--fleet",
-        "200",
-        "--outage",
-        "30m",
-        "--key",
-        "api",
-        "--state",
-        "redis://127.0.0.1:1",
-    ])
-    .0;
+    // Spread: at the same second, two hundred runs are all let in before any has failed.
+    let spread = [
+        "--fleet", "200", "--outage", "30m", "--key", "api", "--splay", "5m",
+    ];
+    let local = explain(&spread).0;
+    let shared = explain(&[&spread[..], &["--state", "redis://127.0.0.1:1"]].concat()).0;
     assert_eq!(shared.status.code(), Some(0), "nothing is connected to");
     let (local, shared) = (
         String::from_utf8_lossy(&local.stdout),
@@ -283,6 +281,7 @@ fn processes_on_one_host_share_its_breaker() {
     let calls = |hosts: &str| {
         let lines = json_lines(&[
             "--fleet", "50", "--hosts", hosts, "--outage", "1h", "-n", "5", "--key", "api",
+            "--splay", "5m",
         ]);
         lines[1]["calls_in_outage"].as_u64().expect("a count")
     };
@@ -293,15 +292,27 @@ fn processes_on_one_host_share_its_breaker() {
 }
 
 #[test]
-fn spread_starts_make_a_lower_peak_than_cron_at_the_same_second() {
-    let peak = |splay: &[&str]| {
+fn the_fleet_starts_as_real_runs_do_at_the_same_second_unless_splay_spreads_it() {
+    let peak = |splay: &[&str], seconds: f64| {
         let lines = json_lines(&[&["--fleet", "300", "-n", "3"], splay].concat());
+        assert_eq!(lines[0]["assumptions"]["splay_s"], seconds, "{}", lines[0]);
         lines[1]["peak_calls_per_s"].as_u64().expect("a count")
     };
-    let (at_once, spread) = (peak(&["--splay", "0"]), peak(&[]));
+    let (cron, spread) = (peak(&[], 0.0), peak(&["--splay", "5m"], 300.0));
     // All three hundred call in the first second, and most retry within it.
-    assert!(at_once >= 300, "{at_once}");
-    assert!(spread * 5 < at_once, "{spread} against {at_once}");
+    assert!(cron >= 300, "{cron}");
+    assert!(spread * 5 < cron, "{spread} against {cron}");
+    assert_eq!(cron, peak(&["--splay", "0"], 0.0));
+}
+
+#[test]
+fn a_splay_from_the_config_file_shapes_the_fleet_as_it_does_real_runs() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "splay = \"2m\"\n").expect("write the config");
+    let config = config.display().to_string();
+    let lines = json_lines(&["--config", &config, "--fleet", "10", "-n", "2"]);
+    assert_eq!(lines[0]["assumptions"]["splay_s"], 120.0, "{}", lines[0]);
 }
 
 #[test]
@@ -347,7 +358,7 @@ fn the_table_states_its_assumptions_above_it() {
     for said in [
         "200 processes on 4 hosts",
         "a call takes 2s",
-        "at the same instant",
+        "at the same second, as cron does on every host; --splay DUR spreads real runs.",
         "the 50 processes on each host share its state",
     ] {
         assert!(head.contains(said), "{said}: {head}");

@@ -355,6 +355,9 @@ defaults! {
     wait.backoff: BackoffKind = BackoffKind::default(), shown named;
     wait.factor: f64 = defaults::FACTOR, shown text;
     wait.jitter: crate::policy::backoff::Jitter = defaults::JITTER, shown text;
+    wait.splay: Duration = defaults::SPLAY, shown |d: Duration| {
+        if d.is_zero() { "0".to_string() } else { duration::human(d) }
+    };
     results.match_stream: crate::policy::output_rules::MatchStream = defaults::MATCH_STREAM,
         shown named;
     http.retry_on_http: CodeSet = CodeSet::of(&defaults::RETRY_ON_HTTP), shown |_| {

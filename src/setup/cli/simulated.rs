@@ -32,12 +32,6 @@ pub struct Simulated {
     #[arg(long, value_name = "H", value_parser = processes)]
     pub hosts: Option<u32>,
 
-    /// With --fleet: each process runs at its own random offset within DUR of the cron tick;
-    /// 0 starts every process at the same instant, as cron fires a fleet at the same second
-    /// [default: --every, runs spread over it].
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
-    pub splay: Option<Duration>,
-
     /// With --fleet: how long one call of the job takes, failed or not.
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub call_time: Option<Duration>,

@@ -52,6 +52,14 @@ pub struct Wait {
     )]
     pub jitter: Option<Jitter>,
 
+    /// Before the first attempt, wait a random time from 0 to DUR, so that runs that start at
+    /// the same second (cron on many hosts) spread their calls, and their --key store's load,
+    /// over DUR. The wait counts within --max-time, which must be longer; a signal during it
+    /// cancels the run, as during any wait. --explain --fleet simulates processes that start
+    /// as this says: all at the same second with 0.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub splay: Option<Duration>,
+
     /// Seed for the random source, for a reproducible schedule.
     #[arg(long, value_name = "N", value_parser = seed)]
     pub seed: Option<u64>,

@@ -26,6 +26,7 @@ mod exit_status;
 mod explain;
 mod logs;
 mod minfrin;
+mod splay;
 mod timeouts;
 mod usage;
 
