@@ -120,7 +120,11 @@ retry: error: -t/--times with a bare -d/--delay, which in minfrin's retry waits 
     // Given anywhere: a config file's defaults say it too.
     let dir = TempDir::new().expect("temp dir");
     let config = dir.path().join("config.toml");
-    write_file(&config, "backoff = \"constant\"\njitter = \"none\"\n", 0o644);
+    write_file(
+        &config,
+        "backoff = \"constant\"\njitter = \"none\"\n",
+        0o644,
+    );
     let path = config.display().to_string();
     let text = explain(&["--config", &path, "-t", "3", "-d", "5"]);
     assert!(row(&text, "backoff").contains("constant"), "{text}");
