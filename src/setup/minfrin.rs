@@ -61,6 +61,30 @@ pub fn delay(s: &str) -> Result<Duration, BadValue> {
     Err(BadValue::new("not one duration", s, fix))
 }
 
+/// `-t N` with a bare `-d D` (D > 0, and no `--backoff`, `--jitter` or `--delays` anywhere):
+/// `-t` marks a script written for minfrin's retry, where `-d D` waited D before every retry;
+/// here `-d` is the first delay of a growing, jittered schedule, so the pair would run on with
+/// another meaning. The refusal names both ways to say what was meant.
+pub fn times_with_a_bare_delay(
+    times: Option<u32>,
+    delay: Option<Duration>,
+    shaped: bool,
+) -> Option<String> {
+    let (Some(times), Some(delay)) = (times, delay) else {
+        return None;
+    };
+    if delay.is_zero() || shaped {
+        return None;
+    }
+    let d = duration::human(delay);
+    Some(format!(
+        "-t/--times with a bare -d/--delay, which in minfrin's retry waits {d} before every \
+         retry: -t {times} -d {d}; here -d is the first delay of a growing, jittered schedule: \
+         add -b constant -j none for a fixed {d} between attempts, or give -n {times} for \
+         this retry's schedule"
+    ))
+}
+
 /// `-j/--jitter`: a kind of jitter here. minfrin's `-j SECONDS` added up to that many seconds
 /// to each delay; a bare number is refused with what comes closest.
 pub fn jitter_hint(s: &str) -> Option<String> {

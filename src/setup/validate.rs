@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::{BackoffKind, Cli};
+use super::minfrin;
 use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
 use crate::policy::breaker::BreakerSettings;
@@ -35,6 +36,14 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
     let delay = set.delay;
     let backoff = set.backoff;
     let jitter = set.jitter;
+
+    if let Some(message) = minfrin::times_with_a_bare_delay(
+        cli.stop.times,
+        cli.wait.delay,
+        cli.wait.backoff.is_some() || cli.wait.jitter.is_some() || cli.wait.delays.is_some(),
+    ) {
+        return usage(message);
+    }
 
     // The cap is applied, never refused: a default cap rises to the longest delay
     // the user asked for, and an explicit one caps it (--explain warns).

@@ -29,6 +29,11 @@ fn rendered() -> Vec<(PathBuf, Vec<u8>)> {
     let script = ::redis::Script::new(retry::state::redis::SCRIPT);
     let sha1 = script.get_hash().as_bytes().to_vec();
     files.push((Path::new("src/state").join("redis.lua.sha1"), sha1));
+    // What each preset's tool was seen to print, and what the preset makes of it.
+    files.push((
+        Path::new("docs").join("presets.md"),
+        retry::setup::presets::seen_page().into_bytes(),
+    ));
     files.push((PathBuf::from(file_name(Kind::Man)), render(Kind::Man)));
     files
 }

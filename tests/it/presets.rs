@@ -147,3 +147,88 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
         "{text}"
     );
 }
+
+/// `retry --preset git -n 3 -d 0 -- git ARGS`, with git's own settings left out (no user or
+/// system config); returns how the run ended.
+fn git(args: &[&str], ssh: Option<&str>) -> support::Run {
+    let home = tempfile::TempDir::new().expect("temp dir");
+    let mut c = support::retry();
+    c.args(["--preset", "git", "-n", "3", "-d", "0", "--", "git"])
+        .args(args)
+        .env("HOME", home.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(ssh) = ssh {
+        c.env("GIT_SSH_COMMAND", ssh);
+    }
+    c.run()
+}
+
+/// Today's git, against servers of the test's own: over https, a 503 and a connection closed
+/// without an answer are retried, a missing repository is not; over ssh, a server that closes
+/// the connection at once (ssh says `kex_exchange_identification`, then git "Could not read from
+/// remote repository", as it does for a missing repository) is retried.
+#[test]
+fn git_is_judged_by_what_todays_git_prints_over_https_and_ssh() {
+    use crate::support::http::{Reply, Server};
+    if !support::have("git", "apt-get install git") {
+        return;
+    }
+    let unavailable = Server::start(vec![Reply::new(503)]);
+    let out = git(&["ls-remote", &unavailable.url("/r.git")], None);
+    assert_eq!(unavailable.requests(), 3, "{}", out.show());
+    assert_eq!(out.code(), Some(128), "{}", out.show());
+
+    let missing = Server::start(vec![Reply::new(404)]);
+    let out = git(&["ls-remote", &missing.url("/r.git")], None);
+    assert_eq!(missing.requests(), 1, "{}", out.show());
+    assert!(out.stderr().contains("not found"), "{}", out.show());
+
+    if !support::have("ssh", "apt-get install openssh-client") {
+        return;
+    }
+    // A listener that closes each connection before a word, as a server whose sshd is
+    // overloaded (MaxStartups) or restarting does.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("address").port();
+    listener.set_nonblocking(true).expect("non-blocking");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let accepted = std::thread::spawn({
+        let done = done.clone();
+        move || {
+            let mut accepted = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                match listener.accept() {
+                    // ssh's banner read, then the connection closed without one of the
+                    // server's: nothing is left unread, so ssh sees it closed, not reset.
+                    Ok((mut c, _)) => {
+                        use std::io::Read;
+                        let _ = c.set_nonblocking(false);
+                        let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                        let mut banner = [0; 256];
+                        let _ = c.read(&mut banner);
+                        accepted += 1;
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                }
+            }
+            accepted
+        }
+    });
+    let ssh = format!(
+        "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -p {port}"
+    );
+    let out = git(
+        &["ls-remote", &format!("ssh://git@127.0.0.1:{port}/r.git")],
+        Some(&ssh),
+    );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        out.stderr()
+            .contains("kex_exchange_identification: Connection closed"),
+        "{}",
+        out.show()
+    );
+    assert_eq!(out.code(), Some(128), "{}", out.show());
+    assert_eq!(accepted.join().expect("the listener"), 3, "{}", out.show());
+}

@@ -146,7 +146,7 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 7] = [
             ),
             (
                 "-d N",
-                "N seconds before the first retry; minfrin's list -d 1,2,5 is refused, naming --delays 1s,2s,5s",
+                "N seconds, but the first delay of a growing, jittered schedule, where minfrin's waits N before every retry: with -t, a bare -d N is refused, naming -b constant -j none (a fixed N); minfrin's list -d 1,2,5 is refused, naming --delays 1s,2s,5s",
             ),
             (
                 "-u, --until; -w, --while; -m, --message; -j SECONDS; -v alone",

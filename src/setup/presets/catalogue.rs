@@ -16,7 +16,7 @@
 //! 51, 57, 62, 75, 76, 81: obsolete or library-only) are in neither list and so fall back to
 //! the default rules.
 
-use super::{Code, Preset};
+use super::{Code, Preset, Seen};
 
 /// A transient status of a preset.
 const fn transient(status: i32, name: &'static str, why: &'static str) -> Code {
@@ -25,6 +25,15 @@ const fn transient(status: i32, name: &'static str, why: &'static str) -> Code {
         name,
         transient: true,
         why,
+    }
+}
+
+/// Output a tool was seen to print, and whether the preset retries it.
+const fn seen(transient: bool, when: &'static str, output: &'static str) -> Seen {
+    Seen {
+        transient,
+        when,
+        output,
     }
 }
 
@@ -441,6 +450,7 @@ pub const CURL: Preset = Preset {
     ],
     retry_if_output: &[],
     fatal_if_output: &[],
+    seen: &[],
 };
 
 /// Every built-in preset.
@@ -482,6 +492,7 @@ pub const SYSEXITS: Preset = Preset {
     ],
     retry_if_output: &[],
     fatal_if_output: &[],
+    seen: &[],
 };
 
 /// ssh(1): "exits with the exit status of the remote command or with 255 if an error
@@ -503,35 +514,173 @@ pub const SSH: Preset = Preset {
         r"Too many authentication failures",
         r"Bad configuration option",
     ],
+    seen: &[],
 };
 
 /// git: network failures and lock contention are retried; every other failure (git exits 128
-/// from die(), 1 for most others) is not.
+/// from die(), 1 for most others) is not. Each transport's own words decide, matched without
+/// regard to case where git's wording has changed between releases (today's git prints "the
+/// remote end hung up unexpectedly"; older ones "The remote end ..."). Over ssh and git://,
+/// "Could not read from remote repository" follows a dropped connection and a missing
+/// repository alike, so it is no rule: ssh's own line before it (`kex_exchange_identification`,
+/// `Connection closed`, `Connection reset`, `timed out`) is.
 pub const GIT: Preset = Preset {
     name: "git",
-    source: "git's messages for network errors (remote-curl.c, transport, connect.c) and for \
-             lock contention (lockfile.c: \"Unable to create '...lock': File exists\")",
+    source: "git's messages for network errors (remote-curl.c, transport, connect.c), \
+             ssh's and curl's beneath it, and lock contention (lockfile.c: \"Unable to create \
+             '...lock': File exists\")",
     codes: &[],
     retry_if_output: &[
-        r"Could not resolve host",
-        r"Failed to connect to",
-        r"Connection (timed out|refused|reset)",
-        r"Operation timed out",
-        r"The remote end hung up unexpectedly",
-        r"early EOF",
-        r"RPC failed",
+        r"(?i)could not resolve host",
+        r"(?i)failed to connect to",
+        r"(?i)couldn't connect to server",
+        r"(?i)connection (timed out|refused|reset|closed)",
+        r"(?i)operation timed out",
+        r"(?i)kex_exchange_identification",
+        r"(?i)send disconnect: broken pipe",
+        r"(?i)the remote end hung up unexpectedly",
+        r"(?i)early EOF",
+        r"(?i)RPC failed",
+        r"(?i)empty reply from server",
+        r"(?i)transfer closed with \d+ bytes remaining",
+        r"(?i)unexpected disconnect while reading sideband packet",
         r"(gnutls_handshake|SSL_connect|SSL_read)\(\) failed|SSL_ERROR_SYSCALL",
-        r"The requested URL returned error: (429|5\d\d)",
+        r"The requested URL returned error: (408|429|5\d\d)",
         r"Unable to create '.*\.lock': File exists",
         r"cannot lock ref",
     ],
     fatal_if_output: &[
-        r"Authentication failed",
+        r"(?i)authentication failed",
         r"Permission denied",
-        r"Repository not found",
+        r"(?i)repository .*not found",
+        r"(?i)could not be found or you don't have permission",
+        r"access denied or repository not exported",
         r"not a git repository",
         r"does not appear to be a git repository",
         r"couldn't find remote ref",
+        r"Host key verification failed",
+    ],
+    seen: &[
+        seen(
+            true,
+            "git 2.47 over https, a server that answered 503",
+            "fatal: unable to access 'https://h/r.git/': The requested URL returned error: 503",
+        ),
+        seen(
+            true,
+            "git 2.47 over https, a server that closed the connection",
+            "fatal: unable to access 'https://h/r.git/': Empty reply from server",
+        ),
+        seen(
+            true,
+            "git 2.47 over https, a transfer cut short",
+            "fatal: unable to access 'https://h/r.git/': transfer closed with 970 bytes \
+             remaining to read",
+        ),
+        seen(
+            true,
+            "git 2.47 over https, nothing listening",
+            "fatal: unable to access 'http://h:1/r.git/': Failed to connect to h port 1 after 0 \
+             ms: Couldn't connect to server",
+        ),
+        seen(
+            true,
+            "git 2.47 over https, a host name that did not resolve",
+            "fatal: unable to access 'https://h/r/': Could not resolve host: h",
+        ),
+        seen(
+            true,
+            "git 2.47 and OpenSSH 9.2, a server that closed the connection at once",
+            "kex_exchange_identification: Connection closed by remote host\n\
+             Connection closed by 192.0.2.1 port 22\n\
+             fatal: Could not read from remote repository.\n\n\
+             Please make sure you have the correct access rights\n\
+             and the repository exists.",
+        ),
+        seen(
+            true,
+            "git 2.47 and OpenSSH 9.2, a connection reset",
+            "kex_exchange_identification: read: Connection reset by peer\n\
+             Connection reset by 192.0.2.1 port 22\n\
+             fatal: Could not read from remote repository.",
+        ),
+        seen(
+            true,
+            "git 2.47 and OpenSSH 9.2, nothing listening",
+            "ssh: connect to host h port 22: Connection refused\n\
+             fatal: Could not read from remote repository.",
+        ),
+        seen(
+            true,
+            "git 2.47 over git://, nothing listening",
+            "fatal: unable to connect to h:\nh[0: 192.0.2.1]: errno=Connection refused",
+        ),
+        seen(
+            true,
+            "git 2.47, a fetch whose connection dropped mid-transfer",
+            "fetch-pack: unexpected disconnect while reading sideband packet\n\
+             fatal: early EOF\nfatal: fetch-pack: invalid index-pack output",
+        ),
+        seen(
+            true,
+            "git 2.47, a connection dropped after the refs",
+            "fatal: the remote end hung up unexpectedly",
+        ),
+        seen(
+            true,
+            "git, another git holding the index",
+            "fatal: Unable to create '/r/.git/index.lock': File exists.",
+        ),
+        seen(
+            false,
+            "git 2.47 over https, no such repository",
+            "fatal: repository 'https://h/nope.git/' not found",
+        ),
+        seen(
+            false,
+            "GitHub over https or ssh, no such repository",
+            "remote: Repository not found.\nfatal: repository 'https://github.com/o/nope.git/' \
+             not found",
+        ),
+        seen(
+            false,
+            "git 2.47 over https, a server that answered 403",
+            "fatal: unable to access 'https://h/r.git/': The requested URL returned error: 403",
+        ),
+        seen(
+            false,
+            "git 2.47 over ssh, no such repository",
+            "fatal: '/nope.git' does not appear to be a git repository\n\
+             fatal: Could not read from remote repository.",
+        ),
+        seen(
+            false,
+            "GitLab over ssh, no such project or no access",
+            "ERROR: The project you were looking for could not be found or you don't have \
+             permission to view it.\n\nfatal: Could not read from remote repository.",
+        ),
+        seen(
+            false,
+            "OpenSSH 9.2, a key the server refused",
+            "git@h: Permission denied (publickey).\nfatal: Could not read from remote \
+             repository.",
+        ),
+        seen(
+            false,
+            "git 2.47 over git://, no such repository",
+            "fatal: remote error: access denied or repository not exported: /nope.git",
+        ),
+        seen(
+            false,
+            "git 2.47 over git://, a server that closed the connection without a word: git \
+             says only what it says for a missing repository over ssh",
+            "fatal: Could not read from remote repository.",
+        ),
+        seen(
+            false,
+            "git, a merge conflict",
+            "CONFLICT (content): Merge conflict in a",
+        ),
     ],
 };
 
@@ -554,4 +703,5 @@ pub const APT: Preset = Preset {
         r"Hash Sum mismatch",
     ],
     fatal_if_output: &[],
+    seen: &[],
 };

@@ -35,10 +35,50 @@ pub struct Preset {
     pub retry_if_output: &'static [&'static str],
     /// Lines of output that make an attempt fatal (as `--fatal-if-output`).
     pub fatal_if_output: &'static [&'static str],
+    /// What the tool was seen to print, and what the preset makes of it.
+    pub seen: &'static [Seen],
+}
+
+/// Output a tool was seen to print (copied from a real run: the tool, its version and the
+/// failure are in `when`), and whether the preset retries it. The tests check each against the
+/// preset's own rules, and docs/presets.md is made from them.
+#[derive(Debug)]
+pub struct Seen {
+    /// Whether the preset retries it.
+    pub transient: bool,
+    /// Which tool printed it, and when.
+    pub when: &'static str,
+    /// What it printed, every line.
+    pub output: &'static str,
 }
 
 /// Every built-in preset, in the order the help lists them.
 pub const ALL: &[&Preset] = &[&CURL, &SYSEXITS, &SSH, &GIT, &APT];
+
+/// docs/presets.md: for each preset with output rules, what its tool was seen to print and
+/// whether the preset retries it (generated: `RETRY_BLESS=1 cargo test --test it generated`).
+pub fn seen_page() -> String {
+    let mut page = String::from(
+        "# What the presets retry, seen in real output\n\n\
+         Generated from the presets' own data (`src/setup/presets/catalogue.rs`); the tests \
+         check\nevery example below against the preset's rules. A preset's rules match \
+         line by line; a\nline that makes an attempt fatal wins over one that would retry it. \
+         [Back to the configuration](config.md)\n",
+    );
+    for preset in ALL.iter().filter(|p| !p.seen.is_empty()) {
+        page.push_str(&format!("\n## `{}`\n", preset.name));
+        for (transient, heading) in [(true, "Retried"), (false, "Not retried")] {
+            page.push_str(&format!("\n### {heading}\n"));
+            for seen in preset.seen.iter().filter(|s| s.transient == transient) {
+                page.push_str(&format!(
+                    "\n{}:\n\n```text\n{}\n```\n",
+                    seen.when, seen.output
+                ));
+            }
+        }
+    }
+    page
+}
 
 /// The built-in presets' names, in the order the help lists them.
 pub fn names() -> Vec<&'static str> {
@@ -245,6 +285,36 @@ mod tests {
             SSH.fatal_if_output,
             "user@host: Permission denied (publickey)."
         ));
+    }
+
+    /// Every output a preset's tool was seen to print is judged as the preset says: by the
+    /// same line-by-line scan a run makes, fatal winning; with retry rules, an output none of
+    /// them matches is not retried.
+    #[test]
+    fn every_seen_output_is_judged_as_its_preset_says() {
+        use crate::policy::output_rules::{Found, MatchStream, Rules, Scan};
+        let compile = |patterns: &[&str]| {
+            patterns
+                .iter()
+                .map(|p| regex::bytes::Regex::new(p).expect("compiles"))
+                .collect()
+        };
+        let mut checked = 0;
+        for preset in ALL {
+            let rules = Rules {
+                retry: compile(preset.retry_if_output),
+                fatal: compile(preset.fatal_if_output),
+                stream: MatchStream::Both,
+            };
+            for seen in preset.seen {
+                let mut scan = Scan::default();
+                scan.feed(&rules, seen.output.as_bytes());
+                let retried = matches!(scan.finish(&rules), Some(Found::Retry(_)));
+                assert_eq!(retried, seen.transient, "{}: {}", preset.name, seen.when);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20, "{checked}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn times_is_the_number_of_attempts_in_every_spelling() {
     }
     // What the issue saw: -t 5 -d 10 was a 5-second deadline; it is 5 attempts, and --explain
     // says so without running anything.
-    let text = explain(&["-t", "5", "-d", "10"]);
+    let text = explain(&["-t", "5", "-d", "10", "-b", "constant", "-j", "none"]);
     assert!(row(&text, "attempts").starts_with("  attempts         5 (4 retries)"));
     assert!(row(&text, "max-time").contains("none"), "{text}");
 }
@@ -82,6 +82,55 @@ fn a_delay_in_seconds_means_seconds_as_there() {
     assert!(row(&text, "delay").contains("10s"), "{text}");
     let text = explain(&["--delay=2.5"]);
     assert!(row(&text, "delay").contains("2.5s"), "{text}");
+}
+
+/// minfrin's `-t 3 -d 5` waits 5 s before every retry; here a bare `-d 5` starts a growing,
+/// jittered schedule. With `-t`, the mark of a script written for minfrin's retry, it is
+/// refused, naming both ways to say it; each way, and `-d 0`, runs.
+#[test]
+fn times_with_a_bare_delay_is_refused_naming_a_fixed_wait() {
+    for delay in ["5", "5s", "--delay=5"] {
+        let args: Vec<&str> = if delay.starts_with("--") {
+            vec!["-t", "3", delay]
+        } else {
+            vec!["-t", "3", "-d", delay]
+        };
+        assert_usage_error(
+            &args,
+            str![[r#"
+retry: error: -t/--times with a bare -d/--delay, which in minfrin's retry waits 5s before every retry: -t 3 -d 5s; here -d is the first delay of a growing, jittered schedule: add -b constant -j none for a fixed 5s between attempts, or give -n 3 for this retry's schedule
+
+"#]],
+        );
+    }
+    // What the refusal names means what minfrin's meant: three waits of exactly 5 s.
+    let (worst, expected) = totals(&explain(&[
+        "-t", "4", "-d", "5", "-b", "constant", "-j", "none",
+    ]));
+    assert_eq!(
+        (worst, expected),
+        (Duration::from_secs(15), Duration::from_secs(15))
+    );
+    // Either half of it, or --delays, says the script was written for this retry.
+    for shaped in [&["-j", "none"][..], &["-b", "linear"], &["--delays", "5s"]] {
+        let mut args = vec!["-t", "3", "-d", "5"];
+        args.extend(shaped);
+        explain(&args);
+    }
+    // Given anywhere: a config file's defaults say it too.
+    let dir = TempDir::new().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    write_file(
+        &config,
+        "backoff = \"constant\"\njitter = \"none\"\n",
+        0o644,
+    );
+    let path = config.display().to_string();
+    let text = explain(&["--config", &path, "-t", "3", "-d", "5"]);
+    assert!(row(&text, "backoff").contains("constant"), "{text}");
+    let text = explain(&["-n", "3", "-d", "5"]);
+    assert!(row(&text, "delay").contains("5s"), "{text}");
+    assert_eq!(attempts_made(&["-t", "2", "-d", "0"]), 2);
 }
 
 #[test]
