@@ -148,6 +148,9 @@ pub struct HttpRules {
     pub retry: CodeSet,
     /// The user's fatal list; without one, every 4xx not in `retry` is fatal.
     pub fatal: Option<CodeSet>,
+    /// The user gave a list (`--retry-on-http`, `--fatal-on-http`), which only a header dump
+    /// can act on.
+    pub given: bool,
 }
 
 /// What an HTTP status says of an attempt, when it says anything.

@@ -301,19 +301,36 @@ fn breaker_cap_warning(p: &Policy) -> Option<String> {
     })
 }
 
-/// The warning of `--preset curl` without a header dump: curl's exit 22 says only "HTTP
-/// error", so without the status a 404 is retried as a 503 is.
+/// The warning of `--preset curl`, `--retry-on-http` or `--fatal-on-http` without a header
+/// dump: curl's exit 22 says only "HTTP error", so without the status a 404 is retried as a
+/// 503 is, and the HTTP lists decide nothing. With hints on, curl given `-D {hints}` has one,
+/// and so may any other command (a script that writes to `$RETRY_HINT_FILE`); without them
+/// there is no file to write.
 fn header_dump_warning(p: &Policy) -> Option<String> {
-    let dumped = p
+    let names_the_dump = p.command.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a.contains(crate::env::HINTS) || a.contains(crate::env::HINT_FILE)
+    });
+    let curl = p
         .command
-        .iter()
-        .skip(1)
-        .any(|a| a.to_string_lossy().contains(crate::env::HINTS));
-    (p.preset == Some("curl") && !dumped).then(|| {
-        "--preset curl without a header dump: retry cannot see the HTTP status, and curl's \
-         exit 22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl \
-         -D {hints} (retry then reads the status from it)"
-            .to_string()
+        .first()
+        .and_then(|c| std::path::Path::new(c).file_name())
+        .is_some_and(|name| name == "curl");
+    let dumped = p.hints && (names_the_dump || !curl);
+    let asked = if p.preset == Some("curl") {
+        "--preset curl"
+    } else if p.http.given {
+        "an HTTP status list (--retry-on-http, --fatal-on-http)"
+    } else {
+        return None;
+    };
+    (!dumped).then(|| {
+        format!(
+            "{asked} without a header dump: retry cannot see the HTTP status, and curl's exit \
+             22 only says \"HTTP error\", so a 404 is retried as a 503 is; give curl -D \
+             {{hints}} (retry then reads the status from it), or have a script write the \
+             headers to $RETRY_HINT_FILE"
+        )
     })
 }
 

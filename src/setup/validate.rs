@@ -224,6 +224,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         },
         http: HttpRules {
             retry: set.retry_on_http,
+            given: cli.http.retry_on_http.is_some() || cli.http.fatal_on_http.is_some(),
             fatal: cli.http.fatal_on_http,
         },
         retry_after_max: set.retry_after_max,

@@ -139,6 +139,39 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
     assert_eq!(n, 0, "{said}");
     let (n, said, _) = warned(&["-n", "1", "--", "true"]);
     assert_eq!(n, 0, "{said}");
+    // An HTTP list is as blind without a dump, and says so; with --hints, a script that writes
+    // the dump to RETRY_HINT_FILE has one, and curl itself not without -D {hints}.
+    for list in ["--retry-on-http", "--fatal-on-http"] {
+        let out = support::retry()
+            .args([list, "503", "-n", "1", "--", "true"])
+            .run();
+        let said = out.stderr();
+        assert_eq!(out.code(), Some(0), "{said}");
+        assert_eq!(
+            said.matches(
+                "an HTTP status list (--retry-on-http, --fatal-on-http) without a header dump"
+            )
+            .count(),
+            1,
+            "{said}"
+        );
+        let script = "curl -D \"$RETRY_HINT_FILE\" URL; true";
+        let out = support::retry()
+            .args([list, "503", "--hints", "-n", "1", "--", "sh", "-c", script])
+            .run();
+        assert!(!out.stderr().contains("header dump"), "{}", out.show());
+        // Without --hints there is no file to write to.
+        let out = support::retry()
+            .args([list, "503", "-n", "1", "--", "sh", "-c", script])
+            .run();
+        assert!(out.stderr().contains("header dump"), "{}", out.show());
+        let out = support::retry()
+            .args([
+                list, "503", "--hints", "-n", "1", "--", "curl", "-fsS", "URL",
+            ])
+            .run();
+        assert!(out.stderr().contains("header dump"), "{}", out.show());
+    }
     // --explain says it too, and runs nothing.
     let (_, _, out) = warned(&["--explain", "--preset", "curl", "--", "curl", "-fsS", "URL"]);
     let text = out.stdout();

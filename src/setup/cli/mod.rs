@@ -153,8 +153,11 @@ Exit status: the last attempt's, or the signal that killed it: retry ends by it
              too; 124 timed out; 125 bad usage or retry's own failure; 126/127
              cannot run / not found; 75 refused, the --key's breaker being open;
              cancelled by a signal (Ctrl-C, TERM): retry ends by that signal
-Presets:     curl, sysexits, ssh, git, apt (--preset NAME, or -p NAME)
-minfrin's:   -t N is --attempts N; see man retry, MINFRIN'S RETRY";
+HTTP:        retry --preset curl -- curl -fsS -D {hints} URL: retry reads the
+             status from curl's header dump and waits as Retry-After asks
+Presets:     curl, sysexits, ssh, git, apt (--preset NAME; -p NAME is a config
+             profile, or the preset of that name when the config has none)
+minfrin's:   -t N is --attempts N, but -d is no fixed wait; see man retry";
 
 /// The end of `retry -h`: where the rest is.
 const SHORT_HELP_END: &str = "\
