@@ -30,6 +30,9 @@ where
     T: Into<OsString> + Clone,
 {
     let start = Instant::now();
+    // Before anything that takes time: a parent that ends after this is seen to end
+    // (`--stop-with-parent`).
+    platform::parent::remember();
     let mode = match setup::parse(args.into_iter().map(Into::into).collect()) {
         Ok(mode) => mode,
         Err(exit) => return exit,
