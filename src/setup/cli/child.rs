@@ -55,8 +55,7 @@ pub struct Child {
     pub stop_with_parent: bool,
 
     /// Do not stop when retry's parent ends (the default): for one step of a job that sets
-    /// --stop-with-parent for all (in the config file, or RETRY_STOP_WITH_PARENT=1, which
-    /// RETRY_STOP_WITH_PARENT=0 also overrides).
+    /// --stop-with-parent for all, in the config file or by RETRY_STOP_WITH_PARENT=1.
     #[arg(long, overrides_with = "stop_with_parent")]
     pub no_stop_with_parent: bool,
 }
