@@ -170,6 +170,8 @@ complete -c retry -n 'not __retry_command_started' -l kill-after -x -d 'After --
 complete -c retry -n 'not __retry_command_started' -l stdin -x -a '(__retry_values stdin)' -d 'What each attempt reads'
 complete -c retry -n 'not __retry_command_started' -l stdout -x -a '(__retry_values stdout)' -d 'pass streams each attempt\'s stdout'
 complete -c retry -n 'not __retry_command_started' -l output-on-failure -d 'Print output and log only if the run fails (cron)'
+complete -c retry -n 'not __retry_command_started' -l stop-with-parent -d 'Stop when retry\'s parent ends, as on a SIGTERM'
+complete -c retry -n 'not __retry_command_started' -l no-stop-with-parent -d 'Do not stop when retry\'s parent ends (the default)'
 complete -c retry -n 'not __retry_command_started' -s v -l verbose -d 'More log lines: the policy, each start, a first-try success'
 complete -c retry -n 'not __retry_command_started' -s q -l quiet -d 'Fewer log lines: -q only the give-up line, -qq nothing'
 complete -c retry -n 'not __retry_command_started' -l log-format -x -a '(__retry_values log-format)' -d 'Log as text lines or as JSON lines'

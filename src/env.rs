@@ -29,6 +29,8 @@ pub const CONFIG: &str = "RETRY_CONFIG";
 pub const STATE_DIR: &str = "RETRY_STATE_DIR";
 /// Read: the fleet's store.
 pub const STATE_URL: &str = "RETRY_STATE_URL";
+/// Read: `--stop-with-parent` (1) or `--no-stop-with-parent` (0) when neither is given.
+pub const STOP_WITH_PARENT: &str = "RETRY_STOP_WITH_PARENT";
 
 /// In the command's arguments, replaced by the attempt's hint file.
 pub const HINTS: &str = "{hints}";

@@ -33,6 +33,9 @@ where
     // Before anything is written: a file that reaches a size limit is a write error to
     // handle, not a death by SIGXFSZ.
     platform::signals::ignore_file_size_limit();
+    // Before anything that takes time: a parent that ends after this is seen to end
+    // (`--stop-with-parent`).
+    platform::parent::remember();
     let mode = match setup::parse(args.into_iter().map(Into::into).collect()) {
         Ok(mode) => mode,
         Err(exit) => return exit,

@@ -14,6 +14,7 @@ mod group;
 mod hint_dir;
 mod hooks;
 mod output;
+pub mod parent;
 mod pipe;
 pub mod process;
 pub mod signals;

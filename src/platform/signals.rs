@@ -54,15 +54,26 @@ fn on_signal(signal: libc::c_int) {
     }
 }
 
+/// retry's parent has ended, with `--stop-with-parent`: counted as a SIGTERM that arrived,
+/// so that the run ends as it ends on one, by the same path, wherever it is (an attempt, a
+/// wait, the key's lock). Async-signal-safe: a signal handler calls it.
+pub fn parent_gone() {
+    on_signal(libc::SIGTERM);
+}
+
 /// Whether `signal` was ignored when retry started (`nohup`, or a non-interactive shell's
 /// `&`, which ignores SIGINT and SIGQUIT): such a signal stays ignored, for retry and, through
 /// exec, for the command, as POSIX asks of a shell's `trap` and as sudo does.
 pub fn ignored_at_start(signal: Signal) -> bool {
+    number_ignored_at_start(signal as libc::c_int)
+}
+
+/// [`ignored_at_start`], for a signal by number (a real-time one, which nix does not name).
+pub fn number_ignored_at_start(number: libc::c_int) -> bool {
     let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: a null new action only reads the current one into `old`, which is zeroed
     // memory of the right type.
-    let read =
-        unsafe { libc::sigaction(signal as libc::c_int, std::ptr::null(), old.as_mut_ptr()) };
+    let read = unsafe { libc::sigaction(number, std::ptr::null(), old.as_mut_ptr()) };
     // SAFETY: sigaction filled `old` (and it was zeroed before, a valid sigaction too).
     read == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
 }

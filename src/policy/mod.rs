@@ -65,6 +65,9 @@ pub struct Policy {
     pub stdout: StdoutMode,
     /// Hold all output and the log; print them only if the run fails.
     pub output_on_failure: bool,
+    /// The end of retry's parent cancels the run as a SIGTERM would (`--stop-with-parent`),
+    /// and the attempt's first process gets SIGKILL if retry is killed.
+    pub stop_with_parent: bool,
     /// Rules on the command's output.
     pub output_rules: output_rules::Rules,
     /// How HTTP statuses from a header dump are judged.

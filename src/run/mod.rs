@@ -67,6 +67,12 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
             return Exit::FAILURE;
         }
     };
+    if policy.stop_with_parent
+        && let Err(e) = crate::platform::parent::watch()
+    {
+        eprintln!("retry: error: --stop-with-parent: cannot watch retry's parent: {e}");
+        return Exit::FAILURE;
+    }
     let mut rng = jitter_rng::JitterRng::new(policy.seed);
     let mut world = match process::Process::new(policy, signals, start, transcript.as_ref()) {
         Ok(world) => world,

@@ -211,6 +211,10 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         stdin: set.stdin,
         stdout: set.stdout,
         output_on_failure: cli.child.output_on_failure,
+        stop_with_parent: stop_with_parent(
+            cli.child.stop_with_parent,
+            cli.child.no_stop_with_parent,
+        )?,
         output_rules: output_rules::Rules {
             retry: with_preset(
                 cli.results.retry_if_output,
@@ -323,6 +327,28 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
         url.password = Some(Secret::new(password));
     }
     Ok(Some(url))
+}
+
+/// `--stop-with-parent` or `--no-stop-with-parent`, whichever came last (the config file's
+/// come before the command line's), else `$RETRY_STOP_WITH_PARENT`, as the other variables
+/// retry reads stand below the flags: 1 is on, 0 (or empty) off. Another value is refused,
+/// not read as either: a job that meant to turn it on must not run without it unawares.
+fn stop_with_parent(on: bool, off: bool) -> Result<bool, UsageError> {
+    if on || off {
+        return Ok(on);
+    }
+    match std::env::var_os(env::STOP_WITH_PARENT) {
+        None => Ok(false),
+        Some(value) => match value.as_encoded_bytes() {
+            b"1" => Ok(true),
+            b"0" | b"" => Ok(false),
+            _ => Err(UsageError(format!(
+                "not 1 or 0: ${}={}; write 1 to stop with retry's parent, 0 not to",
+                env::STOP_WITH_PARENT,
+                crate::quote::shown(&value)
+            ))),
+        },
+    }
 }
 
 /// Where this retry runs, from what a retry above it gave its attempt: `RETRY_DEPTH` and

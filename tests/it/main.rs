@@ -13,6 +13,7 @@
 
 mod support;
 
+mod cancel;
 mod cli;
 mod completions;
 mod config;

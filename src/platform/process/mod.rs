@@ -36,6 +36,8 @@ use crate::policy::{Policy, StdoutMode};
 
 mod job;
 mod spawn;
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+mod tied;
 
 use self::spawn::{
     entry, inherited_environment, launch, spawn_attributes, spawn_failure, with_hint_file,
@@ -51,6 +53,10 @@ pub struct Process {
     /// the end while it starts.
     envp: Vec<Cow<'static, CStr>>,
     attr: PosixSpawnAttr,
+    /// `--stop-with-parent`, where the attempt's first process can be tied to retry's life
+    /// (Linux): it is started by fork and exec instead, and gets SIGKILL if retry is killed.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    tied: Option<tied::Tied>,
     /// The run's own variables, the same for every attempt and hook.
     run_vars: Vec<(String, String)>,
     start: Instant,
@@ -134,11 +140,15 @@ impl Process {
                 )),
             ),
         };
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        let tied = p.stop_with_parent.then(|| tied::Tied::new(&program));
         Ok(Process {
             program,
             argv,
             envp,
             attr: spawn_attributes(signals.inherited_mask())?,
+            #[cfg(all(target_os = "linux", not(retry_portable)))]
+            tied,
             run_vars,
             start,
             signals,
@@ -216,6 +226,12 @@ impl Process {
             self.stderr.for_attempt(),
         ];
         let argv = argv.as_deref().unwrap_or(&self.argv);
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        let spawned = match &self.tied {
+            Some(tied) => tied.launch(self.signals.inherited_mask(), argv, &self.envp, stdio),
+            None => launch(&self.program, &self.attr, argv, &self.envp, stdio),
+        };
+        #[cfg(not(all(target_os = "linux", not(retry_portable))))]
         let spawned = launch(&self.program, &self.attr, argv, &self.envp, stdio);
         self.envp.truncate(base);
         spawned

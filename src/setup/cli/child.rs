@@ -43,4 +43,19 @@ pub struct Child {
     /// (chronic's behaviour, for cron, which mails whatever a job prints).
     #[arg(long, conflicts_with = "stdout")]
     pub output_on_failure: bool,
+
+    /// Stop when retry's parent ends, as on a SIGTERM: the attempt's group gets
+    /// --kill-signal (SIGKILL after --kill-after), no attempt follows, and retry ends by
+    /// SIGTERM. For a CI step that cannot `exec retry`: a runner's cancel reaches the step's
+    /// shell, not retry. Where the system has a parent-death signal (Linux), the attempt's
+    /// first process also gets SIGKILL if retry itself is killed (kill -9). Off by default:
+    /// `nohup retry ... &` and `setsid -f retry ...` lose their parent on purpose. Also
+    /// RETRY_STOP_WITH_PARENT=1, or `stop-with-parent = true` in the config file.
+    #[arg(long, overrides_with = "no_stop_with_parent")]
+    pub stop_with_parent: bool,
+
+    /// Do not stop when retry's parent ends (the default): for one step of a job that sets
+    /// --stop-with-parent for all, in the config file or by RETRY_STOP_WITH_PARENT=1.
+    #[arg(long, overrides_with = "stop_with_parent")]
+    pub no_stop_with_parent: bool,
 }

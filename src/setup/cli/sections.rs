@@ -98,6 +98,10 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 7] = [
                 "read: the Redis store of --key's state, when --state is not given",
             ),
             (
+                "RETRY_STOP_WITH_PARENT",
+                "read: 1 is --stop-with-parent and 0 --no-stop-with-parent, when neither is given on the command line or in the config file",
+            ),
+            (
                 "REDISCLI_AUTH",
                 "read: the Redis password, when the --state URL has none",
             ),

@@ -1,0 +1,284 @@
+//! A CI runner's cancel of a step that runs retry without `exec`, with `--stop-with-parent`:
+//! GitHub Actions signals the step's bash alone (SIGINT, then SIGTERM), GitLab the step's
+//! process group (SIGTERM, then SIGKILL). The step is a real bash running a real retry, as a
+//! runner would start it; each attempt writes `started PID` (retry's pid) to a log file of the
+//! test's own and says `ready` on the step's stdout before it sleeps.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+use crate::support::{self, Launch, Lines, Started, bin, hermetic, retry};
+
+/// How soon a cancelled step must be over: generous for a loaded machine, and far below what
+/// retry without the setting takes (the rest of a 10 s attempt, then more attempts).
+const PROMPTLY: Duration = Duration::from_secs(5);
+
+/// A running CI step: bash, running `PREFIX retry ARGS -- sh -c ATTEMPT`, then `echo done`.
+struct Step {
+    bash: Started,
+    out: Lines,
+    err: Lines,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+/// How a step's retry is asked to stop with its parent: by the flag, the job's variable or
+/// the config file; `off` adds the step's own way to turn it off.
+#[derive(Clone, Copy, Debug)]
+enum Setting {
+    Flag,
+    Variable,
+    Config,
+}
+
+/// Starts a step whose attempts run `attempt` (sh, with the log file as `$1`); `prefix` goes
+/// before retry on the step's line (a variable for that step alone).
+fn step(setting: Setting, prefix: &str, extra: &[&str], attempt: &str, group: bool) -> Step {
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("log");
+    let mut bash = Command::new("bash");
+    hermetic(&mut bash);
+    let mut args: Vec<&str> = Vec::new();
+    match setting {
+        Setting::Flag => args.push("--stop-with-parent"),
+        Setting::Variable => {
+            bash.env("RETRY_STOP_WITH_PARENT", "1");
+        }
+        Setting::Config => {
+            let config = dir.path().join("config.toml");
+            std::fs::write(&config, "stop-with-parent = true\n").expect("write config");
+            bash.env("RETRY_CONFIG", &config);
+        }
+    }
+    args.extend(extra);
+    args.extend(["-n", "5", "-d", "1s", "--jitter", "none"]);
+    let script = format!("set -euo pipefail; {prefix}\"$@\"; echo done");
+    let body = format!("echo \"started $PPID\" >> \"$1\"; {attempt}");
+    bash.arg("-c")
+        .arg(script)
+        .arg("bash")
+        .arg(bin())
+        .args(&args)
+        .args(["--", "sh", "-c", &body, "sh"])
+        .arg(&log);
+    if group {
+        // A runner's step in a process group of its own, as GitLab's is.
+        bash.process_group(0);
+    }
+    let (bash, out, err) = bash.start();
+    Step {
+        bash,
+        out,
+        err,
+        log,
+        _dir: dir,
+    }
+}
+
+/// retry's pid, from each attempt's line in the log.
+fn starts(log: &Path) -> Vec<i32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("started "))
+        .map(|p| p.trim().parse().expect("a pid"))
+        .collect()
+}
+
+/// GitHub's cancel: SIGINT to the step's bash alone, then SIGTERM, which ends bash.
+fn github_cancel(step: &mut Step) {
+    let bash = Pid::from_raw(step.bash.id() as i32);
+    kill(bash, Signal::SIGINT).expect("SIGINT to bash");
+    std::thread::sleep(Duration::from_millis(300));
+    kill(bash, Signal::SIGTERM).expect("SIGTERM to bash");
+    let status = support::wait(&mut step.bash);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(Signal::SIGTERM as i32),
+        "bash ends by the runner's SIGTERM: {status:?}"
+    );
+}
+
+fn cancelled_with_its_shell(setting: Setting) {
+    let mut step = step(setting, "", &[], "echo ready; sleep 10; exit 1", false);
+    step.out.until("ready");
+    github_cancel(&mut step);
+    let gone = Instant::now();
+    // retry held the step's stdout (its attempts write there): it reaches its end once retry
+    // and its attempt are over.
+    let rest = step.out.rest();
+    let took = gone.elapsed();
+    assert!(
+        took < PROMPTLY,
+        "{setting:?}: the step's output open {took:?} after bash"
+    );
+    assert!(!rest.iter().any(|l| l == "done"), "{rest:?}");
+    let pids = starts(&step.log);
+    assert_eq!(
+        pids.len(),
+        1,
+        "{setting:?}: no attempt after the cancel: {pids:?}"
+    );
+    assert!(
+        support::within(PROMPTLY, || !support::running(pids[0])),
+        "{setting:?}: retry still runs"
+    );
+    let said = step.err.rest().join("\n");
+    assert!(said.contains("cancelled by SIGTERM"), "{setting:?}: {said}");
+}
+
+#[test]
+fn a_github_cancel_of_the_steps_bash_stops_retry_with_the_flag() {
+    cancelled_with_its_shell(Setting::Flag);
+}
+
+#[test]
+fn a_github_cancel_of_the_steps_bash_stops_retry_with_the_jobs_variable() {
+    cancelled_with_its_shell(Setting::Variable);
+}
+
+#[test]
+fn a_github_cancel_of_the_steps_bash_stops_retry_with_the_config_key() {
+    cancelled_with_its_shell(Setting::Config);
+}
+
+/// A step that turns the job's setting off goes on without its shell, as retry always did:
+/// the next attempt starts after bash has gone.
+fn goes_on_without_its_shell(setting: Setting, prefix: &str, extra: &[&str]) {
+    let mut step = step(setting, prefix, extra, "echo ready; sleep 1; exit 1", false);
+    step.out.until("ready");
+    github_cancel(&mut step);
+    let seen = support::within(support::PATIENCE, || starts(&step.log).len() >= 2);
+    let pids = starts(&step.log);
+    if let Some(retry) = pids.first() {
+        // The test's own retry, by its pid: it leaves nothing running.
+        let _ = kill(Pid::from_raw(*retry), Signal::SIGTERM);
+    }
+    assert!(
+        seen,
+        "{setting:?} {prefix}{extra:?}: a second attempt: {pids:?}"
+    );
+    assert!(
+        support::within(support::PATIENCE, || !support::running(pids[0])),
+        "retry ends on its own SIGTERM"
+    );
+}
+
+#[test]
+fn no_stop_with_parent_turns_the_jobs_variable_off_for_one_step() {
+    goes_on_without_its_shell(Setting::Variable, "", &["--no-stop-with-parent"]);
+}
+
+#[test]
+fn no_stop_with_parent_turns_the_config_key_off_for_one_step() {
+    goes_on_without_its_shell(Setting::Config, "", &["--no-stop-with-parent"]);
+}
+
+#[test]
+fn the_steps_own_variable_at_0_turns_the_jobs_off() {
+    goes_on_without_its_shell(Setting::Variable, "RETRY_STOP_WITH_PARENT=0 ", &[]);
+}
+
+#[test]
+fn a_stop_with_parent_variable_that_is_not_1_or_0_is_refused_and_nothing_runs() {
+    let dir = TempDir::new().expect("temp dir");
+    let mark = dir.path().join("ran");
+    let run = retry()
+        .env("RETRY_STOP_WITH_PARENT", "yes\x1b[2J")
+        .args(["--", "touch"])
+        .arg(&mark)
+        .run();
+    assert_eq!(run.code(), Some(125), "{}", run.show());
+    assert_eq!(
+        run.stderr(),
+        "retry: error: not 1 or 0: $RETRY_STOP_WITH_PARENT=$'yes\\033[2J'; write 1 to stop \
+         with retry's parent, 0 not to\n"
+    );
+    assert!(!mark.exists(), "nothing ran");
+}
+
+/// Whether this build ties an attempt's first process to retry's life: Linux's, not the
+/// portable build, which stands for macOS and the BSDs (docs/child.md).
+fn tied() -> bool {
+    if cfg!(retry_portable) {
+        // Straight to stderr: the test harness captures eprintln! of a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED: the portable build has no parent-death signal for the attempt: \
+             a retry killed with SIGKILL leaves it running (docs/child.md). ***"
+        );
+        return false;
+    }
+    true
+}
+
+/// An attempt that ignores SIGTERM, so that only SIGKILL ends it, and whose first process is
+/// the sleep (`exec`): it writes its pid, then says `ready`.
+const IGNORES_TERM: &str = "trap '' TERM; echo \"pid $$\" >> \"$1\"; echo ready; exec sleep 47";
+
+fn attempt_pid(log: &Path) -> i32 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .map(|p| p.trim().parse().expect("a pid"))
+        .expect("the attempt wrote its pid")
+}
+
+/// What is left of the attempt after retry was killed: none of it, or the test ends it.
+fn assert_attempt_ends(pid: i32) {
+    let ended = support::within(PROMPTLY, || !support::running(pid));
+    if !ended {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    assert!(ended, "the attempt ({pid}) outlived retry's SIGKILL");
+}
+
+#[test]
+fn a_gitlab_cancel_of_the_steps_group_leaves_no_attempt_running() {
+    if !tied() {
+        return;
+    }
+    // A long --kill-after: the attempt ignores the SIGTERM retry passes on, and retry is
+    // killed long before it would send SIGKILL itself.
+    let mut step = step(
+        Setting::Flag,
+        "",
+        &["--kill-after", "5m"],
+        IGNORES_TERM,
+        true,
+    );
+    step.out.until("ready");
+    let group = Pid::from_raw(step.bash.id() as i32);
+    let attempt = attempt_pid(&step.log);
+    killpg(group, Signal::SIGTERM).expect("SIGTERM to the step's group");
+    step.err.until("SIGTERM received");
+    killpg(group, Signal::SIGKILL).expect("SIGKILL to the step's group");
+    support::wait(&mut step.bash);
+    assert_attempt_ends(attempt);
+}
+
+#[test]
+fn an_attempt_ends_with_a_retry_killed_by_sigkill() {
+    if !tied() {
+        return;
+    }
+    let dir = TempDir::new().expect("temp dir");
+    let log = dir.path().join("log");
+    let (mut retry, out, _err) = retry()
+        .args(["--stop-with-parent", "--", "sh", "-c", IGNORES_TERM, "sh"])
+        .arg(&log)
+        .start();
+    out.until("ready");
+    let attempt = attempt_pid(&log);
+    retry.kill().expect("SIGKILL to retry");
+    support::wait(&mut retry);
+    assert_attempt_ends(attempt);
+}
