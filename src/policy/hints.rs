@@ -35,6 +35,11 @@ impl RetryAfter {
         if let Ok(secs) = value.parse::<u64>() {
             return Some(RetryAfter::Delay(Duration::from_secs(secs)));
         }
+        // delay-seconds is any run of digits; one past u64 asks for longer than any wait, and
+        // is capped at --retry-after-max as any long one is, not dropped.
+        if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(RetryAfter::Delay(Duration::from_secs(u64::MAX)));
+        }
         if let Ok(at) = httpdate::parse_http_date(value) {
             return Some(RetryAfter::At(at));
         }
@@ -121,6 +126,25 @@ mod tests {
         assert_eq!(RetryAfter::At(at).wait(SystemTime::now()), Duration::ZERO);
         let before = at - Duration::from_secs(30);
         assert_eq!(RetryAfter::At(at).wait(before), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_retry_after_past_u64_asks_for_the_longest_wait_not_none() {
+        let longest = Some(RetryAfter::Delay(Duration::from_secs(u64::MAX)));
+        for value in [
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999",
+            &"9".repeat(5000),
+        ] {
+            let dump = format!("HTTP/1.1 503 Service Unavailable\r\nRetry-After: {value}\r\n\r\n");
+            assert_eq!(Hint::parse(&dump).retry_after, longest, "{value}");
+            let line = format!("retry-after={value}\n");
+            assert_eq!(Hint::parse(&line).retry_after, longest, "{value}");
+        }
+        // Not digits alone: not a number of seconds, however long.
+        let dump = "HTTP/1.1 503 x\r\nRetry-After: 99999999999999999999x\r\n\r\n";
+        assert_eq!(Hint::parse(dump).retry_after, None);
     }
 
     #[test]

@@ -152,6 +152,32 @@ fn a_redirect_chain_is_judged_by_its_last_response() {
     assert_eq!(server.requests(), 2);
 }
 
+/// A `Retry-After` of more seconds than u64 holds is as long a wait as any, and is capped at
+/// --retry-after-max as `86400` is; it is not dropped for a retry at once.
+#[test]
+fn a_retry_after_past_u64_is_capped_by_retry_after_max() {
+    let server = Server::start(vec![
+        Reply::new(503).header("Retry-After", "99999999999999999999"),
+        Reply::new(200),
+    ]);
+    let out = curl(
+        &["-d", "0", "--retry-after-max", "300ms"],
+        &["-f"],
+        &server.url("/"),
+    );
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("capped by --retry-after-max"), "{log}");
+    // The cap less up to a tenth, so that clients told the same do not return together.
+    let stated: u64 = log
+        .split_once("retrying in ")
+        .and_then(|(_, rest)| rest.split_once("ms"))
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or_else(|| panic!("a delay in ms: {log}"));
+    assert!((270..=300).contains(&stated), "{stated}: {log}");
+    assert!(gap(&server, 1) >= Duration::from_millis(270), "{log}");
+}
+
 #[test]
 fn output_rules_match_a_line_written_slowly_in_pieces() {
     let body = "<html>\nTemporarily Unavailable, try later\n</html>\n";
