@@ -178,24 +178,29 @@ fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a s
 /// The config file to read: `--config`, else `$RETRY_CONFIG` (both must exist), else the
 /// default one, if it exists.
 fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
-    let named = flag
-        .map(|p| ("--config", p))
-        .or_else(|| std::env::var_os(env::CONFIG).map(|p| ("RETRY_CONFIG", PathBuf::from(p))))
-        .filter(|(_, p)| !p.as_os_str().is_empty());
+    let named = match flag {
+        Some(path) => Some(("--config", path)),
+        None => super::env_text(
+            env::CONFIG,
+            "set it in UTF-8, or name the file with --config",
+        )?
+        .map(|p| ("RETRY_CONFIG", PathBuf::from(p))),
+    }
+    .filter(|(_, p)| !p.as_os_str().is_empty());
     if let Some((by, path)) = named {
         return if path.is_file() {
             Ok(Some(path))
         } else if path.is_dir() {
             Err(BadValue::new(
                 format!("a directory, not a config file (from {by})"),
-                path.display().to_string(),
-                format!("name the file, as {}", path.join("config.toml").display()),
+                shown(&path),
+                format!("name the file, as {}", shown(&path.join("config.toml"))),
             )
             .into())
         } else {
             Err(BadValue::new(
                 format!("no config file there (from {by})"),
-                path.display().to_string(),
+                shown(&path),
                 "check the path, or leave it out for the default file",
             )
             .into())
@@ -208,6 +213,15 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
     Ok(home
         .map(|d| d.join("retry").join("config.toml"))
         .filter(|p| p.is_file()))
+}
+
+/// A path as an error shows it: as it is, or escaped where it is not UTF-8 (a lossy `display`
+/// would show U+FFFD for what is there).
+fn shown(path: &Path) -> String {
+    match path.to_str() {
+        Some(text) => text.to_string(),
+        None => crate::quote::quoted(path),
+    }
 }
 
 /// Defaults and profiles of a config file, each setting checked: an error in the defaults

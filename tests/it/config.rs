@@ -441,6 +441,28 @@ fn a_late_profile_of_forty_thousand_is_found_at_its_line() {
     );
 }
 
+/// A config file's name that is not UTF-8 is shown escaped, byte by byte, never as U+FFFD.
+#[test]
+fn a_missing_config_file_whose_name_is_not_utf8_is_shown_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(
+            dir.path()
+                .join(std::ffi::OsStr::from_bytes(b"caf\xe9.toml")),
+        )
+        .args(["--", "true"])
+        .run();
+    assert_eq!(out.code(), Some(125));
+    let err = out.stderr();
+    assert!(
+        err.starts_with("retry: error: no config file there (from --config): $'")
+            && err.contains(r"/caf\351.toml'; check the path"),
+        "{err}"
+    );
+}
+
 #[test]
 fn no_config_ignores_a_broken_config_file_and_retry_config() {
     let home = TempDir::new().expect("temp dir");
