@@ -35,6 +35,11 @@ impl RetryAfter {
         if let Ok(secs) = value.parse::<u64>() {
             return Some(RetryAfter::Delay(Duration::from_secs(secs)));
         }
+        // delay-seconds is any run of digits; one past u64 asks for longer than any wait, and
+        // is capped at --retry-after-max as any long one is, not dropped.
+        if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(RetryAfter::Delay(Duration::from_secs(u64::MAX)));
+        }
         if let Ok(at) = httpdate::parse_http_date(value) {
             return Some(RetryAfter::At(at));
         }
@@ -45,46 +50,89 @@ impl RetryAfter {
 impl Hint {
     /// Reads a hint from text: a header dump if it holds an HTTP status line, else lines.
     pub fn parse(text: &str) -> Hint {
-        let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
-        match lines.iter().rposition(|l| l.starts_with("HTTP/")) {
-            Some(start) => Hint::response(&lines[start..]),
-            None => Hint::simple(&lines),
+        let mut reading = Reading::default();
+        for line in text.lines() {
+            reading.line(line);
+        }
+        reading.finish()
+    }
+}
+
+/// A hint read a line at a time, so that a file of any size is read in the memory of one
+/// line: a header dump keeps only what its last response has said so far, for only the last
+/// response counts. With redirects or `100 Continue`, curl writes every response.
+#[derive(Debug, Default)]
+pub struct Reading {
+    /// What the simple lines say; unused once a status line is seen.
+    simple: Hint,
+    /// The last response of a header dump so far.
+    response: Option<Response>,
+}
+
+/// A response of a header dump: its status line, and the headers after it up to the blank
+/// line that ends them.
+#[derive(Debug)]
+struct Response {
+    status: Option<u16>,
+    /// The first `Retry-After` header, once seen (`None` inside when its value is not one).
+    retry_after: Option<Option<RetryAfter>>,
+    /// The blank line after the headers was seen: what follows is not theirs.
+    ended: bool,
+}
+
+impl Reading {
+    /// Takes the next line, without its `\n`.
+    pub fn line(&mut self, line: &str) {
+        let line = line.trim_end_matches('\r');
+        if line.starts_with("HTTP/") {
+            self.response = Some(Response {
+                status: line.split_whitespace().nth(1).and_then(|c| c.parse().ok()),
+                retry_after: None,
+                ended: false,
+            });
+        } else if let Some(response) = &mut self.response {
+            response.header(line);
+        } else {
+            self.simple_line(line.trim());
         }
     }
 
-    /// The last response of a header dump: its status line and the headers after it. With
-    /// redirects or `100 Continue`, curl writes every response; only the last one counts.
-    fn response(lines: &[&str]) -> Hint {
-        let http_status = lines
-            .first()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|code| code.parse().ok());
-        let retry_after = lines
-            .iter()
-            .skip(1)
-            .take_while(|l| !l.is_empty())
-            .filter_map(|l| l.split_once(':'))
-            .find(|(name, _)| name.trim().eq_ignore_ascii_case("retry-after"))
-            .and_then(|(_, value)| RetryAfter::parse(value));
-        Hint {
-            http_status,
-            retry_after,
-            stop: false,
+    /// What the lines said: the last response of a header dump, else the simple lines.
+    pub fn finish(self) -> Hint {
+        match self.response {
+            Some(r) => Hint {
+                http_status: r.status,
+                retry_after: r.retry_after.flatten(),
+                stop: false,
+            },
+            None => self.simple,
         }
     }
 
-    fn simple(lines: &[&str]) -> Hint {
-        let mut hint = Hint::default();
-        for line in lines.iter().map(|l| l.trim()) {
-            if line.eq_ignore_ascii_case("stop") {
-                hint.stop = true;
-            } else if let Some((key, value)) = line.split_once('=')
-                && key.trim().eq_ignore_ascii_case("retry-after")
-            {
-                hint.retry_after = RetryAfter::parse(value).or(hint.retry_after);
-            }
+    fn simple_line(&mut self, line: &str) {
+        if line.eq_ignore_ascii_case("stop") {
+            self.simple.stop = true;
+        } else if let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("retry-after")
+        {
+            self.simple.retry_after = RetryAfter::parse(value).or(self.simple.retry_after);
         }
-        hint
+    }
+}
+
+impl Response {
+    fn header(&mut self, line: &str) {
+        if self.ended {
+            return;
+        }
+        if line.is_empty() {
+            self.ended = true;
+        } else if self.retry_after.is_none()
+            && let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("retry-after")
+        {
+            self.retry_after = Some(RetryAfter::parse(value));
+        }
     }
 }
 
@@ -121,6 +169,53 @@ mod tests {
         assert_eq!(RetryAfter::At(at).wait(SystemTime::now()), Duration::ZERO);
         let before = at - Duration::from_secs(30);
         assert_eq!(RetryAfter::At(at).wait(before), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_retry_after_past_u64_asks_for_the_longest_wait_not_none() {
+        let longest = Some(RetryAfter::Delay(Duration::from_secs(u64::MAX)));
+        for value in [
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999",
+            &"9".repeat(5000),
+        ] {
+            let dump = format!("HTTP/1.1 503 Service Unavailable\r\nRetry-After: {value}\r\n\r\n");
+            assert_eq!(Hint::parse(&dump).retry_after, longest, "{value}");
+            let line = format!("retry-after={value}\n");
+            assert_eq!(Hint::parse(&line).retry_after, longest, "{value}");
+        }
+        // Not digits alone: not a number of seconds, however long.
+        let dump = "HTTP/1.1 503 x\r\nRetry-After: 99999999999999999999x\r\n\r\n";
+        assert_eq!(Hint::parse(dump).retry_after, None);
+    }
+
+    #[test]
+    fn only_the_last_of_many_responses_is_kept_and_its_headers_end_at_the_blank_line() {
+        let mut reading = Reading::default();
+        for _ in 0..10_000 {
+            for line in ["HTTP/1.1 503 Service Unavailable", "Retry-After: 7", ""] {
+                reading.line(line);
+            }
+        }
+        let last = [
+            "HTTP/1.1 404 Not Found\r",
+            "Content-Type: text/plain\r",
+            "\r",
+            "Retry-After: 3\r",
+            "stop",
+        ];
+        for line in last {
+            reading.line(line);
+        }
+        assert_eq!(
+            reading.finish(),
+            Hint {
+                http_status: Some(404),
+                retry_after: None,
+                stop: false,
+            }
+        );
     }
 
     #[test]

@@ -178,24 +178,29 @@ fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a s
 /// The config file to read: `--config`, else `$RETRY_CONFIG` (both must exist), else the
 /// default one, if it exists.
 fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
-    let named = flag
-        .map(|p| ("--config", p))
-        .or_else(|| std::env::var_os(env::CONFIG).map(|p| ("RETRY_CONFIG", PathBuf::from(p))))
-        .filter(|(_, p)| !p.as_os_str().is_empty());
+    let named = match flag {
+        Some(path) => Some(("--config", path)),
+        None => super::env_text(
+            env::CONFIG,
+            "set it in UTF-8, or name the file with --config",
+        )?
+        .map(|p| ("RETRY_CONFIG", PathBuf::from(p))),
+    }
+    .filter(|(_, p)| !p.as_os_str().is_empty());
     if let Some((by, path)) = named {
         return if path.is_file() {
             Ok(Some(path))
         } else if path.is_dir() {
             Err(BadValue::new(
                 format!("a directory, not a config file (from {by})"),
-                path.display().to_string(),
-                format!("name the file, as {}", path.join("config.toml").display()),
+                shown(&path),
+                format!("name the file, as {}", shown(&path.join("config.toml"))),
             )
             .into())
         } else {
             Err(BadValue::new(
                 format!("no config file there (from {by})"),
-                path.display().to_string(),
+                shown(&path),
                 "check the path, or leave it out for the default file",
             )
             .into())
@@ -208,6 +213,15 @@ fn locate(flag: Option<PathBuf>) -> Result<Option<PathBuf>, UsageError> {
     Ok(home
         .map(|d| d.join("retry").join("config.toml"))
         .filter(|p| p.is_file()))
+}
+
+/// A path as an error shows it: as it is, or escaped where it is not UTF-8 (a lossy `display`
+/// would show U+FFFD for what is there).
+fn shown(path: &Path) -> String {
+    match path.to_str() {
+        Some(text) => text.to_string(),
+        None => crate::quote::quoted(path),
+    }
 }
 
 /// Defaults and profiles of a config file, each setting checked: an error in the defaults
@@ -225,8 +239,12 @@ fn read(path: &Path) -> Result<Contents, UsageError> {
             "make it readable, or name another with --config",
         )
     })?;
-    let line_of =
-        |span: std::ops::Range<usize>| text[..span.start.min(text.len())].matches('\n').count() + 1;
+    // Where each line starts, found once: a line number is then a binary search, so that a
+    // file of many profiles is read in time linear in its size, not quadratic.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |span: std::ops::Range<usize>| starts.partition_point(|&s| s <= span.start);
     let at = |line: usize| format!("{}:{line}", path.display());
     let table = DeTable::parse(&text).map_err(|e| {
         let line = e.span().map(&line_of);
@@ -238,6 +256,9 @@ fn read(path: &Path) -> Result<Contents, UsageError> {
         let why = e.message().trim().replace('\n', " ");
         UsageError(format!("{place}: not valid TOML: {shown}; {why}"))
     })?;
+    // One parser for every setting: building clap's command costs far more than a parse,
+    // and a file may hold thousands of settings.
+    let mut command = cli::parsing_command();
     let mut defaults = Vec::new();
     let mut profiles = BTreeMap::new();
     for (key, value) in table.get_ref() {
@@ -279,13 +300,16 @@ fn read(path: &Path) -> Result<Contents, UsageError> {
                 };
                 let checked = settings
                     .iter()
-                    .map(|(k, v)| setting(k.get_ref(), v.get_ref(), line_of(k.span()), path))
+                    .map(|(k, v)| {
+                        let line = line_of(k.span());
+                        setting(k.get_ref(), v.get_ref(), line, path, &mut command)
+                    })
                     .collect::<Result<Vec<_>, _>>()
                     .and_then(|checked| exclusive(&checked, path).map(|()| checked));
                 profiles.insert(profile.get_ref().to_string(), checked);
             }
         } else {
-            defaults.push(setting(name, value.get_ref(), line, path)?);
+            defaults.push(setting(name, value.get_ref(), line, path, &mut command)?);
         }
     }
     exclusive(&defaults, path)?;
@@ -314,19 +338,20 @@ fn exclusive(settings: &[Setting], path: &Path) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// The arguments a setting stands for, checked by the same parser as the command line.
+/// The arguments a setting stands for, checked by `command`, the same parser as the command
+/// line's.
 fn setting(
     key: &str,
     value: &DeValue<'_>,
     line: usize,
     path: &Path,
+    command: &mut clap::Command,
 ) -> Result<Setting, UsageError> {
     let place = format!("{}:{line}", path.display());
     let bad =
         |what: &str, fix: &str| UsageError(format!("{place}: {}", BadValue::new(what, key, fix)));
     // Keys are named as the file writes them, without dashes.
     let name = |flag: &str| flag.trim_start_matches('-').to_string();
-    let command = cli::parsing_command();
     let Some(arg) = command
         .get_arguments()
         .find(|a| a.get_long() == Some(key) && !NOT_SETTINGS.contains(&key))
@@ -408,7 +433,7 @@ fn setting(
     let mut probe = vec![OsString::from("retry")];
     probe.extend(args.iter().cloned());
     probe.extend(["--".into(), "true".into()]);
-    if let Err(e) = cli::parsing_command().try_get_matches_from(probe) {
+    if let Err(e) = command.try_get_matches_from_mut(probe) {
         return Err(UsageError(format!(
             "{place}: {}",
             usage::describe(&e, name)

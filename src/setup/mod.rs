@@ -21,7 +21,7 @@ use clap::parser::ValueSource;
 use self::cli::Cli;
 use crate::exit::Exit;
 use crate::policy::rules::Sources;
-use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy};
+use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy, UsageError};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 4] = ["outage", "every", "hosts", "call_time"];
@@ -318,6 +318,21 @@ fn not_utf8(args: &[OsString]) -> Exit {
         crate::quote::clean(&flag)
     );
     Exit::FAILURE
+}
+
+/// An environment variable retry reads as text, `None` when it is unset. A value that is not
+/// UTF-8 is a usage error naming the variable, with the value shown escaped: dropped, it would
+/// leave the run without the setting and without a word (a host out of its fleet's store).
+fn env_text(name: &str, fix: &str) -> Result<Option<String>, UsageError> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(value) => value.into_string().map(Some).map_err(|value| {
+            UsageError(format!(
+                "${name} needs UTF-8: {}; {fix}",
+                crate::quote::quoted(&value)
+            ))
+        }),
+    }
 }
 
 /// Prints a command-line error in retry's style; --help and --version are not errors.

@@ -300,8 +300,11 @@ fn state_dir() -> Option<PathBuf> {
 fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageError> {
     let (text, name) = match flag {
         Some(text) => (text.to_string(), "--state"),
-        None if keyed => match std::env::var(env::STATE_URL) {
-            Ok(text) if !text.is_empty() => (text, "$RETRY_STATE_URL"),
+        None if keyed => match super::env_text(
+            env::STATE_URL,
+            "set it in UTF-8 (percent-encode other bytes), or unset it",
+        )? {
+            Some(text) if !text.is_empty() => (text, "$RETRY_STATE_URL"),
             _ => return Ok(None),
         },
         None => return Ok(None),
@@ -320,9 +323,7 @@ fn store_url(flag: Option<&str>, keyed: bool) -> Result<Option<StoreUrl>, UsageE
         )));
     }
     if url.password.is_none()
-        && let Some(password) = std::env::var("REDISCLI_AUTH")
-            .ok()
-            .filter(|p| !p.is_empty())
+        && let Some(password) = redis_password()?.filter(|p| !p.is_empty())
     {
         url.password = Some(Secret::new(password));
     }
@@ -348,6 +349,21 @@ fn stop_with_parent(on: bool, off: bool) -> Result<bool, UsageError> {
                 crate::quote::shown(&value)
             ))),
         },
+    }
+}
+
+/// `$REDISCLI_AUTH`, as redis-cli reads it. Not UTF-8, it is refused as any variable retry
+/// reads as text is, but its value is never shown: it is a password.
+fn redis_password() -> Result<Option<String>, UsageError> {
+    match std::env::var_os("REDISCLI_AUTH") {
+        None => Ok(None),
+        Some(value) => value.into_string().map(Some).map_err(|_| {
+            UsageError(
+                "$REDISCLI_AUTH needs UTF-8 (its value is not shown: it is a password); set it \
+                 in UTF-8, or unset it"
+                    .into(),
+            )
+        }),
     }
 }
 

@@ -413,6 +413,56 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
     );
 }
 
+/// A file of 40,000 profiles is read whole on every run (each profile is checked), so it must
+/// take time in proportion to its size; the line of a late setting is still found exactly.
+/// (How fast is for `cargo bench`-style measurement by hand, not a timed test: this run
+/// finishing within the tests' patience is what a quadratic reading would fail.)
+#[test]
+fn a_late_profile_of_forty_thousand_is_found_at_its_line() {
+    const PROFILES: usize = 40_000;
+    let mut text = String::from("attempts = 3\n");
+    for i in 0..PROFILES {
+        // Four lines each: profile i's `delay` is on line 4 i + 5.
+        let delay = if i == PROFILES - 2 { "fast" } else { "1s" };
+        text.push_str(&format!(
+            "\n[profiles.p{i}]\nattempts = {}\ndelay = \"{delay}\"\n",
+            i % 9 + 1
+        ));
+    }
+    let line = 4 * (PROFILES - 2) + 5;
+    let (err, ran) = bad_config(&text, &["-p", &format!("p{}", PROFILES - 2)]);
+    assert!(!ran);
+    assert_output(
+        err,
+        format!(
+            "retry: error: [TMP]/bad.toml:{line}: not a duration for delay: fast; write 250ms, \
+             1.5s, 2m or 1h 30m; a bare number means seconds\n"
+        ),
+    );
+}
+
+/// A config file's name that is not UTF-8 is shown escaped, byte by byte, never as U+FFFD.
+#[test]
+fn a_missing_config_file_whose_name_is_not_utf8_is_shown_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new().expect("temp dir");
+    let out = retry_in(dir.path())
+        .arg("--config")
+        .arg(
+            dir.path()
+                .join(std::ffi::OsStr::from_bytes(b"caf\xe9.toml")),
+        )
+        .args(["--", "true"])
+        .run();
+    assert_eq!(out.code(), Some(125));
+    let err = out.stderr();
+    assert!(
+        err.starts_with("retry: error: no config file there (from --config): $'")
+            && err.contains(r"/caf\351.toml'; check the path"),
+        "{err}"
+    );
+}
+
 #[test]
 fn no_config_ignores_a_broken_config_file_and_retry_config() {
     let home = TempDir::new().expect("temp dir");

@@ -137,6 +137,52 @@ fn a_name_that_is_not_utf8_is_a_usage_error_naming_the_option_and_the_value() {
     }
 }
 
+/// A variable retry reads as text that is not UTF-8 is a usage error naming it, its value shown
+/// escaped (a password not at all), and nothing runs: dropped, it would leave the run out of
+/// its fleet's store, or without its config file, without a word.
+#[test]
+fn a_variable_read_as_text_that_is_not_utf8_is_a_usage_error_naming_it() {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let marker = dir.path().join("ran");
+    let keyed = ["--key", "k"];
+    let cases: [(&str, &[u8], &[&str], &str); 3] = [
+        (
+            "RETRY_STATE_URL",
+            b"redis://\xffhost:6379/",
+            &keyed,
+            "retry: error: $RETRY_STATE_URL needs UTF-8: $'redis://\\377host:6379/'; set it in \
+             UTF-8 (percent-encode other bytes), or unset it\n",
+        ),
+        (
+            "RETRY_CONFIG",
+            b"/etc/retry\xff\n.toml",
+            &[],
+            "retry: error: $RETRY_CONFIG needs UTF-8: $'/etc/retry\\377\\n.toml'; set it in UTF-8, \
+             or name the file with --config\n",
+        ),
+        (
+            "REDISCLI_AUTH",
+            b"hunter2\xff",
+            &["--key", "k", "--state", "redis://127.0.0.1:1/"],
+            "retry: error: $REDISCLI_AUTH needs UTF-8 (its value is not shown: it is a password); \
+             set it in UTF-8, or unset it\n",
+        ),
+    ];
+    for (name, value, args, expected) in cases {
+        let out = retry()
+            .env("RETRY_STATE_DIR", dir.path())
+            .env(name, OsStr::from_bytes(value))
+            .args(args)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .run();
+        assert_eq!(out.code(), Some(125), "{name}: {}", out.stderr());
+        assert!(!marker.exists(), "{name}: nothing runs");
+        // Compared as they are: a snapshot would read the escapes' backslashes as paths'.
+        assert_eq!(out.stderr(), expected, "{name}");
+    }
+}
+
 /// Every part of a URL that its error quotes: the URL, a port, a host, a host in another
 /// script.
 #[test]

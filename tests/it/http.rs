@@ -152,6 +152,86 @@ fn a_redirect_chain_is_judged_by_its_last_response() {
     assert_eq!(server.requests(), 2);
 }
 
+/// curl -D writes every response of a redirect chain, and of every URL of the command line;
+/// past the first MiB of the dump, the last response still decides: redirect chains that end
+/// in a 404 are fatal, not retried as the redirect the dump's first MiB ends with.
+#[test]
+fn a_404_at_the_end_of_a_header_dump_past_a_mib_is_fatal() {
+    // curl refuses more than 300 KiB of headers in one transfer, redirects included, so the
+    // dump is made of several: five URLs, each a chain of six redirects of 40 kB of headers,
+    // 1.2 MB in all. The last chain ends in a 404, the others in a 200.
+    const CHAINS: usize = 5;
+    const HOPS: usize = 6;
+    const PADS: usize = 5;
+    const PAD: usize = 8_000;
+    const _: () = assert!(CHAINS * HOPS * PADS * PAD > 1_100_000);
+    let pad = "p".repeat(PAD);
+    let path = |chain: usize, hop: usize| format!("/chain{chain}/hop{hop}");
+    let paths: Vec<(usize, usize, String)> = (0..CHAINS)
+        .flat_map(|c| (0..=HOPS).map(move |h| (c, h)))
+        .map(|(c, h)| (c, h, path(c, h)))
+        .collect();
+    let routes = paths
+        .iter()
+        .map(|(chain, hop, path)| {
+            let reply = match (*hop == HOPS, *chain == CHAINS - 1) {
+                (true, true) => Reply::new(404),
+                (true, false) => Reply::new(200),
+                (false, _) => (0..PADS).fold(
+                    Reply::new(302).header("Location", &format!("/chain{chain}/hop{}", hop + 1)),
+                    |reply, h| reply.header(&format!("X-Pad-{h}"), &pad),
+                ),
+            };
+            (path.as_str(), vec![reply])
+        })
+        .collect();
+    let server = Server::routes(routes);
+    let urls: Vec<String> = (0..CHAINS).map(|c| server.url(&path(c, 0))).collect();
+    let out = retry()
+        .args(["-n", "3", "-d", "0", "--hints", "--"])
+        .args(["curl", "-sS", "-f", "-L", "-D", "{hints}"])
+        .args(&urls)
+        .run();
+    assert_eq!(out.code(), Some(22), "{}", stderr(&out));
+    assert_eq!(
+        server.requests(),
+        CHAINS * (HOPS + 1),
+        "one attempt: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("HTTP status 404 is fatal"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A `Retry-After` of more seconds than u64 holds is as long a wait as any, and is capped at
+/// --retry-after-max as `86400` is; it is not dropped for a retry at once.
+#[test]
+fn a_retry_after_past_u64_is_capped_by_retry_after_max() {
+    let server = Server::start(vec![
+        Reply::new(503).header("Retry-After", "99999999999999999999"),
+        Reply::new(200),
+    ]);
+    let out = curl(
+        &["-d", "0", "--retry-after-max", "300ms"],
+        &["-f"],
+        &server.url("/"),
+    );
+    assert_eq!(out.code(), Some(0), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("capped by --retry-after-max"), "{log}");
+    // The cap less up to a tenth, so that clients told the same do not return together.
+    let stated: u64 = log
+        .split_once("retrying in ")
+        .and_then(|(_, rest)| rest.split_once("ms"))
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or_else(|| panic!("a delay in ms: {log}"));
+    assert!((270..=300).contains(&stated), "{stated}: {log}");
+    assert!(gap(&server, 1) >= Duration::from_millis(270), "{log}");
+}
+
 #[test]
 fn output_rules_match_a_line_written_slowly_in_pieces() {
     let body = "<html>\nTemporarily Unavailable, try later\n</html>\n";
