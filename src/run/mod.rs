@@ -76,7 +76,12 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         }
     };
     let mut summary = Summary::new(&policy.name);
-    let shared = policy.state.as_ref().map(crate::state::open);
+    // The store's calls end with the run's --max-time, if not before.
+    let deadline = policy.max_time.and_then(|max| start.checked_add(max));
+    let shared = policy
+        .state
+        .as_ref()
+        .map(|settings| crate::state::open_until(settings, deadline));
     let exit = attempt::Attempts::new(policy, &mut world, &mut rng, &mut log, &mut summary)
         .with_state(shared)
         .run();

@@ -8,7 +8,8 @@
 //! - the stores, here: a [`Store`] runs each rule as one atomic operation. `file.rs` (with
 //!   `saved.rs`, the file's contents and name, and `clock.rs`) keeps a key in the state
 //!   directory; `redis.rs` in Redis, through the script `redis.lua` (with `connect.rs`, which
-//!   reaches the server, and `url.rs`, which parses `--state URL`); `memory.rs` in memory, for
+//!   reaches the server within the run's deadline, `resp.rs`, which reads its replies within
+//!   bounds, and `url.rs`, which parses `--state URL`); `memory.rs` in memory, for
 //!   the simulator; `list.rs` lists every key for `--list-keys`;
 //! - the run's handle on its key: [`Shared`] (`handle.rs`), which `run/gate.rs` calls.
 
@@ -19,12 +20,14 @@ mod handle;
 pub mod list;
 pub mod memory;
 pub mod redis;
+mod resp;
 mod saved;
 pub mod url;
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::time::Instant;
 
 pub use self::handle::{Fallback, Shared};
 use crate::policy::KeySettings;
@@ -35,12 +38,19 @@ use crate::policy::shared::{Admit, After, KeyRules, KeyState, Refusal, Ticket, V
 /// A run's handle on the key its policy names: in the `--state` store, with the local state
 /// directory to fall back on, or in the state directory alone. Nothing is connected yet.
 pub fn open(settings: &KeySettings) -> Shared {
+    open_until(settings, None)
+}
+
+/// [`open`], for a run whose `--max-time` ends at `deadline`: no call to the `--state` store
+/// goes past it.
+pub fn open_until(settings: &KeySettings, deadline: Option<Instant>) -> Shared {
     let local = Box::new(file::FileStore::new(settings.dir.clone(), &settings.key));
     let key = settings.key.clone();
     let mut shared = match &settings.store {
         None => Shared::new(key, settings.rules.clone(), local),
         Some(store) => {
-            let remote = Box::new(redis::RedisStore::new(store, &settings.key));
+            let mut remote = Box::new(redis::RedisStore::new(store, &settings.key));
+            remote.until(deadline);
             let mut shared = Shared::new(key, settings.rules.clone(), remote);
             shared.fallback = Some(Fallback {
                 fail: store.fail,
