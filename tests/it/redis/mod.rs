@@ -37,6 +37,7 @@ use crate::support::redis::{PASSWORD, Server, cmd, free_port};
 
 mod connection;
 mod ha;
+mod hostile;
 mod outages;
 mod rules;
 mod scenarios;
