@@ -147,11 +147,7 @@ impl Connection {
 
 /// Connects to `addr` as `login` says, within the deadline: the name lookup, the TCP or Unix
 /// connection, TLS's handshake, AUTH and SELECT.
-pub(super) fn connect(
-    addr: &Addr,
-    login: Login,
-    deadline: Instant,
-) -> Result<Connection, Failure> {
+pub(super) fn connect(addr: &Addr, login: Login, deadline: Instant) -> Result<Connection, Failure> {
     let transport = match addr {
         Addr::Tcp { host, port, tls } => {
             let tcp = tcp(host, *port, deadline)?;
@@ -193,7 +189,9 @@ fn tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream, Failure> {
         Err(_) => {
             let host = host.to_string();
             on_helper(deadline, move || {
-                (host.as_str(), port).to_socket_addrs().map(Iterator::collect)
+                (host.as_str(), port)
+                    .to_socket_addrs()
+                    .map(Iterator::collect)
             })?
         }
     };
@@ -255,9 +253,8 @@ pub(super) fn ask_sentinels(
             port: *port,
             tls,
         };
-        let asked = connect(&addr, login, deadline).and_then(|mut con| {
-            con.call(&["SENTINEL", "get-master-addr-by-name", master])
-        });
+        let asked = connect(&addr, login, deadline)
+            .and_then(|mut con| con.call(&["SENTINEL", "get-master-addr-by-name", master]));
         let named = |value: Value| match value {
             Value::Array(pair) => match pair.as_slice() {
                 [Value::Text(host), Value::Text(port)] => {
@@ -504,7 +501,11 @@ mod tls {
 
     /// TLS over `tcp`, to `host` (a name or an IP address its certificate must hold), the
     /// handshake done within the deadline.
-    pub(super) fn wrap(host: &str, tcp: TcpStream, deadline: Instant) -> Result<Transport, Failure> {
+    pub(super) fn wrap(
+        host: &str,
+        tcp: TcpStream,
+        deadline: Instant,
+    ) -> Result<Transport, Failure> {
         let name = ServerName::try_from(host.to_string()).map_err(|_| {
             Failure::Reply(format!(
                 "{} is not a name a certificate can hold",

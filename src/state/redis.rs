@@ -608,8 +608,7 @@ impl Store for RedisStore {
 
     fn reset(&mut self) -> Result<(), Error> {
         let hash = self.hash.clone();
-        self.call(|con| int(con.call(&["DEL", &hash])?))
-            .map(|_| ())
+        self.call(|con| int(con.call(&["DEL", &hash])?)).map(|_| ())
     }
 
     fn describe(&self) -> String {

@@ -185,7 +185,10 @@ fn count(text: &[u8]) -> Option<Option<usize>> {
 }
 
 fn malformed(line: &[u8]) -> Unread {
-    Unread::Bad(format!("its answer is not Redis's protocol: {}", excerpt(line)))
+    Unread::Bad(format!(
+        "its answer is not Redis's protocol: {}",
+        excerpt(line)
+    ))
 }
 
 /// At most [`EXCERPT`] bytes of `bytes`, escaped and quoted, and how much was left out.

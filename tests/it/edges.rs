@@ -209,11 +209,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
     let mut c = retry();
     c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
     assert_eq!(c.run().status.code(), Some(1));
-    let _: () = server.query(
-        cmd("RENAME")
-            .arg("retry:k")
-            .arg(format!("retry:{KEY}")),
-    );
+    let _: () = server.query(cmd("RENAME").arg("retry:k").arg(format!("retry:{KEY}")));
     list(&place);
 }
 

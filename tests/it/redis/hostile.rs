@@ -74,12 +74,7 @@ fn command(r: &mut impl BufRead) -> std::io::Result<Vec<String>> {
     Ok(args)
 }
 
-fn serve(
-    stream: TcpStream,
-    peer: Peer,
-    port: u16,
-    master: Option<u16>,
-) -> std::io::Result<()> {
+fn serve(stream: TcpStream, peer: Peer, port: u16, master: Option<u16>) -> std::io::Result<()> {
     let mut r = BufReader::new(stream.try_clone()?);
     let mut w = stream;
     let mut round = 0u64;
@@ -220,7 +215,10 @@ fn survived(s: &Setup, args: &[&str], why: &str) {
     assert_eq!(s.ran(), ran + 1, "the command ran: {said}");
     assert!(e.took < Duration::from_secs(10), "{:?}: {said}", e.took);
     assert!(e.peak_kib < 64 * 1024, "{} KiB: {said}", e.peak_kib);
-    assert!(e.stderr.contains("going on with this host's local state"), "{said}");
+    assert!(
+        e.stderr.contains("going on with this host's local state"),
+        "{said}"
+    );
     assert!(e.stderr.contains(why), "{said}");
     assert_eq!(e.stderr.lines().count(), 1, "{said}");
     assert!(e.stderr.len() < 600, "{} bytes: {said}", e.stderr.len());
@@ -301,7 +299,10 @@ fn list_keys_against_a_scan_that_never_ends_stops_at_its_bounds() {
             format!("redis://127.0.0.1:{}", fake.port),
             format!("redis+cluster://127.0.0.1:{}", fake.port),
         ] {
-            let e = against(&s, &["--list-keys", "--state", &url, "--state-timeout", timeout]);
+            let e = against(
+                &s,
+                &["--list-keys", "--state", &url, "--state-timeout", timeout],
+            );
             let said = format!("{peer:?} {url}: {}", e.stderr);
             assert_eq!(e.code, Some(125), "{said}");
             assert!(e.took < Duration::from_secs(10), "{:?}: {said}", e.took);
@@ -319,7 +320,16 @@ fn a_runs_store_calls_end_at_its_max_time() {
     let url = format!("redis://127.0.0.1:{}", fake.port);
     let ran = s.ran();
     let mut c = s.retry(&[
-        "--key", "api", "--state", &url, "--state-timeout", "30s", "--max-time", "1s", "-n", "1",
+        "--key",
+        "api",
+        "--state",
+        &url,
+        "--state-timeout",
+        "30s",
+        "--max-time",
+        "1s",
+        "-n",
+        "1",
     ]);
     c.arg("--").args(s.command(0));
     let started = Instant::now();
@@ -327,7 +337,10 @@ fn a_runs_store_calls_end_at_its_max_time() {
     let took = started.elapsed();
     let log = stderr(&out);
     assert!(took < Duration::from_secs(10), "{took:?}: {log}");
-    assert!(log.contains("no answer before the run's --max-time"), "{log}");
+    assert!(
+        log.contains("no answer before the run's --max-time"),
+        "{log}"
+    );
     // The command's own outcome: run on the local state, or stopped by --max-time at once.
     assert!(s.ran() <= ran + 1, "{log}");
 }

@@ -177,12 +177,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
     // The server holds every script until all 200 hosts have sent theirs, so that they ask
     // for the lease at the same moment (without this, spawning takes long enough for the
     // first host's answer to reach the server before most others ask).
-    server.query::<()>(
-        cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(120_000)
-            .arg("WRITE"),
-    );
+    server.query::<()>(cmd("CLIENT").arg("PAUSE").arg(120_000).arg("WRITE"));
     let hosts: Vec<Child> = (0..200)
         .map(|i| {
             // Each host has its own state directory.
@@ -451,11 +446,7 @@ fn a_key_of_another_type_is_started_afresh_with_a_warning_even_with_state_fail_c
     for fail in ["open", "closed"] {
         for spoil in [
             cmd("SET").arg("retry:api").arg("x").clone(),
-            cmd("RPUSH")
-                .arg("retry:api")
-                .arg("a")
-                .arg("b")
-                .clone(),
+            cmd("RPUSH").arg("retry:api").arg("a").arg("b").clone(),
         ] {
             server.query::<()>(cmd("DEL").arg("retry:api"));
             server.query::<()>(&mut spoil.clone());
@@ -572,8 +563,7 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
         connections.set(after.1 - before.1 - 1);
         (out.status.code(), after.0 - before.0)
     };
-    let hash =
-        || -> Vec<(String, String)> { server.query(cmd("HGETALL").arg("retry:api")) };
+    let hash = || -> Vec<(String, String)> { server.query(cmd("HGETALL").arg("retry:api")) };
     // A key never used: the admission alone, and nothing written.
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
     assert!(!s.stored("api"));

@@ -348,11 +348,7 @@ impl Cluster {
                     .iter()
                     .filter_map(|range| match range {
                         Value::Array(items) => match (&items[0], &items[1], &items[2]) {
-                            (
-                                Value::Int(lo),
-                                Value::Int(hi),
-                                Value::Array(master),
-                            ) => {
+                            (Value::Int(lo), Value::Int(hi), Value::Array(master)) => {
                                 let port = match master.get(1) {
                                     Some(Value::Int(p)) => *p as u16,
                                     _ => 0,
