@@ -82,6 +82,7 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         }
     };
     let mut summary = Summary::new(&policy.name);
+    // The store's calls end with the run's --max-time, if not before: the gate tells it.
     let shared = policy.state.as_ref().map(crate::state::open);
     let exit = attempt::Attempts::new(policy, &mut world, &mut rng, &mut log, &mut summary)
         .with_state(shared)

@@ -8,7 +8,8 @@
 //! - the stores, here: a [`Store`] runs each rule as one atomic operation. `file.rs` (with
 //!   `saved.rs`, the file's contents and name, and `clock.rs`) keeps a key in the state
 //!   directory; `redis.rs` in Redis, through the script `redis.lua` (with `connect.rs`, which
-//!   reaches the server, and `url.rs`, which parses `--state URL`); `memory.rs` in memory, for
+//!   reaches the server within the run's deadline, `resp.rs`, which reads its replies within
+//!   bounds, and `url.rs`, which parses `--state URL`); `memory.rs` in memory, for
 //!   the simulator; `list.rs` lists every key for `--list-keys`;
 //! - the run's handle on its key: [`Shared`] (`handle.rs`), which `run/gate.rs` calls.
 
@@ -19,6 +20,7 @@ mod handle;
 pub mod list;
 pub mod memory;
 pub mod redis;
+mod resp;
 mod saved;
 pub mod url;
 
@@ -36,6 +38,8 @@ use crate::policy::shared::{Admit, After, KeyRules, KeyState, Refusal, Ticket, V
 
 /// A run's handle on the key its policy names: in the `--state` store, with the local state
 /// directory to fall back on, or in the state directory alone. Nothing is connected yet.
+/// No call to a store goes past the run's `--max-time`: the run's gate tells the handle what
+/// is left before each operation (`Shared::wait_at_most`).
 pub fn open(settings: &KeySettings) -> Shared {
     let local = Box::new(file::FileStore::new(settings.dir.clone(), &settings.key));
     let key = settings.key.clone();
@@ -100,8 +104,8 @@ pub trait Store {
     /// The run may not call again for a while: let go of what is held open (a connection).
     /// The next call opens it again.
     fn idle(&mut self) {}
-    /// The next operations may wait for the key (its lock) at most `most`: what is left before
-    /// the run's `--max-time` deadline. `None`: no deadline.
+    /// The next operations may wait for the key (its lock, a server) at most `most`: what is
+    /// left before the run's `--max-time` deadline. `None`: no deadline.
     fn wait_at_most(&mut self, _most: Option<Duration>) {}
 }
 

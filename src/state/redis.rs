@@ -1,13 +1,13 @@
 //! A key's state in Redis, shared by every host that uses the store (`--state URL`):
 //! one hash per key, each operation one server-side Lua script that runs the rules of
 //! [`crate::policy::shared`] atomically, on the server's clock. The client connects on the
-//! first call, and every call of a run together waits no longer than `--state-timeout`.
+//! first call, and every call of a run together waits no longer than `--state-timeout`, nor
+//! past the run's `--max-time`.
 
 use std::time::{Duration, Instant};
 
-use redis::{Connection, ConnectionAddr, ErrorKind, RedisError, ServerErrorKind};
-
-use super::connect::{Failure, ask_sentinels, connect, info, limit, tcp, unauthenticated};
+use super::connect::{Addr, Connection, Failure, Login, ask_sentinels, connect, unexpected};
+use super::resp::{Value, excerpt};
 use super::{Error, Reply, Store};
 use crate::policy::adaptive::History;
 use crate::policy::breaker::{Attempt, Breaker, Change, ms};
@@ -24,6 +24,12 @@ const EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Every number given to a script stays below this, so that Lua's doubles hold it exactly.
 const EXACT: u64 = 1 << 50;
+
+/// The most keys `--list-keys` collects, and the most bytes of their names: a store that
+/// holds more (or a server whose SCAN never ends) is a store problem, not a run that grows
+/// without bound.
+pub const MAX_KEYS: usize = 100_000;
+const MAX_KEY_BYTES: usize = 16 << 20;
 
 /// The script of every operation: one text, so one SHA, loaded once per server.
 pub const SCRIPT: &str = include_str!("redis.lua");
@@ -42,6 +48,8 @@ pub struct RedisStore {
     con: Option<Connection>,
     /// Time spent waiting for the store in this run.
     spent: Duration,
+    /// The run's `--max-time` deadline: no call goes past it.
+    until: Option<Instant>,
     /// A time to run the scripts at instead of the server's clock: for tests that run the same
     /// operations through this store and another at the same times.
     clock: Option<u64>,
@@ -59,6 +67,7 @@ impl RedisStore {
             hash: format!("{PREFIX}{key}"),
             con: None,
             spent: Duration::ZERO,
+            until: None,
             clock: None,
             node: None,
             asking: false,
@@ -74,12 +83,13 @@ impl RedisStore {
             _ => vec![None],
         };
         let mut keys = Vec::new();
+        let mut bytes = 0;
         for node in nodes {
             if node.is_some() {
                 self.node = node;
                 self.con = None;
             }
-            keys.extend(self.scan()?);
+            self.scan(&mut keys, &mut bytes)?;
         }
         keys.sort();
         keys.dedup();
@@ -88,9 +98,12 @@ impl RedisStore {
 
     /// A cluster's masters, as a node sees them (CLUSTER NODES), failed ones left out.
     fn masters(&mut self) -> Result<Vec<(String, u16)>, Error> {
-        let table: String = self.call(|con, deadline| {
-            limit(con, deadline)?;
-            Ok(redis::cmd("CLUSTER").arg("NODES").query(con)?)
+        let table = self.call(|con| match con.call(&["CLUSTER", "NODES"])? {
+            Value::Text(table) => Ok(String::from_utf8_lossy(&table).into_owned()),
+            other => Err(Failure::Reply(format!(
+                "CLUSTER NODES answered {}",
+                unexpected(&other)
+            ))),
         })?;
         Ok(table
             .lines()
@@ -108,54 +121,54 @@ impl RedisStore {
             .collect())
     }
 
-    /// The keys with state on the connected server, by SCAN.
-    fn scan(&mut self) -> Result<Vec<String>, Error> {
+    /// The keys with state on the connected server, by SCAN, added to `keys` (and their
+    /// names' length to `bytes`). A SCAN takes as many rounds as the store needs, all within
+    /// the run's one deadline, and stops at [`MAX_KEYS`].
+    fn scan(&mut self, keys: &mut Vec<String>, bytes: &mut usize) -> Result<(), Error> {
         let pattern = format!("{PREFIX}*");
-        let mut keys = Vec::new();
-        let mut cursor = 0u64;
+        let mut cursor = "0".to_string();
         loop {
-            let (next, found): (u64, Vec<String>) = self.call(|con, deadline| {
-                limit(con, deadline)?;
-                Ok(redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .arg("TYPE")
-                    .arg("hash")
-                    .query(con)?)
+            let (next, found) = self.call(|con| {
+                let reply = con.call(&[
+                    "SCAN", &cursor, "MATCH", &pattern, "COUNT", "1000", "TYPE", "hash",
+                ])?;
+                scanned(reply)
             })?;
-            keys.extend(
-                found
-                    .iter()
-                    .filter_map(|k| k.strip_prefix(PREFIX))
-                    .map(String::from),
-            );
-            // Each call has the whole --state-timeout: a large store takes many.
-            self.spent = Duration::ZERO;
-            if next == 0 {
-                break;
+            for key in found {
+                // A name that is not UTF-8 is no key of retry's, which are all text.
+                let Some(key) = String::from_utf8(key)
+                    .ok()
+                    .and_then(|k| k.strip_prefix(PREFIX).map(String::from))
+                else {
+                    continue;
+                };
+                *bytes += key.len();
+                keys.push(key);
+                if keys.len() > MAX_KEYS || *bytes > MAX_KEY_BYTES {
+                    return Err(self.error(Failure::Reply(format!(
+                        "it holds more than {MAX_KEYS} keys (or {} MiB of their names), the \
+                         most --list-keys lists",
+                        MAX_KEY_BYTES >> 20
+                    ))));
+                }
+            }
+            if next == "0" {
+                return Ok(());
             }
             cursor = next;
         }
-        Ok(keys)
     }
 
-    /// From now on, the store of `key`, on the same connection, with its own time limit.
+    /// From now on, the store of `key`, on the same connection, within the same time limit.
     pub fn switch_to(&mut self, key: &str) {
         self.hash = format!("{PREFIX}{key}");
-        self.spent = Duration::ZERO;
     }
 
     /// When a run last changed the key or started on it: the store pushes the key's expiry
     /// back then, so it is the expiry less the time left. `None` when the key has no expiry.
     pub fn last_used(&mut self, s: &KeyRules) -> Result<Option<u64>, Error> {
         let hash = self.hash.clone();
-        let left: i64 = self.call(|con, deadline| {
-            limit(con, deadline)?;
-            Ok(redis::cmd("PTTL").arg(&hash).query(con)?)
-        })?;
+        let left = self.call(|con| int(con.call(&["PTTL", &hash])?))?;
         Ok(u64::try_from(left)
             .ok()
             .map(|left| expiry(s).saturating_sub(left)))
@@ -172,21 +185,19 @@ impl RedisStore {
         Ok((state, now))
     }
 
-    /// How to reach a server at `addr` as the URL's user, in its database.
-    fn info(&self, addr: ConnectionAddr) -> Result<redis::ConnectionInfo, RedisError> {
-        let url = &self.settings.url;
-        let user = url.user.as_deref();
-        let password = url.password.as_ref().map(|p| p.expose());
-        info(addr, user, password, url.db)
-    }
-
     /// Connects to the store: its one server; the master the sentinels name; a cluster's
     /// node, the one a MOVED named if any, else the first of the URL's that answers.
     fn open(&mut self, deadline: Instant) -> Result<Connection, Failure> {
         let url = &self.settings.url;
+        let login = Login {
+            user: url.user.as_deref(),
+            password: url.password.as_ref().map(|p| p.expose()),
+            db: url.db,
+        };
+        let tcp = |host, port, tls| Addr::Tcp { host, port, tls };
         match &url.place {
-            Place::Tcp { host, port, tls } => connect(self.info(tcp(host, *port, *tls))?, deadline),
-            Place::Unix(path) => connect(self.info(ConnectionAddr::Unix(path.clone()))?, deadline),
+            Place::Tcp { host, port, tls } => connect(&tcp(host, *port, *tls), login, deadline),
+            Place::Unix(path) => connect(&Addr::Unix(path), login, deadline),
             Place::Sentinel {
                 sentinels,
                 master,
@@ -194,12 +205,12 @@ impl RedisStore {
                 sentinel,
             } => {
                 let (host, port) = ask_sentinels(sentinels, master, *tls, sentinel, deadline)?;
-                connect(self.info(tcp(&host, port, *tls))?, deadline)
+                connect(&tcp(&host, port, *tls), login, deadline)
             }
             Place::Cluster { nodes, tls } => {
                 let mut last = None;
                 for (host, port) in self.node.iter().chain(nodes) {
-                    match connect(self.info(tcp(host, *port, *tls))?, deadline) {
+                    match connect(&tcp(host, *port, *tls), login, deadline) {
                         Ok(con) => return Ok(con),
                         Err(Failure::Timeout) => return Err(Failure::Timeout),
                         Err(e) => last = Some(e),
@@ -210,64 +221,70 @@ impl RedisStore {
         }
     }
 
-    /// Runs `f` on the connection (made first, if need be) with what is left of the run's
-    /// `--state-timeout`; the time it takes is spent. A connection kept from an earlier call
-    /// that turns out to be closed (the server's `timeout`, a proxy, or CLIENT KILL closed it
-    /// while the run held it idle, during an attempt or a wait) is made again, once, within the
-    /// same time: a closed idle connection never received the call.
-    fn call<T>(
-        &mut self,
-        f: impl Fn(&mut Connection, Instant) -> Result<T, Failure>,
-    ) -> Result<T, Error> {
+    /// Runs `f` on the connection (made first, if need be) until the run's deadline: what is
+    /// left of its `--state-timeout`, or its `--max-time` if that comes first; the time it
+    /// takes is spent. A connection kept from an earlier call that turns out to be closed (the
+    /// server's `timeout`, a proxy, or CLIENT KILL closed it while the run held it idle, during
+    /// an attempt or a wait) is made again, once, within the same time: a closed idle
+    /// connection never received the call.
+    fn call<T>(&mut self, f: impl Fn(&mut Connection) -> Result<T, Failure>) -> Result<T, Error> {
         let started = Instant::now();
-        let deadline = started + self.settings.timeout.saturating_sub(self.spent);
+        let budget = self.settings.timeout.saturating_sub(self.spent);
+        // A --state-timeout too long for the clock is as good as none.
+        let own = started.checked_add(budget);
+        let (deadline, by_max_time) = match (own, self.until) {
+            (Some(own), Some(until)) if until < own => (until, true),
+            (Some(own), _) => (own, false),
+            (None, Some(until)) => (until, true),
+            (None, None) => (started + Duration::from_secs(365 * 86_400), false),
+        };
         let kept = self.con.is_some();
-        let mut result = self.connected(deadline).and_then(|con| f(con, deadline));
-        if kept && matches!(&result, Err(Failure::Redis(e)) if e.is_connection_dropped()) {
+        let mut result = self.connected(deadline).and_then(&f);
+        if kept && result.as_ref().is_err_and(Failure::dropped) {
             self.con = None;
-            result = self.connected(deadline).and_then(|con| f(con, deadline));
+            result = self.connected(deadline).and_then(&f);
         }
         // A cluster's node that does not hold the key names the one that does (MOVED), or the
         // one it is moving to (ASK): the call goes there, twice at most (a MOVED, then an ASK
         // while the slot migrates).
         for _ in 0..2 {
-            // redis-rs gives the node as "host:port", and the slot.
-            let redirect = match &result {
-                Err(Failure::Redis(e)) => e
-                    .redirect_node()
-                    .and_then(|(addr, _slot)| addr.rsplit_once(':'))
-                    .and_then(|(host, port)| Some((host.to_string(), port.parse().ok()?)))
-                    .map(|(host, port): (String, u16)| (host, port, e.kind())),
-                _ => None,
-            };
-            let Some((host, port, kind)) = redirect else {
+            let Some((host, port, ask)) = result.as_ref().err().and_then(Failure::redirect) else {
                 break;
             };
             self.node = Some((host, port));
-            self.asking = kind == ErrorKind::Server(ServerErrorKind::Ask);
+            self.asking = ask;
             self.con = None;
-            result = self.connected(deadline).and_then(|con| f(con, deadline));
+            result = self.connected(deadline).and_then(&f);
         }
         self.spent += started.elapsed();
         result.map_err(|failure| {
             // A call cut short may leave its answer on the way: never read it as the next's.
             self.con = None;
-            self.error(failure)
+            match failure {
+                Failure::Timeout if by_max_time => Error::Store {
+                    place: self.settings.url.redacted(),
+                    why: "no answer before the run's --max-time".into(),
+                },
+                failure => self.error(failure),
+            }
         })
     }
 
+    /// The connection, made if need be, its reads and writes ending at `deadline`.
     fn connected(&mut self, deadline: Instant) -> Result<&mut Connection, Failure> {
         if self.con.is_none() {
             let mut con = self.open(deadline)?;
             if std::mem::take(&mut self.asking) {
-                limit(&mut con, deadline)?;
-                redis::cmd("ASKING").query::<()>(&mut con)?;
+                con.call(&["ASKING"])?;
             }
             self.con = Some(con);
         }
-        self.con
+        let con = self
+            .con
             .as_mut()
-            .ok_or_else(|| Failure::Reply("no connection".into()))
+            .ok_or_else(|| Failure::Reply("no connection".into()))?;
+        con.until(deadline);
+        Ok(con)
     }
 
     fn error(&self, failure: Failure) -> Error {
@@ -276,11 +293,10 @@ impl RedisStore {
                 "no answer within --state-timeout {}",
                 human(self.settings.timeout)
             ),
-            Failure::Redis(e) if self.settings.url.password.is_none() && unauthenticated(&e) => {
+            f if self.settings.url.password.is_none() && f.unauthenticated() => {
                 "the store requires a password: put it in the URL or in REDISCLI_AUTH".into()
             }
-            Failure::Redis(e) => e.to_string(),
-            Failure::Reply(why) => why,
+            f => f.words(),
         };
         Error::Store {
             place: self.settings.url.redacted(),
@@ -300,26 +316,17 @@ impl RedisStore {
         let mut args = self.settings_args(op, s);
         args.extend_from_slice(own);
         let hash = self.hash.clone();
-        let fields = self.call(|con, deadline| {
-            limit(con, deadline)?;
-            let sha = redis::cmd("EVALSHA")
-                .arg(SCRIPT_SHA1)
-                .arg(1)
-                .arg(&hash)
-                .arg(&args)
-                .query::<Vec<String>>(con);
-            match sha {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    limit(con, deadline)?;
-                    Ok(redis::cmd("EVAL")
-                        .arg(SCRIPT)
-                        .arg(1)
-                        .arg(&hash)
-                        .arg(&args)
-                        .query::<Vec<String>>(con)?)
-                }
-                other => Ok(other?),
-            }
+        let command = |first: &'static str, script: &'static str| {
+            let mut command = vec![first, script, "1", hash.as_str()];
+            command.extend(args.iter().map(String::as_str));
+            command
+        };
+        let fields = self.call(|con| {
+            let reply = match con.call(&command("EVALSHA", SCRIPT_SHA1)) {
+                Err(e) if e.code() == Some(b"NOSCRIPT") => con.call(&command("EVAL", SCRIPT))?,
+                other => other?,
+            };
+            strings(reply)
         })?;
         decode(&fields).map_err(|why| self.error(Failure::Reply(why)))
     }
@@ -384,7 +391,12 @@ fn expiry(s: &KeyRules) -> u64 {
 /// The script's answer: the time, whether the hash was started afresh, the state, and the
 /// operation's own answer.
 fn decode(fields: &[String]) -> Result<(u64, bool, KeyState, Vec<String>), String> {
-    let bad = || format!("the store's script answered {fields:?}");
+    let bad = || {
+        format!(
+            "the store's script answered {}",
+            excerpt(format!("{fields:?}").as_bytes())
+        )
+    };
     let [now, corrupt, g, s, f, u, l, o, m, a, h, answer @ ..] = fields else {
         return Err(bad());
     };
@@ -452,6 +464,56 @@ fn number(answer: &[String], i: usize) -> u64 {
 
 fn text(answer: &[String], i: usize) -> &str {
     answer.get(i).map_or("", String::as_str)
+}
+
+/// A script's answer: an array of strings (a number stands for its digits).
+fn strings(reply: Value) -> Result<Vec<String>, Failure> {
+    let bad = |value: &Value| Failure::Reply(format!("the script answered {}", unexpected(value)));
+    let Value::Array(items) = &reply else {
+        return Err(bad(&reply));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Text(t) => String::from_utf8(t.clone()).map_err(|_| bad(&reply)),
+            Value::Int(n) => Ok(n.to_string()),
+            _ => Err(bad(&reply)),
+        })
+        .collect()
+}
+
+fn int(reply: Value) -> Result<i64, Failure> {
+    match reply {
+        Value::Int(n) => Ok(n),
+        other => Err(Failure::Reply(format!(
+            "a number was expected, not {}",
+            unexpected(&other)
+        ))),
+    }
+}
+
+/// A SCAN round's answer: the next cursor, and the keys found.
+fn scanned(reply: Value) -> Result<(String, Vec<Vec<u8>>), Failure> {
+    let bad = |value: &Value| Failure::Reply(format!("SCAN answered {}", unexpected(value)));
+    let Value::Array(pair) = &reply else {
+        return Err(bad(&reply));
+    };
+    let [Value::Text(cursor), Value::Array(found)] = pair.as_slice() else {
+        return Err(bad(&reply));
+    };
+    let cursor = std::str::from_utf8(cursor)
+        .ok()
+        .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| bad(&reply))?
+        .to_string();
+    let keys = found
+        .iter()
+        .map(|key| match key {
+            Value::Text(key) => Ok(key.clone()),
+            _ => Err(bad(&reply)),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((cursor, keys))
 }
 
 impl Store for RedisStore {
@@ -540,11 +602,7 @@ impl Store for RedisStore {
 
     fn reset(&mut self) -> Result<(), Error> {
         let hash = self.hash.clone();
-        self.call(|con, deadline| {
-            limit(con, deadline)?;
-            Ok(redis::cmd("DEL").arg(&hash).query::<i64>(con)?)
-        })
-        .map(|_| ())
+        self.call(|con| int(con.call(&["DEL", &hash])?)).map(|_| ())
     }
 
     fn describe(&self) -> String {
@@ -553,6 +611,12 @@ impl Store for RedisStore {
 
     fn idle(&mut self) {
         self.con = None;
+    }
+
+    /// No call goes past what is left before the run's `--max-time`, whatever is left of
+    /// `--state-timeout`.
+    fn wait_at_most(&mut self, most: Option<Duration>) {
+        self.until = most.and_then(|most| Instant::now().checked_add(most));
     }
 }
 

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use crate::support::redis::Server;
+use crate::support::redis::{Server, cmd};
 use crate::support::{Launch, dev_full, retry, retry_in_sh, wait};
 
 /// Whether `text` holds anything that could end, hide or reorder a line: a control character
@@ -255,11 +255,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
     let mut c = retry();
     c.args(&place).args(["--key", "k", "-n1", "--", "false"]);
     assert_eq!(c.run().status.code(), Some(1));
-    let _: () = server.query(
-        ::redis::cmd("RENAME")
-            .arg("retry:k")
-            .arg(format!("retry:{KEY}")),
-    );
+    let _: () = server.query(cmd("RENAME").arg("retry:k").arg(format!("retry:{KEY}")));
     list(&place);
 }
 

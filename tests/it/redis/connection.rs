@@ -91,7 +91,7 @@ fn the_url_can_come_from_the_environment_or_a_profile() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     assert!(!s.file_of("api").exists(), "the state is in Redis");
-    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    let state: String = server.query(cmd("HGET").arg("retry:api").arg("s"));
     assert_eq!(state, "open");
     let config = s.dir.path().join("config.toml");
     fs::write(
@@ -106,7 +106,7 @@ fn the_url_can_come_from_the_environment_or_a_profile() {
     let profile = ["--config", config_s.as_str(), "-p", "fleet"];
     assert_eq!(s.run(&profile, 1).status.code(), Some(1));
     assert_eq!(s.run(&profile, 0).status.code(), Some(75));
-    let exists: bool = server.query(::redis::cmd("EXISTS").arg("retry:db"));
+    let exists: bool = server.query(cmd("EXISTS").arg("retry:db"));
     assert!(exists);
 }
 

@@ -33,10 +33,11 @@ use retry::state::redis::RedisStore;
 
 use crate::support;
 use crate::support::keyed::{self, Setup, breaker, output, stderr, with};
-use crate::support::redis::{PASSWORD, Server, free_port};
+use crate::support::redis::{PASSWORD, Server, cmd, free_port};
 
 mod connection;
 mod ha;
+mod hostile;
 mod outages;
 mod rules;
 mod scenarios;

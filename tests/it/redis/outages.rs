@@ -230,13 +230,13 @@ fn reconnects(server: &Server, flags: &[&str], command: &str) {
     assert_eq!(s.ran(), 2, "{flags:?}: {log}");
     assert!(!log.contains("retry: warning"), "{flags:?}: {log}");
     assert!(!s.file_of("api").exists(), "{flags:?}: no local state");
-    let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+    let f: String = server.query(cmd("HGET").arg("retry:api").arg("f"));
     assert_eq!(
         f.split(',').count(),
         2,
         "{flags:?}: both failures counted: {f:?}"
     );
-    server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+    server.query::<()>(cmd("DEL").arg("retry:api"));
 }
 
 #[test]
@@ -246,7 +246,7 @@ fn a_connection_the_server_closed_while_idle_is_opened_again() {
     };
     // The server closes a connection idle for a second: during the second attempt, which it
     // holds, and during the wait before the retry.
-    server.query::<()>(::redis::cmd("CONFIG").arg("SET").arg("timeout").arg(1));
+    server.query::<()>(cmd("CONFIG").arg("SET").arg("timeout").arg(1));
     reconnects(&server, &["-d", "0"], "sleep 2.5");
     reconnects(&server, &["-d", "2500ms", "--jitter", "none"], "true");
 }

@@ -177,12 +177,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
     // The server holds every script until all 200 hosts have sent theirs, so that they ask
     // for the lease at the same moment (without this, spawning takes long enough for the
     // first host's answer to reach the server before most others ask).
-    server.query::<()>(
-        ::redis::cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(120_000)
-            .arg("WRITE"),
-    );
+    server.query::<()>(cmd("CLIENT").arg("PAUSE").arg(120_000).arg("WRITE"));
     let hosts: Vec<Child> = (0..200)
         .map(|i| {
             // Each host has its own state directory.
@@ -202,7 +197,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         .collect();
     let waiting = Instant::now();
     loop {
-        let clients: String = server.query(::redis::cmd("CLIENT").arg("LIST"));
+        let clients: String = server.query(cmd("CLIENT").arg("LIST"));
         let asking = clients
             .lines()
             .filter(|l| l.contains("user=retry") && l.contains(" flags=b "))
@@ -212,7 +207,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         }
         thread::sleep(Duration::from_millis(10));
     }
-    server.query::<()>(::redis::cmd("CLIENT").arg("UNPAUSE"));
+    server.query::<()>(cmd("CLIENT").arg("UNPAUSE"));
     let hosts = Arc::new(Mutex::new(hosts));
     let codes = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
@@ -263,7 +258,7 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
     };
     let s = Setup::redis(&server);
     server.query::<i64>(
-        ::redis::cmd("HSET")
+        cmd("HSET")
             .arg("retry:api")
             .arg("s")
             .arg("ajar")
@@ -278,7 +273,7 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
         "{}",
         stderr(&out)
     );
-    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    let state: String = server.query(cmd("HGET").arg("retry:api").arg("s"));
     assert_eq!(state, "closed");
 }
 
@@ -289,14 +284,14 @@ fn answers_promptly(server: &Server) -> bool {
     let limit = Some(Duration::from_secs(2));
     con.set_read_timeout(limit).expect("read timeout");
     con.set_write_timeout(limit).expect("write timeout");
-    ::redis::cmd("PING")
+    cmd("PING")
         .query::<String>(&mut con)
         .is_ok_and(|pong| pong == "PONG")
 }
 
 /// The key's hash, field by field.
 fn fields(server: &Server, hash: &str) -> std::collections::HashMap<String, String> {
-    server.query(::redis::cmd("HGETALL").arg(hash))
+    server.query(cmd("HGETALL").arg(hash))
 }
 
 /// A key's hash as the script writes it, in the state in which the script reads `field`, with
@@ -387,9 +382,9 @@ fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
         ("u", now + 3_600_000, 75),
         ("l", now + 60_000, 75),
     ] {
-        server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+        server.query::<()>(cmd("DEL").arg("retry:api"));
         let pairs = spoilt(now, field, &value.to_string());
-        server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
+        server.query::<()>(cmd("HSET").arg("retry:api").arg(&pairs));
         let out = s.run(&flags, 3);
         assert_eq!(out.status.code(), Some(code), "{field}: {}", stderr(&out));
         assert!(
@@ -403,9 +398,9 @@ fn a_stored_value_out_of_range_is_started_afresh_and_never_holds_the_server() {
             let what = format!("{field} = {value:?}, spoilt during the run: {during}");
             // Spoilt among times that are right for the store's clock.
             let pairs = spoilt(s.now(), field, value);
-            server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+            server.query::<()>(cmd("DEL").arg("retry:api"));
             if !during {
-                server.query::<()>(::redis::cmd("HSET").arg("retry:api").arg(&pairs));
+                server.query::<()>(cmd("HSET").arg("retry:api").arg(&pairs));
             }
             let ran = s.ran();
             let mut c = s.retry(&flags);
@@ -450,14 +445,10 @@ fn a_key_of_another_type_is_started_afresh_with_a_warning_even_with_state_fail_c
     let s = Setup::redis(&server);
     for fail in ["open", "closed"] {
         for spoil in [
-            ::redis::cmd("SET").arg("retry:api").arg("x").clone(),
-            ::redis::cmd("RPUSH")
-                .arg("retry:api")
-                .arg("a")
-                .arg("b")
-                .clone(),
+            cmd("SET").arg("retry:api").arg("x").clone(),
+            cmd("RPUSH").arg("retry:api").arg("a").arg("b").clone(),
         ] {
-            server.query::<()>(::redis::cmd("DEL").arg("retry:api"));
+            server.query::<()>(cmd("DEL").arg("retry:api"));
             server.query::<()>(&mut spoil.clone());
             let ran = s.ran();
             let flags = ["--key", "api", "--state-fail", fail, "-n", "2", "-d", "1ms"];
@@ -470,9 +461,9 @@ fn a_key_of_another_type_is_started_afresh_with_a_warning_even_with_state_fail_c
                 "{fail}: {log}"
             );
             assert!(!log.contains("going on"), "{fail}: {log}");
-            let kind: String = server.query(::redis::cmd("TYPE").arg("retry:api"));
+            let kind: String = server.query(cmd("TYPE").arg("retry:api"));
             assert_eq!(kind, "hash", "{fail}");
-            let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+            let f: String = server.query(cmd("HGET").arg("retry:api").arg("f"));
             assert_eq!(f.split(',').count(), 2, "{fail}: both failures counted");
             assert!(!s.file_of("api").exists(), "{fail}: no local state");
         }
@@ -526,7 +517,7 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
 /// yet is not one), and the connections it has accepted (this question's own included), from
 /// its own counts.
 fn server_counts(server: &Server) -> (u64, u64) {
-    let info: String = server.query(::redis::cmd("INFO").arg("commandstats").arg("stats"));
+    let info: String = server.query(cmd("INFO").arg("commandstats").arg("stats"));
     let count = |line: &str, field: &str| -> u64 {
         line.split([':', ','])
             .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))
@@ -548,7 +539,7 @@ fn server_counts(server: &Server) -> (u64, u64) {
 
 /// The server's clock, in milliseconds, as the script reads it.
 fn server_ms(server: &Server) -> u64 {
-    let (secs, micros): (u64, u64) = server.query(&mut ::redis::cmd("TIME"));
+    let (secs, micros): (u64, u64) = server.query(&mut cmd("TIME"));
     secs * 1000 + micros / 1000
 }
 
@@ -572,8 +563,7 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
         connections.set(after.1 - before.1 - 1);
         (out.status.code(), after.0 - before.0)
     };
-    let hash =
-        || -> Vec<(String, String)> { server.query(::redis::cmd("HGETALL").arg("retry:api")) };
+    let hash = || -> Vec<(String, String)> { server.query(cmd("HGETALL").arg("retry:api")) };
     // A key never used: the admission alone, and nothing written.
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 1));
     assert!(!s.stored("api"));
@@ -583,7 +573,7 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     assert_eq!(connections.get(), 2);
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
     assert_eq!(connections.get(), 1);
-    let f: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("f"));
+    let f: String = server.query(cmd("HGET").arg("retry:api").arg("f"));
     assert_eq!(f, "");
     // Settled again: the admission alone, and the hash as it was.
     let settled = hash();
@@ -594,8 +584,8 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     // `a` (the default refill, a token a minute), as much as its clock allowed between before
     // and after the run: what came back is counted out of `m`, then `m` is exact.
     let off = ["--key", "api", "--breaker-failures", "0", "-d", "1ms"];
-    let m = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("m")) };
-    let a = |_: ()| -> u64 { server.query(::redis::cmd("HGET").arg("retry:api").arg("a")) };
+    let m = |_: ()| -> u64 { server.query(cmd("HGET").arg("retry:api").arg("m")) };
+    let a = |_: ()| -> u64 { server.query(cmd("HGET").arg("retry:api").arg("a")) };
     let before = server_ms(&server);
     assert_eq!(run(&with(&off, &["-n", "2"]), 1).0, Some(1));
     let after = server_ms(&server);
@@ -630,12 +620,12 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     );
     // An open breaker whose time is up: the probe's success is recorded, and closes it.
     server.query::<i64>(
-        ::redis::cmd("HSET")
+        cmd("HSET")
             .arg("retry:api")
             .arg(&["s", "open", "u", "0", "o", "1000", "m", "10000"]),
     );
     assert_eq!(run(&["--key", "api"], 0), (Some(0), 2));
-    let state: String = server.query(::redis::cmd("HGET").arg("retry:api").arg("s"));
+    let state: String = server.query(cmd("HGET").arg("retry:api").arg("s"));
     assert_eq!(state, "closed");
 }
 
@@ -646,7 +636,7 @@ fn a_key_expires_after_a_week_without_use() {
     };
     let s = Setup::redis(&server);
     s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 3);
-    let ttl: i64 = server.query(::redis::cmd("PTTL").arg("retry:api"));
+    let ttl: i64 = server.query(cmd("PTTL").arg("retry:api"));
     let week = 7 * 24 * 3600 * 1000;
     assert!(ttl > week - 60_000 && ttl <= week, "{ttl}");
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::redis::{Cluster, Sentinels, Server};
+use super::redis::{Cluster, Cmd, FromReply, Sentinels, Server, cmd};
 
 /// Calls `$run!` with the name of every scenario below: each store's test module runs them all.
 macro_rules! scenarios {
@@ -139,7 +139,7 @@ impl<'a> Setup<'a> {
     }
 
     /// A command as `admin` on the store's server that holds its key.
-    fn query<T: ::redis::FromRedisValue>(&self, cmd: &mut ::redis::Cmd) -> T {
+    fn query<T: FromReply>(&self, cmd: &mut Cmd) -> T {
         match self.backend {
             Backend::File => panic!("no Redis here"),
             Backend::Redis(server) => server.query(cmd),
@@ -237,7 +237,7 @@ impl<'a> Setup<'a> {
     pub fn stored(&self, key: &str) -> bool {
         match self.backend {
             Backend::File => self.file_of(key).exists(),
-            _ => self.query::<bool>(::redis::cmd("EXISTS").arg(format!("retry:{}", self.key(key)))),
+            _ => self.query::<bool>(cmd("EXISTS").arg(format!("retry:{}", self.key(key)))),
         }
     }
 
@@ -255,9 +255,9 @@ impl<'a> Setup<'a> {
             }
             _ => {
                 let hash = format!("retry:{}", self.key(key));
-                let state: String = self.query(::redis::cmd("HGET").arg(&hash).arg("s"));
+                let state: String = self.query(cmd("HGET").arg(&hash).arg("s"));
                 assert_eq!(state, "open");
-                self.query(::redis::cmd("HGET").arg(&hash).arg("o"))
+                self.query(cmd("HGET").arg(&hash).arg("o"))
             }
         }
     }
@@ -275,7 +275,7 @@ impl<'a> Setup<'a> {
             }
             _ => {
                 let mut fields: Vec<(String, String)> =
-                    self.query(::redis::cmd("HGETALL").arg(format!("retry:{}", self.key(key))));
+                    self.query(cmd("HGETALL").arg(format!("retry:{}", self.key(key))));
                 fields.sort();
                 format!("{fields:?}")
             }

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, OnceLock};
 use std::thread;
+use std::time::Duration;
 
 use tempfile::TempDir;
 
@@ -186,14 +187,12 @@ impl Server {
     }
 
     /// A connection as `admin`, for the test itself.
-    pub fn admin(&self) -> ::redis::Connection {
-        ::redis::Client::open(format!("redis://admin:admin@127.0.0.1:{}", self.port))
-            .and_then(|c| c.get_connection())
-            .expect("admin connection")
+    pub fn admin(&self) -> Admin {
+        Admin::open(self.port, Some(("admin", "admin"))).expect("admin connection")
     }
 
     /// A command as `admin`.
-    pub fn query<T: ::redis::FromRedisValue>(&self, cmd: &mut ::redis::Cmd) -> T {
+    pub fn query<T: FromReply>(&self, cmd: &mut Cmd) -> T {
         cmd.query(&mut self.admin()).expect("admin command")
     }
 }
@@ -308,7 +307,7 @@ impl Cluster {
         // Every node knows every slot's master before the test starts.
         let started = std::time::Instant::now();
         while !cluster.nodes.iter().all(|n| {
-            n.query::<String>(::redis::cmd("CLUSTER").arg("INFO"))
+            n.query::<String>(cmd("CLUSTER").arg("INFO"))
                 .contains("cluster_state:ok")
         }) {
             assert!(started.elapsed() < PATIENCE, "the cluster never came up");
@@ -326,12 +325,12 @@ impl Cluster {
     }
 
     /// A command as `admin`, on the node that holds its key.
-    pub fn query<T: ::redis::FromRedisValue>(&self, cmd: &mut ::redis::Cmd) -> T {
+    pub fn query<T: FromReply>(&self, cmd: &mut Cmd) -> T {
         let mut last = None;
         for node in &self.nodes {
             match cmd.query::<T>(&mut node.admin()) {
                 Ok(v) => return v,
-                Err(e) if e.redirect_node().is_some() => last = Some(e),
+                Err(e) if e.starts_with("MOVED ") || e.starts_with("ASK ") => last = Some(e),
                 Err(e) => panic!("admin command: {e}"),
             }
         }
@@ -340,22 +339,18 @@ impl Cluster {
 
     /// The node that holds `hash`.
     pub fn holder(&self, hash: &str) -> &Server {
-        let slot: u16 = self.nodes[0].query(::redis::cmd("CLUSTER").arg("KEYSLOT").arg(hash));
+        let slot: u16 = self.nodes[0].query(cmd("CLUSTER").arg("KEYSLOT").arg(hash));
         self.nodes
             .iter()
             .find(|n| {
                 let slots: Vec<(u16, u16)> = n
-                    .query::<Vec<::redis::Value>>(::redis::cmd("CLUSTER").arg("SLOTS"))
+                    .query::<Vec<Value>>(cmd("CLUSTER").arg("SLOTS"))
                     .iter()
                     .filter_map(|range| match range {
-                        ::redis::Value::Array(items) => match (&items[0], &items[1], &items[2]) {
-                            (
-                                ::redis::Value::Int(lo),
-                                ::redis::Value::Int(hi),
-                                ::redis::Value::Array(master),
-                            ) => {
+                        Value::Array(items) => match (&items[0], &items[1], &items[2]) {
+                            (Value::Int(lo), Value::Int(hi), Value::Array(master)) => {
                                 let port = match master.get(1) {
-                                    Some(::redis::Value::Int(p)) => *p as u16,
+                                    Some(Value::Int(p)) => *p as u16,
                                     _ => 0,
                                 };
                                 (port == n.port).then_some((*lo as u16, *hi as u16))
@@ -406,7 +401,7 @@ impl Sentinels {
         let started = std::time::Instant::now();
         // The replica has synced and follows the master's writes.
         while !replica
-            .query::<String>(::redis::cmd("INFO").arg("replication"))
+            .query::<String>(cmd("INFO").arg("replication"))
             .contains("master_link_status:up")
         {
             assert!(started.elapsed() < PATIENCE, "the replica never connected");
@@ -463,7 +458,7 @@ impl Sentinels {
         // Redis before 7.0 has no SENTINEL DEBUG; there a TILT takes its 30 s.
         for (_, port, _) in &set.sentinels {
             let tuned = sentinel(*port).and_then(|mut con| {
-                ::redis::cmd("SENTINEL")
+                cmd("SENTINEL")
                     .arg(&["DEBUG", "tilt-trigger", "10000", "tilt-period", "1000"])
                     .query::<()>(&mut con)
             });
@@ -479,11 +474,11 @@ impl Sentinels {
             let Ok(mut con) = sentinel(*port) else {
                 return false;
             };
-            let replicas: Result<Vec<::redis::Value>, _> = ::redis::cmd("SENTINEL")
+            let replicas: Result<Vec<Value>, _> = cmd("SENTINEL")
                 .arg("replicas")
                 .arg(MASTER_NAME)
                 .query(&mut con);
-            let sentinels: Result<Vec<::redis::Value>, _> = ::redis::cmd("SENTINEL")
+            let sentinels: Result<Vec<Value>, _> = cmd("SENTINEL")
                 .arg("sentinels")
                 .arg(MASTER_NAME)
                 .query(&mut con);
@@ -518,7 +513,7 @@ impl Sentinels {
     pub fn master_port(&self) -> Option<u16> {
         self.sentinels.iter().find_map(|(_, port, _)| {
             let mut con = sentinel(*port).ok()?;
-            ::redis::cmd("SENTINEL")
+            cmd("SENTINEL")
                 .arg("get-master-addr-by-name")
                 .arg(MASTER_NAME)
                 .query::<Option<(String, u16)>>(&mut con)
@@ -530,8 +525,8 @@ impl Sentinels {
 }
 
 /// A connection to the sentinel on `port`.
-fn sentinel(port: u16) -> ::redis::RedisResult<::redis::Connection> {
-    ::redis::Client::open(format!("redis://127.0.0.1:{port}")).and_then(|c| c.get_connection())
+fn sentinel(port: u16) -> Result<Admin, String> {
+    Admin::open(port, None)
 }
 
 impl Drop for Sentinels {
@@ -539,6 +534,248 @@ impl Drop for Sentinels {
         for (child, _, _) in &mut self.sentinels {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+/// A command for the test's own connections ([`Admin`]), built as redis-rs's `cmd` was:
+/// `cmd("HGET").arg(hash).arg("s")`. The tests talk to the servers they start with this small
+/// client of their own (retry has no Redis client crate to lend them), trusting the servers'
+/// replies as they trust the servers.
+#[derive(Clone, Debug)]
+pub struct Cmd(Vec<Vec<u8>>);
+
+pub fn cmd(name: &str) -> Cmd {
+    Cmd(vec![name.as_bytes().to_vec()])
+}
+
+impl Cmd {
+    pub fn arg(&mut self, arg: impl Args) -> &mut Cmd {
+        arg.push_to(&mut self.0);
+        self
+    }
+
+    /// Runs the command on `con`: its reply, or the server's error line.
+    pub fn query<T: FromReply>(&self, con: &mut Admin) -> Result<T, String> {
+        T::from_reply(con.call(self)?)
+    }
+}
+
+/// What a command takes as arguments: text, numbers, and lists of them (one argument each).
+pub trait Args {
+    fn push_to(self, out: &mut Vec<Vec<u8>>);
+}
+
+macro_rules! args_by_display {
+    ($($t:ty),*) => {$(
+        impl Args for $t {
+            fn push_to(self, out: &mut Vec<Vec<u8>>) {
+                out.push(self.to_string().into_bytes());
+            }
+        }
+    )*};
+}
+args_by_display!(&str, String, &String, i32, u32, u64, i64, usize, u16);
+
+impl Args for &Vec<String> {
+    fn push_to(self, out: &mut Vec<Vec<u8>>) {
+        out.extend(self.iter().map(|a| a.as_bytes().to_vec()));
+    }
+}
+
+impl<const N: usize> Args for &[&str; N] {
+    fn push_to(self, out: &mut Vec<Vec<u8>>) {
+        out.extend(self.iter().map(|a| a.as_bytes().to_vec()));
+    }
+}
+
+/// A reply (an error reply is the `Err` of [`Cmd::query`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Nil,
+    Int(i64),
+    Text(Vec<u8>),
+    Array(Vec<Value>),
+}
+
+/// What a reply is read as.
+pub trait FromReply: Sized {
+    fn from_reply(v: Value) -> Result<Self, String>;
+}
+
+impl FromReply for Value {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        Ok(v)
+    }
+}
+
+impl FromReply for () {
+    fn from_reply(_: Value) -> Result<Self, String> {
+        Ok(())
+    }
+}
+
+impl FromReply for String {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        match v {
+            Value::Text(t) => String::from_utf8(t).map_err(|e| e.to_string()),
+            Value::Int(n) => Ok(n.to_string()),
+            other => Err(format!("not text: {other:?}")),
+        }
+    }
+}
+
+macro_rules! numbers {
+    ($($t:ty),*) => {$(
+        impl FromReply for $t {
+            fn from_reply(v: Value) -> Result<Self, String> {
+                match v {
+                    Value::Int(n) => <$t>::try_from(n).map_err(|e| e.to_string()),
+                    Value::Text(t) => String::from_utf8_lossy(&t)
+                        .parse()
+                        .map_err(|_| format!("not a number: {t:?}")),
+                    other => Err(format!("not a number: {other:?}")),
+                }
+            }
+        }
+    )*};
+}
+numbers!(u16, u64, i64);
+
+impl FromReply for bool {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        i64::from_reply(v).map(|n| n != 0)
+    }
+}
+
+impl<T: FromReply> FromReply for Option<T> {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        match v {
+            Value::Nil => Ok(None),
+            v => T::from_reply(v).map(Some),
+        }
+    }
+}
+
+impl FromReply for Vec<Value> {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        match v {
+            Value::Array(items) => Ok(items),
+            other => Err(format!("not an array: {other:?}")),
+        }
+    }
+}
+
+/// Two items of an array, or (HGETALL) every two items of one.
+fn pairs<A: FromReply, B: FromReply>(v: Value) -> Result<Vec<(A, B)>, String> {
+    let Value::Array(items) = v else {
+        return Err(format!("not an array: {v:?}"));
+    };
+    let mut items = items.into_iter();
+    let mut out = Vec::new();
+    while let Some(a) = items.next() {
+        let b = items.next().ok_or("an odd number of items")?;
+        out.push((A::from_reply(a)?, B::from_reply(b)?));
+    }
+    Ok(out)
+}
+
+impl<A: FromReply, B: FromReply> FromReply for (A, B) {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        let mut all = pairs(v)?;
+        match all.len() {
+            1 => all.pop().ok_or_else(String::new),
+            n => Err(format!("{n} pairs, not one")),
+        }
+    }
+}
+
+impl<A: FromReply, B: FromReply> FromReply for Vec<(A, B)> {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        pairs(v)
+    }
+}
+
+impl FromReply for std::collections::HashMap<String, String> {
+    fn from_reply(v: Value) -> Result<Self, String> {
+        pairs(v).map(|all| all.into_iter().collect())
+    }
+}
+
+/// The test's own connection to a server.
+pub struct Admin {
+    io: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl Admin {
+    /// Connects to the server on `port`, as `user` with `password` if given.
+    pub fn open(port: u16, login: Option<(&str, &str)>) -> Result<Admin, String> {
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        let mut con = Admin {
+            io: std::io::BufReader::new(tcp),
+        };
+        if let Some((user, password)) = login {
+            cmd("AUTH").arg(user).arg(password).query::<()>(&mut con)?;
+        }
+        Ok(con)
+    }
+
+    pub fn set_read_timeout(&self, limit: Option<Duration>) -> std::io::Result<()> {
+        self.io.get_ref().set_read_timeout(limit)
+    }
+
+    pub fn set_write_timeout(&self, limit: Option<Duration>) -> std::io::Result<()> {
+        self.io.get_ref().set_write_timeout(limit)
+    }
+
+    fn call(&mut self, cmd: &Cmd) -> Result<Value, String> {
+        use std::io::Write;
+        let mut out = format!("*{}\r\n", cmd.0.len()).into_bytes();
+        for arg in &cmd.0 {
+            out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            out.extend_from_slice(arg);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.io
+            .get_mut()
+            .write_all(&out)
+            .map_err(|e| e.to_string())?;
+        self.reply()
+    }
+
+    fn reply(&mut self) -> Result<Value, String> {
+        use std::io::{BufRead, Read};
+        let mut line = Vec::new();
+        self.io
+            .read_until(b'\n', &mut line)
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(line.strip_suffix(b"\r\n").ok_or("connection closed")?)
+            .into_owned();
+        let (kind, rest) = text.split_at(1);
+        let n = || rest.parse::<i64>().map_err(|e| e.to_string());
+        match kind {
+            "+" => Ok(Value::Text(rest.as_bytes().to_vec())),
+            "-" => Err(rest.to_string()),
+            ":" => Ok(Value::Int(n()?)),
+            "$" | "*" if n()? < 0 => Ok(Value::Nil),
+            "$" => {
+                let mut bulk = vec![0; n()? as usize + 2];
+                self.io.read_exact(&mut bulk).map_err(|e| e.to_string())?;
+                bulk.truncate(bulk.len() - 2);
+                Ok(Value::Text(bulk))
+            }
+            "*" => {
+                let mut items = Vec::new();
+                for _ in 0..n()? {
+                    items.push(match self.reply() {
+                        Ok(v) => v,
+                        // An error inside an array is a value there.
+                        Err(e) => Value::Text(e.into_bytes()),
+                    });
+                }
+                Ok(Value::Array(items))
+            }
+            _ => Err(format!("not a reply: {text:?}")),
         }
     }
 }
