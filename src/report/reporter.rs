@@ -22,8 +22,9 @@ pub enum Stopping {
     Killed,
     /// A cancelling signal reached retry and was passed on.
     Cancel(i32),
-    /// The same cancelling signal again: SIGKILL went to the group.
-    CancelAgain(i32),
+    /// A second cancelling signal (`now`), of the same kind as the `first` or not: SIGKILL went
+    /// to the group.
+    CancelAgain { first: i32, now: i32 },
     /// The attempt that held the terminal ended as a Ctrl-C (or Ctrl-\) typed there ends a
     /// command.
     TerminalCancel(i32),
@@ -325,12 +326,14 @@ impl<'a> Reporter<'a> {
                     attempt_label(self.at.attempt, self.at.max_attempts)
                 ),
             ),
-            Stopping::CancelAgain(sig) => {
+            Stopping::CancelAgain { first, now } => {
                 // The first one, held for the give-up line, is said now: this line follows it.
-                (
-                    Event::Signal,
-                    format!("{} again; killed the command", signal_name(sig)),
-                )
+                let which = if first == now {
+                    format!("{} again", signal_name(now))
+                } else {
+                    format!("{} after {}", signal_name(now), signal_name(first))
+                };
+                (Event::Signal, format!("{which}; killed the command"))
             }
             Stopping::Typed(sig) => (
                 Event::TerminalCancel,
@@ -405,7 +408,7 @@ impl<'a> Reporter<'a> {
                 )
             }
             // Not held: they are said as they happen.
-            Stopping::TimeUp(_) | Stopping::Killed | Stopping::CancelAgain(_) => ended,
+            Stopping::TimeUp(_) | Stopping::Killed | Stopping::CancelAgain { .. } => ended,
         }
     }
 
