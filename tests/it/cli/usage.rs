@@ -326,6 +326,60 @@ retry: error: unknown flag: --retry; did you mean --retries N (as curl --retry N
     );
 }
 
+/// Each flag here is one that clap's nearest spelling got wrong (`--min-delay` → `--max-delay`,
+/// `--sleep` → `--seed`, `--max-tries` → `--max-time`) or had nothing for.
+#[test]
+fn delay_and_limit_flags_of_other_retry_tools_suggest_retrys_own_not_the_nearest_spelling() {
+    let flags = [
+        "--min-delay",
+        "--initial-delay",
+        "--initial-interval",
+        "--sleep",
+        "--retry-interval",
+        "--backoff-max",
+        "--max-backoff",
+        "--delay-max",
+        "--max-interval",
+        "--max-wait",
+        "--backoff-factor",
+        "--multiplier",
+        "--count",
+        "--max-tries",
+        "--retry-count",
+        "--deadline",
+        "--total-timeout",
+        "--max-elapsed-time",
+    ];
+    let said: String = flags
+        .iter()
+        .map(|flag| usage_error(&[flag, "4"]).stderr())
+        .collect();
+    assert_output(
+        said,
+        str![[r#"
+retry: error: unknown flag: --min-delay; did you mean --delay DUR (the first delay, which later ones grow from)?
+retry: error: unknown flag: --initial-delay; did you mean --delay DUR (the first delay)?
+retry: error: unknown flag: --initial-interval; did you mean --delay DUR (the first delay)?
+retry: error: unknown flag: --sleep; did you mean --delay DUR?
+retry: error: unknown flag: --retry-interval; did you mean --delay DUR?
+retry: error: unknown flag: --backoff-max; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-backoff; did you mean --max-delay DUR?
+retry: error: unknown flag: --delay-max; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-interval; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-wait; did you mean --max-delay DUR (the longest wait between attempts) or --max-time DUR (the whole run)?
+retry: error: unknown flag: --backoff-factor; did you mean --factor F?
+retry: error: unknown flag: --multiplier; did you mean --factor F?
+retry: error: unknown flag: --count; did you mean --attempts N?
+retry: error: unknown flag: --max-tries; did you mean --attempts N?
+retry: error: unknown flag: --retry-count; did you mean --retries N?
+retry: error: unknown flag: --deadline; did you mean --max-time DUR?
+retry: error: unknown flag: --total-timeout; did you mean --max-time DUR?
+retry: error: unknown flag: --max-elapsed-time; did you mean --max-time DUR?
+
+"#]],
+    );
+}
+
 #[test]
 fn a_negative_value_is_named_with_its_flag_not_taken_for_an_unknown_flag() {
     for (args, needle) in [
