@@ -261,29 +261,29 @@ pub fn store_warning(p: &Policy) -> Option<String> {
         .then(|| "--state is not used without --key: the state is per key; give --key NAME".into())
 }
 
-/// The warning of a retry inside another's attempt: their attempts multiply.
+/// The warning of a retry inside another's attempt: their attempts multiply. Said in the outer
+/// retry's first attempt only (or where that is not known), so that a nested run says it once,
+/// not once an attempt of the outer one. The line's prefix names this retry's level already.
 fn nesting_warning(p: &Policy) -> Option<String> {
     let n = &p.nesting;
-    if n.level < 2 {
+    if n.level < 2 || n.outer_attempt.is_some_and(|a| a > 1) {
         return None;
     }
-    let here = p
-        .attempts
-        .map_or("unlimited".to_string(), |a| a.to_string());
+    let count = |a: Option<u32>| a.map_or("unlimited".to_string(), |a| a.to_string());
+    let here = count(p.attempts);
     let product = match (n.outer_attempts, p.attempts) {
         (Some(Some(outer)), Some(inner)) => format!(
-            "{outer} × {inner} = {} runs of the command at most",
+            "{outer} there × {inner} here = {} runs of the command at most",
             u64::from(outer) * u64::from(inner)
         ),
-        (Some(None), _) | (_, None) => {
-            format!("the outer retry's attempts × {here} here, without a limit")
-        }
-        (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
+        (Some(outer), _) => format!("{} there × {here} here, without a limit", count(outer)),
+        (None, Some(_)) => format!("its attempts × {here} here"),
+        (None, None) => format!("its attempts × {here} here, without a limit"),
     };
     Some(format!(
-        "this retry runs inside another (level {}): attempts multiply, {product}; \
-         retry in one place only, or give the inner one -n 1",
-        n.level
+        "this retry runs inside each attempt of the retry at level {}: attempts multiply, \
+         {product}; retry in one place only, or give this one -n 1",
+        n.level - 1
     ))
 }
 
