@@ -7,6 +7,7 @@ use super::log::{Entry, Event, KeyFields, Log, PolicyFields, attempt_label};
 use super::summary::{AttemptSummary, KeySummary, Outcome, RefusedBy, StoreSummary, Summary};
 use super::words::{self, OpenedBy};
 use crate::exit::Exit;
+use crate::platform::world::SpawnError;
 use crate::policy::Policy;
 use crate::policy::duration::human;
 use crate::policy::judgement::{Decision, Ended, Stop};
@@ -260,7 +261,11 @@ impl<'a> Reporter<'a> {
     }
 
     /// The command could not be started.
-    pub fn not_started(&mut self, now: Duration, message: String) {
+    pub fn not_started(&mut self, now: Duration, e: SpawnError) {
+        let message = match (e.one_string, self.policy.command.first()) {
+            (Some(how), Some(name)) => format!("{}; {}", e.message, words::one_string(how, name)),
+            _ => e.message,
+        };
         self.say(Event::NotStarted, now, message);
     }
 

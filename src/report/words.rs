@@ -1,8 +1,11 @@
 //! The words for what the run decided: each judgement of an attempt, each limit, each refusal
 //! of a key, made from the typed values `policy` returns. Nothing here decides anything.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, SystemTime};
 
+use crate::platform::world::OneString;
 use crate::policy::duration::human;
 use crate::policy::judgement::{
     Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
@@ -11,6 +14,7 @@ use crate::policy::rules::{Reason, Rules};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::signal_name;
 use crate::policy::{Origin, Policy};
+use crate::quote;
 
 /// The judgement on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
 /// `fatal: in --fatal-on`, `in --retry-on; not retried: attempts used up`. `None` for a
@@ -89,6 +93,30 @@ fn ends(j: &Judgement, rules: &Rules) -> String {
 }
 
 const OUTPUT_GONE: &str = "nothing reads its output any more";
+
+/// What to do about a whole command given as one argument (`retry 'curl -fsS URL'`), which
+/// names no file: its words apart, or the line given to a shell.
+pub fn one_string(how: OneString, name: &OsStr) -> String {
+    let line = quote::shown(name);
+    match how {
+        OneString::Words => {
+            let words = name
+                .as_bytes()
+                .split(u8::is_ascii_whitespace)
+                .filter(|w| !w.is_empty())
+                .map(|w| quote::shown(OsStr::from_bytes(w)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            format!(
+                "a whole command was given as one argument: give its words apart, as retry -- \
+                 {words}, or a shell line, as retry -- sh -c {line}"
+            )
+        }
+        OneString::ShellLine => format!(
+            "a shell line was given as one argument: give it to a shell, as retry -- sh -c {line}"
+        ),
+    }
+}
 
 /// Why a run ends whose wait before a retry a cancelling signal cut short.
 pub fn cancelled_waiting(sig: i32) -> String {

@@ -60,6 +60,7 @@ fn a_command_that_cannot_run_is_not_retried() {
         status: 127,
         why: crate::policy::judgement::Unstarted::NotFound,
         message: "cannot run 'x': No such file or directory".into(),
+        one_string: None,
     });
     let r = run_with(&[], world);
     assert_eq!(r.exit, Exit::Code(127));
@@ -692,6 +693,7 @@ fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
         status: 125,
         why: crate::policy::judgement::Unstarted::NoResources,
         message: "cannot start 'x' for lack of resources (too many processes: ...)".into(),
+        one_string: None,
     });
     let r = run_with(&["-n", "3", "-d", "0", "--retry-on", "1"], world);
     assert_eq!(r.world.envs.len(), 3, "{}", r.log);

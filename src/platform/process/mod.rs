@@ -38,7 +38,8 @@ mod job;
 mod spawn;
 
 use self::spawn::{
-    entry, inherited_environment, launch, spawn_attributes, spawn_failure, with_hint_file,
+    entry, inherited_environment, launch, one_string, spawn_attributes, spawn_failure,
+    with_hint_file,
 };
 
 /// Runs the command for real.
@@ -361,10 +362,16 @@ impl World for Process {
                         spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
                     )
                 });
+                let name = std::ffi::OsStr::from_bytes(self.program.as_bytes());
+                let one_string = match errno {
+                    Errno::ENOENT => one_string(name),
+                    _ => None,
+                };
                 Err(SpawnError {
                     status: why.status(),
                     why,
                     message,
+                    one_string,
                 })
             }
         }

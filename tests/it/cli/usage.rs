@@ -525,6 +525,49 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
 }
 
 #[test]
+fn a_whole_command_in_one_argument_that_names_no_file_is_said_to_be_one_with_both_fixes() {
+    let r = run(&["-n", "3", "--", "retry-test-no-such-command -fsS http://127.0.0.1:9/"]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: cannot run 'retry-test-no-such-command -fsS http://127.0.0.1:9/': No such file or directory; a whole command was given as one argument: give its words apart, as retry -- retry-test-no-such-command -fsS http://127.0.0.1:9/, or a shell line, as retry -- sh -c 'retry-test-no-such-command -fsS http://127.0.0.1:9/'
+retry: attempt 1/3 failed: exit status 127 after [ELAPSED] (fatal: will not get better)
+retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; command: 'retry-test-no-such-command -fsS http://127.0.0.1:9/'
+
+"#]],
+    );
+    // A pipe is no word: the shell line alone.
+    let r = run(&["-n", "3", "--", "retry-test-no-such-command | wc -l"]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: cannot run 'retry-test-no-such-command | wc -l': command not found (no such file on PATH); a shell line was given as one argument: give it to a shell, as retry -- sh -c 'retry-test-no-such-command | wc -l'
+retry: attempt 1/3 failed: exit status 127 after [ELAPSED] (fatal: will not get better)
+retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; command: 'retry-test-no-such-command | wc -l'
+
+"#]],
+    );
+}
+
+#[test]
+fn a_file_named_with_a_space_runs_and_one_whose_interpreter_is_missing_gets_no_such_advice() {
+    let dir = TempDir::new().expect("temp dir");
+    let job = dir.path().join("nightly job");
+    write_file(&job, "#!/bin/sh\necho ran\n", 0o755);
+    let r = run(&["-n", "3", "--", &job.display().to_string()]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(r.lines(), ["ran"], "{}", r.show());
+    // ENOENT from a missing interpreter: the file exists, and is no command line.
+    let broken = dir.path().join("broken job");
+    write_file(&broken, "#!/nonexistent/sh\necho ran\n", 0o755);
+    let r = run(&["-n", "3", "--", &broken.display().to_string()]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert!(!r.stderr().contains("one argument"), "{}", r.show());
+}
+
+#[test]
 fn flags_that_would_be_ignored_are_refused_naming_the_flag() {
     assert_usage_error(
         &["--outage", "1h"],
