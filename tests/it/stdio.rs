@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use std::thread;
 
 use crate::support;
-use crate::support::{Launch, Run, dev_full, retry, wait};
+use crate::support::http::{Reply, Server};
+use crate::support::{Launch, Run, assert_output, dev_full, retry, wait};
+use snapbox::str;
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -470,6 +472,61 @@ fn output_that_retry_carries_and_cannot_write_is_a_failure() {
         assert_eq!(out.status.code(), Some(125), "{carried:?}: {stderr}");
         assert!(stderr.contains("No space left on device"), "{stderr}");
     }
+}
+
+/// What cron mails of a failed run with --output-on-failure carries retry's line for each
+/// attempt, its reason (`HTTP status 503`) included, and ends with the give-up line: the same
+/// whether the log is held with the output or goes to a --log-file, which has the lines too.
+#[test]
+fn output_on_failure_prints_each_attempts_reason_also_when_the_log_goes_to_a_file() {
+    let server = Server::start(vec![Reply::new(503).body("busy\n")]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("job.log");
+    let run = |log: Option<&Path>| {
+        let mut c = retry();
+        c.args(["--output-on-failure", "--hints", "-n", "2", "-d", "0"]);
+        if let Some(log) = log {
+            c.arg("--log-file").arg(log);
+        }
+        c.args(["--", "curl", "-sS", "-D", "{hints}", &server.url("/")]);
+        c.run()
+    };
+    let held = run(None);
+    assert_ne!(held.code(), Some(0), "{}", held.show());
+    assert_eq!(held.lines(), ["busy", "busy"], "{}", held.show());
+    assert_output(
+        held.stderr(),
+        str![[r#"
+retry: --- output of attempt 1/2 ---
+retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
+retry: --- output of attempt 2/2 ---
+retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+
+"#]],
+    );
+    let filed = run(Some(&log));
+    assert_eq!(filed.code(), held.code(), "{}", filed.show());
+    assert_eq!(filed.lines(), ["busy", "busy"], "{}", filed.show());
+    assert_output(
+        filed.stderr(),
+        str![[r#"
+retry: --- output of attempt 1/2 ---
+retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
+retry: --- output of attempt 2/2 ---
+retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+
+"#]],
+    );
+    let written = fs::read_to_string(&log).expect("the log file");
+    assert_eq!(
+        written.matches("(retryable: HTTP status 503)").count()
+            + written.matches("(HTTP status 503; not retried").count(),
+        2,
+        "{written}"
+    );
+    assert!(written.contains("retry: giving up after 2 attempts"), "{written}");
 }
 
 /// A cron-like run (`env -i`, stdout and stderr to files, as cron collects them for its mail)
