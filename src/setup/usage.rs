@@ -31,7 +31,10 @@ const OTHER_TOOLS: &[(&str, &str)] = &[
     ("sleep", "delay DUR"),
     ("retry-interval", "delay DUR"),
     ("retry-delay", "delay DUR (as curl --retry-delay)"),
-    ("min-delay", "delay DUR (the first delay, which later ones grow from)"),
+    (
+        "min-delay",
+        "delay DUR (the first delay, which later ones grow from)",
+    ),
     ("initial-delay", "delay DUR (the first delay)"),
     ("initial-interval", "delay DUR (the first delay)"),
     ("max-backoff", "max-delay DUR"),

@@ -526,7 +526,12 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
 
 #[test]
 fn a_whole_command_in_one_argument_that_names_no_file_is_said_to_be_one_with_both_fixes() {
-    let r = run(&["-n", "3", "--", "retry-test-no-such-command -fsS http://127.0.0.1:9/"]);
+    let r = run(&[
+        "-n",
+        "3",
+        "--",
+        "retry-test-no-such-command -fsS http://127.0.0.1:9/",
+    ]);
     assert_eq!(r.code(), Some(127), "{}", r.show());
     assert_output(
         r.stderr(),
