@@ -10,7 +10,7 @@ use crate::exit::Exit;
 use crate::platform::world::SpawnError;
 use crate::policy::Policy;
 use crate::policy::duration::human;
-use crate::policy::judgement::{Decision, Ended, Stop};
+use crate::policy::judgement::{Decision, Ended, Judgement, Stop};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::{Status, signal_name};
 
@@ -59,6 +59,10 @@ pub struct Reporter<'a> {
     /// How the running attempt was cancelled, held for the give-up line in a text log, where
     /// a cancel is one line.
     held: Option<Stopping>,
+    /// The attempt ended as a pipeline's writer does once its reader is done
+    /// ([`Judgement::PipeClosed`]): a shell says nothing, and the run says it in its give-up
+    /// line alone, only with -v (and in a `--log-file`, which records every run).
+    pipe_closed: bool,
 }
 
 impl<'a> Reporter<'a> {
@@ -89,6 +93,7 @@ impl<'a> Reporter<'a> {
             key_name,
             moves: Vec::new(),
             held: None,
+            pipe_closed: false,
         }
     }
 
@@ -441,6 +446,11 @@ impl<'a> Reporter<'a> {
             self.log_moves(now);
             return;
         }
+        if d.overruled.is_none() && d.judgement == Judgement::PipeClosed {
+            self.pipe_closed = true;
+            self.log_moves(now);
+            return;
+        }
         let mut e = self.entry(Event::Failure, now);
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();
@@ -497,6 +507,9 @@ impl<'a> Reporter<'a> {
         outcome: Outcome,
         exit: Exit,
     ) -> Exit {
+        if self.pipe_closed && self.policy.log.level < 2 && !self.log.records_every_run() {
+            return exit;
+        }
         let mut e = self.entry(Event::GiveUp, now);
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();

@@ -48,7 +48,11 @@ pub fn why(d: &Decision, rules: &Rules, key: &str) -> String {
 /// Whether the give-up reason names the attempt's status already, so that the give-up line
 /// need not add it.
 pub fn names_status(d: &Decision) -> bool {
-    d.overruled.is_none() && matches!(d.judgement, Judgement::Fatal(Fatal::Status { .. }))
+    d.overruled.is_none()
+        && matches!(
+            d.judgement,
+            Judgement::Fatal(Fatal::Status { .. }) | Judgement::PipeClosed
+        )
 }
 
 fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
@@ -62,6 +66,7 @@ fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
         Judgement::Fatal(Fatal::Status { reason, .. }) => reason_why(*reason, rules),
         Judgement::Fatal(fatal) => format!("fatal: {}", fatal_why(fatal, rules)),
         Judgement::OutputGone => format!("not retried: {OUTPUT_GONE}"),
+        Judgement::PipeClosed => format!("not retried: {PIPE_CLOSED}"),
         // Such a failure says it is not retried: "(retryable)" would mislead.
         Judgement::Spent {
             because,
@@ -87,12 +92,16 @@ fn ends(j: &Judgement, rules: &Rules) -> String {
         Judgement::Cancelled(sig) => cancelled(*sig),
         Judgement::Fatal(fatal) => fatal_why(fatal, rules),
         Judgement::OutputGone => OUTPUT_GONE.to_string(),
+        Judgement::PipeClosed => PIPE_CLOSED.to_string(),
         Judgement::Spent { limit, .. } => limit_why(*limit),
         Judgement::Success | Judgement::Retry { .. } => String::new(),
     }
 }
 
 const OUTPUT_GONE: &str = "nothing reads its output any more";
+
+const PIPE_CLOSED: &str = "nothing reads its output any more: killed by SIGPIPE (status 141), \
+                           as the writer of a pipeline is once its reader is done";
 
 /// What to do about a whole command given as one argument (`retry 'curl -fsS URL'`), which
 /// names no file: its words apart, or the line given to a shell.

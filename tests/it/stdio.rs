@@ -379,11 +379,37 @@ fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
 
 #[test]
 fn an_attempt_whose_reader_went_away_is_not_retried() {
-    let (status, log) = yes_until_the_reader_goes_away(&["-n", "5", "-d", "0"]);
+    let (status, log) = yes_until_the_reader_goes_away(&["-v", "-n", "5", "-d", "0"]);
     let signal = std::os::unix::process::ExitStatusExt::signal(&status);
     assert_eq!(signal, Some(13), "{status:?} {log}");
     assert!(log.contains("nothing reads its output any more"), "{log}");
     assert!(!log.contains("attempt 2/5"), "{log}");
+}
+
+/// `retry -- yes | head -1`: once the reader is done, the writer dies of SIGPIPE, and a shell
+/// says nothing of it. retry says nothing either and ends by SIGPIPE as the command did; -v
+/// says it in one line.
+#[test]
+fn a_pipelines_writer_killed_by_sigpipe_once_its_reader_is_done_is_not_reported() {
+    let (status, log) = yes_until_the_reader_goes_away(&["-n", "5"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
+    assert_output(log, str![""]);
+    let (status, log) = yes_until_the_reader_goes_away(&["-v", "-n", "5"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
+    // -v's own lines aside (the policy, each attempt's start), with their time stamps.
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains("retry: policy:") && !l.ends_with(": starting"))
+        .map(|l| l.split_once(" retry: ").map_or(l, |(_, rest)| rest))
+        .collect();
+    assert_output(
+        said.join("\n"),
+        str![
+            "giving up after 1 attempt in [ELAPSED]: nothing reads its output any more: killed by SIGPIPE (status 141), as the writer of a pipeline is once its reader is done; command: yes"
+        ],
+    );
 }
 
 /// Runs retry with `input` on a pipe, TMPDIR pointing nowhere; returns its output.
@@ -526,7 +552,10 @@ retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit stat
         2,
         "{written}"
     );
-    assert!(written.contains("retry: giving up after 2 attempts"), "{written}");
+    assert!(
+        written.contains("retry: giving up after 2 attempts"),
+        "{written}"
+    );
 }
 
 /// A cron-like run (`env -i`, stdout and stderr to files, as cron collects them for its mail)
