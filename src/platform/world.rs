@@ -98,4 +98,16 @@ pub struct SpawnError {
     /// Why, as the judgement sees it.
     pub why: Unstarted,
     pub message: String,
+    /// A name that no file has and that a shell would have read as more than a name: a whole
+    /// command given as one argument (`retry 'curl -fsS URL'`).
+    pub one_string: Option<OneString>,
+}
+
+/// A whole command given as one argument, which names no file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OneString {
+    /// Words apart by spaces, and nothing else a shell would read.
+    Words,
+    /// A shell line: quotes, a pipe, a redirection, a variable, a pattern.
+    ShellLine,
 }

@@ -15,7 +15,7 @@ pub use super::pacing::Limit;
 use super::pacing::Pacing;
 use super::rules::{Class, Reason};
 use super::shared::Refused;
-use super::status::Status;
+use super::status::{SIGPIPE, Status};
 use super::{HttpClass, Policy};
 use crate::exit::Exit;
 
@@ -152,6 +152,10 @@ pub enum Judgement {
     Fatal(Fatal),
     /// Nothing reads retry's output any more: a further attempt's output would go nowhere.
     OutputGone,
+    /// The attempt died of SIGPIPE and nothing reads retry's output any more: the writer of a
+    /// pipeline whose reader is done (`retry -- yes | head -1`). A shell reports nothing for
+    /// it, and retry says it only with -v.
+    PipeClosed,
     /// A retryable failure, but a limit ends the run.
     Spent {
         because: Retryable,
@@ -271,7 +275,7 @@ pub fn judge<R: Rng + ?Sized>(
     estimates: Option<&Estimates>,
     elapsed: Duration,
     rng: &mut R,
-    output_gone: impl FnOnce() -> bool,
+    output_gone: impl Fn() -> bool,
 ) -> Decision {
     let plain = |judgement| Decision {
         judgement,
@@ -280,6 +284,11 @@ pub fn judge<R: Rng + ?Sized>(
     };
     if let Some(sig) = end.cancelled {
         return plain(Judgement::Cancelled(sig));
+    }
+    // How a pipeline's writer ends once its reader is done, whatever the lists and limits say:
+    // nothing failed that anybody can see, and no attempt could deliver more.
+    if end.status == Status::Signal(SIGPIPE) && end.stopped.is_none() && output_gone() {
+        return plain(Judgement::PipeClosed);
     }
     let (because, said_failed) = if end.unstarted == Some(Unstarted::NoResources) {
         (Retryable::NoResources, None)

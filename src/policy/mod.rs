@@ -126,6 +126,9 @@ pub struct Nesting {
     /// Inside another retry, that retry's attempt limit (`RETRY_MAX_ATTEMPTS`): `Some(None)`
     /// when it has none, `None` when it is not known.
     pub outer_attempts: Option<Option<u32>>,
+    /// Inside another retry, which of its attempts this one runs in (`RETRY_ATTEMPT`), when
+    /// known: a warning about the nesting is said in the first only, not once an attempt.
+    pub outer_attempt: Option<u32>,
 }
 
 impl Default for Nesting {
@@ -133,6 +136,7 @@ impl Default for Nesting {
         Nesting {
             level: 1,
             outer_attempts: None,
+            outer_attempt: None,
         }
     }
 }

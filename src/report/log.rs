@@ -211,9 +211,10 @@ pub struct Log {
     /// The `--log-file`'s path while it takes what is written: once a write to it fails (a
     /// file size limit, a full disk), the log goes on elsewhere ([`Log::put`]).
     path: Option<std::path::PathBuf>,
-    /// Where the give-up line goes as well: `--output-on-failure`'s held output, whose
-    /// printout ends with it also when the log goes to `--log-file`.
-    give_up_copy: Option<Box<dyn Write>>,
+    /// Where every line goes as well, in text: `--output-on-failure`'s held output, whose
+    /// printout carries each attempt's line (its reason) and ends with the give-up line also
+    /// when the log goes to `--log-file`.
+    copy: Option<Box<dyn Write>>,
 }
 
 impl Log {
@@ -249,7 +250,7 @@ impl Log {
             depth: settings.depth,
             file: false,
             path: None,
-            give_up_copy: None,
+            copy: None,
         }
     }
 
@@ -260,9 +261,9 @@ impl Log {
         self.file && self.level >= 0
     }
 
-    /// The give-up line goes to `copy` as well as to the log.
-    pub fn with_give_up_to(mut self, copy: Box<dyn Write>) -> Log {
-        self.give_up_copy = Some(copy);
+    /// Every line goes to `copy` as well as to the log, in text.
+    pub fn with_copy_to(mut self, copy: Box<dyn Write>) -> Log {
+        self.copy = Some(copy);
         self
     }
 
@@ -314,10 +315,7 @@ impl Log {
         self.clear_countdown();
         let mut line = match self.format {
             LogFormat::Text => {
-                let mut line = text(entry, self.colour);
-                if self.depth > 1 {
-                    line.insert_str("retry: ".len(), &format!("level {}: ", self.depth));
-                }
+                let mut line = self.leveled(text(entry, self.colour));
                 if self.stamped {
                     line.insert(0, ' ');
                     line.insert_str(0, &crate::platform::time::local_time(SystemTime::now()));
@@ -328,12 +326,20 @@ impl Log {
         };
         line.push('\n');
         self.put(line.as_bytes());
-        if entry.event == Event::GiveUp
-            && let Some(copy) = &mut self.give_up_copy
-        {
-            let text = format!("{}\n", text(entry, false));
-            let _ = copy.write_all(text.as_bytes());
+        if self.copy.is_some() {
+            let text = format!("{}\n", self.leveled(text(entry, false)));
+            if let Some(copy) = &mut self.copy {
+                let _ = copy.write_all(text.as_bytes());
+            }
         }
+    }
+
+    /// A text line with the nesting level after `retry: `, when above 1.
+    fn leveled(&self, mut line: String) -> String {
+        if self.depth > 1 {
+            line.insert_str("retry: ".len(), &format!("level {}: ", self.depth));
+        }
+        line
     }
 }
 
@@ -342,13 +348,13 @@ impl Log {
     /// output. A log that cannot be written must not change the run's outcome: a `--log-file`
     /// that refuses a line (EFBIG under a file size limit, ENOSPC) is said once on stderr, and
     /// the log, this line included, goes on where it would without `--log-file`: stderr, or
-    /// `--output-on-failure`'s held output (the give-up line's copy already goes there).
+    /// `--output-on-failure`'s held output (which had a copy of each line until then).
     fn put(&mut self, line: &[u8]) {
         let written = self.sink.write_all(line).and_then(|()| self.sink.flush());
         let (Err(e), Some(path)) = (written, &self.path) else {
             return;
         };
-        let (sink, rest): (Box<dyn Write>, _) = match self.give_up_copy.take() {
+        let (sink, rest): (Box<dyn Write>, _) = match self.copy.take() {
             Some(held) => (held, "the rest of the log is held with the output"),
             None => (Box::new(io::stderr()), "logging to stderr instead"),
         };

@@ -7,9 +7,10 @@ use super::log::{Entry, Event, KeyFields, Log, PolicyFields, attempt_label};
 use super::summary::{AttemptSummary, KeySummary, Outcome, RefusedBy, StoreSummary, Summary};
 use super::words::{self, OpenedBy};
 use crate::exit::Exit;
+use crate::platform::world::SpawnError;
 use crate::policy::Policy;
 use crate::policy::duration::human;
-use crate::policy::judgement::{Decision, Ended, Stop};
+use crate::policy::judgement::{Decision, Ended, Judgement, Stop};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::{Status, signal_name};
 
@@ -22,8 +23,9 @@ pub enum Stopping {
     Killed,
     /// A cancelling signal reached retry and was passed on.
     Cancel(i32),
-    /// The same cancelling signal again: SIGKILL went to the group.
-    CancelAgain(i32),
+    /// A second cancelling signal (`now`), of the same kind as the `first` or not: SIGKILL went
+    /// to the group.
+    CancelAgain { first: i32, now: i32 },
     /// The attempt that held the terminal ended as a Ctrl-C (or Ctrl-\) typed there ends a
     /// command.
     TerminalCancel(i32),
@@ -57,6 +59,10 @@ pub struct Reporter<'a> {
     /// How the running attempt was cancelled, held for the give-up line in a text log, where
     /// a cancel is one line.
     held: Option<Stopping>,
+    /// The attempt ended as a pipeline's writer does once its reader is done
+    /// ([`Judgement::PipeClosed`]): a shell says nothing, and the run says it in its give-up
+    /// line alone, only with -v (and in a `--log-file`, which records every run).
+    pipe_closed: bool,
 }
 
 impl<'a> Reporter<'a> {
@@ -87,6 +93,7 @@ impl<'a> Reporter<'a> {
             key_name,
             moves: Vec::new(),
             held: None,
+            pipe_closed: false,
         }
     }
 
@@ -259,7 +266,11 @@ impl<'a> Reporter<'a> {
     }
 
     /// The command could not be started.
-    pub fn not_started(&mut self, now: Duration, message: String) {
+    pub fn not_started(&mut self, now: Duration, e: SpawnError) {
+        let message = match (e.one_string, self.policy.command.first()) {
+            (Some(how), Some(name)) => format!("{}; {}", e.message, words::one_string(how, name)),
+            _ => e.message,
+        };
         self.say(Event::NotStarted, now, message);
     }
 
@@ -325,12 +336,14 @@ impl<'a> Reporter<'a> {
                     attempt_label(self.at.attempt, self.at.max_attempts)
                 ),
             ),
-            Stopping::CancelAgain(sig) => {
+            Stopping::CancelAgain { first, now } => {
                 // The first one, held for the give-up line, is said now: this line follows it.
-                (
-                    Event::Signal,
-                    format!("{} again; killed the command", signal_name(sig)),
-                )
+                let which = if first == now {
+                    format!("{} again", signal_name(now))
+                } else {
+                    format!("{} after {}", signal_name(now), signal_name(first))
+                };
+                (Event::Signal, format!("{which}; killed the command"))
             }
             Stopping::Typed(sig) => (
                 Event::TerminalCancel,
@@ -405,7 +418,7 @@ impl<'a> Reporter<'a> {
                 )
             }
             // Not held: they are said as they happen.
-            Stopping::TimeUp(_) | Stopping::Killed | Stopping::CancelAgain(_) => ended,
+            Stopping::TimeUp(_) | Stopping::Killed | Stopping::CancelAgain { .. } => ended,
         }
     }
 
@@ -430,6 +443,11 @@ impl<'a> Reporter<'a> {
     pub fn failed(&mut self, now: Duration, end: &Ended, d: &Decision, delay: Option<Duration>) {
         // A cancelled attempt is said on the give-up line, with how it was cancelled.
         if self.held.is_some() && end.cancelled.is_some() {
+            self.log_moves(now);
+            return;
+        }
+        if d.overruled.is_none() && d.judgement == Judgement::PipeClosed {
+            self.pipe_closed = true;
             self.log_moves(now);
             return;
         }
@@ -489,6 +507,9 @@ impl<'a> Reporter<'a> {
         outcome: Outcome,
         exit: Exit,
     ) -> Exit {
+        if self.pipe_closed && self.policy.log.level < 2 && !self.log.records_every_run() {
+            return exit;
+        }
         let mut e = self.entry(Event::GiveUp, now);
         e.status = Some(end.status);
         e.timed_out = end.stopped.is_some();

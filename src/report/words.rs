@@ -1,8 +1,11 @@
 //! The words for what the run decided: each judgement of an attempt, each limit, each refusal
 //! of a key, made from the typed values `policy` returns. Nothing here decides anything.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, SystemTime};
 
+use crate::platform::world::OneString;
 use crate::policy::duration::human;
 use crate::policy::judgement::{
     Decision, Fatal, Following, Judgement, Limit, Overrule, Retryable, Unstarted,
@@ -11,6 +14,7 @@ use crate::policy::rules::{Reason, Rules};
 use crate::policy::shared::{Refusal, Refused};
 use crate::policy::status::signal_name;
 use crate::policy::{Origin, Policy};
+use crate::quote;
 
 /// The judgement on the attempt's log line, in its parentheses: `retryable: HTTP status 503`,
 /// `fatal: in --fatal-on`, `in --retry-on; not retried: attempts used up`. `None` for a
@@ -44,7 +48,11 @@ pub fn why(d: &Decision, rules: &Rules, key: &str) -> String {
 /// Whether the give-up reason names the attempt's status already, so that the give-up line
 /// need not add it.
 pub fn names_status(d: &Decision) -> bool {
-    d.overruled.is_none() && matches!(d.judgement, Judgement::Fatal(Fatal::Status { .. }))
+    d.overruled.is_none()
+        && matches!(
+            d.judgement,
+            Judgement::Fatal(Fatal::Status { .. }) | Judgement::PipeClosed
+        )
 }
 
 fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
@@ -58,6 +66,7 @@ fn judged(j: &Judgement, rules: &Rules) -> Option<String> {
         Judgement::Fatal(Fatal::Status { reason, .. }) => reason_why(*reason, rules),
         Judgement::Fatal(fatal) => format!("fatal: {}", fatal_why(fatal, rules)),
         Judgement::OutputGone => format!("not retried: {OUTPUT_GONE}"),
+        Judgement::PipeClosed => format!("not retried: {PIPE_CLOSED}"),
         // Such a failure says it is not retried: "(retryable)" would mislead.
         Judgement::Spent {
             because,
@@ -83,12 +92,40 @@ fn ends(j: &Judgement, rules: &Rules) -> String {
         Judgement::Cancelled(sig) => cancelled(*sig),
         Judgement::Fatal(fatal) => fatal_why(fatal, rules),
         Judgement::OutputGone => OUTPUT_GONE.to_string(),
+        Judgement::PipeClosed => PIPE_CLOSED.to_string(),
         Judgement::Spent { limit, .. } => limit_why(*limit),
         Judgement::Success | Judgement::Retry { .. } => String::new(),
     }
 }
 
 const OUTPUT_GONE: &str = "nothing reads its output any more";
+
+const PIPE_CLOSED: &str = "nothing reads its output any more: killed by SIGPIPE (status 141), \
+                           as the writer of a pipeline is once its reader is done";
+
+/// What to do about a whole command given as one argument (`retry 'curl -fsS URL'`), which
+/// names no file: its words apart, or the line given to a shell.
+pub fn one_string(how: OneString, name: &OsStr) -> String {
+    let line = quote::shown(name);
+    match how {
+        OneString::Words => {
+            let words = name
+                .as_bytes()
+                .split(u8::is_ascii_whitespace)
+                .filter(|w| !w.is_empty())
+                .map(|w| quote::shown(OsStr::from_bytes(w)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            format!(
+                "a whole command was given as one argument: give its words apart, as retry -- \
+                 {words}, or a shell line, as retry -- sh -c {line}"
+            )
+        }
+        OneString::ShellLine => format!(
+            "a shell line was given as one argument: give it to a shell, as retry -- sh -c {line}"
+        ),
+    }
+}
 
 /// Why a run ends whose wait before a retry a cancelling signal cut short.
 pub fn cancelled_waiting(sig: i32) -> String {
@@ -261,29 +298,29 @@ pub fn store_warning(p: &Policy) -> Option<String> {
         .then(|| "--state is not used without --key: the state is per key; give --key NAME".into())
 }
 
-/// The warning of a retry inside another's attempt: their attempts multiply.
+/// The warning of a retry inside another's attempt: their attempts multiply. Said in the outer
+/// retry's first attempt only (or where that is not known), so that a nested run says it once,
+/// not once an attempt of the outer one. The line's prefix names this retry's level already.
 fn nesting_warning(p: &Policy) -> Option<String> {
     let n = &p.nesting;
-    if n.level < 2 {
+    if n.level < 2 || n.outer_attempt.is_some_and(|a| a > 1) {
         return None;
     }
-    let here = p
-        .attempts
-        .map_or("unlimited".to_string(), |a| a.to_string());
+    let count = |a: Option<u32>| a.map_or("unlimited".to_string(), |a| a.to_string());
+    let here = count(p.attempts);
     let product = match (n.outer_attempts, p.attempts) {
         (Some(Some(outer)), Some(inner)) => format!(
-            "{outer} × {inner} = {} runs of the command at most",
+            "{outer} there × {inner} here = {} runs of the command at most",
             u64::from(outer) * u64::from(inner)
         ),
-        (Some(None), _) | (_, None) => {
-            format!("the outer retry's attempts × {here} here, without a limit")
-        }
-        (None, Some(_)) => format!("the outer retry's attempts × {here} here"),
+        (Some(outer), _) => format!("{} there × {here} here, without a limit", count(outer)),
+        (None, Some(_)) => format!("its attempts × {here} here"),
+        (None, None) => format!("its attempts × {here} here, without a limit"),
     };
     Some(format!(
-        "this retry runs inside another (level {}): attempts multiply, {product}; \
-         retry in one place only, or give the inner one -n 1",
-        n.level
+        "this retry runs inside each attempt of the retry at level {}: attempts multiply, \
+         {product}; retry in one place only, or give this one -n 1",
+        n.level - 1
     ))
 }
 

@@ -163,10 +163,11 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
                 supervise(self.policy, self.world, &mut self.rep, started)
             }
             Err(e) => {
-                self.rep.not_started(self.world.elapsed(), e.message);
+                let (why, status) = (e.why, e.status);
+                self.rep.not_started(self.world.elapsed(), e);
                 Ended {
-                    unstarted: Some(e.why),
-                    ..Ended::with(Status::Code(e.status))
+                    unstarted: Some(why),
+                    ..Ended::with(Status::Code(status))
                 }
             }
         };

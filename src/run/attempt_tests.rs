@@ -60,6 +60,7 @@ fn a_command_that_cannot_run_is_not_retried() {
         status: 127,
         why: crate::policy::judgement::Unstarted::NotFound,
         message: "cannot run 'x': No such file or directory".into(),
+        one_string: None,
     });
     let r = run_with(&[], world);
     assert_eq!(r.exit, Exit::Code(127));
@@ -449,6 +450,36 @@ fn a_failure_whose_output_has_no_reader_is_not_retried_but_a_success_succeeds() 
     assert_eq!(r.exit, Exit::Code(0));
 }
 
+/// `retry -- yes | head -1`: the writer of a pipeline whose reader is done dies of SIGPIPE.
+/// Not retried, whatever the limits, not reported but with -v, and the run ends by SIGPIPE.
+#[test]
+fn an_attempt_killed_by_sigpipe_with_no_reader_left_ends_the_run_quietly_by_sigpipe() {
+    use crate::policy::status::SIGPIPE;
+    let piped = Script {
+        status: Status::Signal(SIGPIPE),
+        runs: ms(5),
+        ignores_term: false,
+    };
+    let gone = |script: Vec<Script>| Fake {
+        output_gone: true,
+        ..Fake::new(script)
+    };
+    for n in ["1", "5"] {
+        let r = run_with(&["-n", n, "-d", "0"], gone(vec![piped, piped]));
+        assert_eq!(r.world.envs.len(), 1, "-n {n}");
+        assert_eq!(r.exit, Exit::Signal(SIGPIPE), "-n {n}");
+        assert_eq!(r.log, "", "-n {n}");
+    }
+    let r = run_with(&["-v", "-d", "0"], gone(vec![piped]));
+    let said: Vec<&str> = r.log.lines().filter(|l| l.contains("SIGPIPE")).collect();
+    assert_eq!(said.len(), 1, "{}", r.log);
+    assert!(said[0].contains("giving up after 1 attempt"), "{}", r.log);
+    // Killed by SIGPIPE while retry's output is still read: a failure like any other.
+    let r = run_with(&["-n", "2", "-d", "0"], Fake::new([piped, exits(0, 5)]));
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert!(r.log.contains("killed by SIGPIPE"), "{}", r.log);
+}
+
 #[test]
 fn held_output_is_released_as_last_only_for_the_attempt_that_ends_the_run() {
     let r = run_with(
@@ -692,6 +723,7 @@ fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
         status: 125,
         why: crate::policy::judgement::Unstarted::NoResources,
         message: "cannot start 'x' for lack of resources (too many processes: ...)".into(),
+        one_string: None,
     });
     let r = run_with(&["-n", "3", "-d", "0", "--retry-on", "1"], world);
     assert_eq!(r.world.envs.len(), 3, "{}", r.log);

@@ -30,8 +30,8 @@ pub fn run(policy: &Policy, start: Instant) -> Exit {
         .then(transcript::Transcript::default);
     let opened = match (&transcript, &policy.log.file) {
         (Some(held), None) => Ok(Log::to(&policy.log, held.log())),
-        // What is printed on failure ends with the give-up line, also when the log is a file.
-        (Some(held), Some(_)) => Log::open(&policy.log).map(|log| log.with_give_up_to(held.log())),
+        // What is printed on failure carries retry's lines, also when the log is a file.
+        (Some(held), Some(_)) => Log::open(&policy.log).map(|log| log.with_copy_to(held.log())),
         _ => Log::open(&policy.log),
     };
     let mut log = match opened {

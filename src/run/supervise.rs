@@ -78,11 +78,11 @@ pub fn supervise<W: World>(
             Event::Timer => {}
             Event::Suspend => world.suspend(),
             Event::Signal(sig) if cancels(sig) => {
-                let again = cancelled.is_some() && [SIGINT, SIGTERM].contains(&sig);
-                if again {
+                let again = cancelled.filter(|_| [SIGINT, SIGTERM].contains(&sig));
+                if let Some(first) = again {
                     world.kill(SIGKILL);
                     escalation.killed();
-                    rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
+                    rep.stopping(world.elapsed(), Stopping::CancelAgain { first, now: sig });
                 } else {
                     world.kill(sig);
                     escalation.ask(world.elapsed(), p.kill_after);
@@ -101,7 +101,7 @@ pub fn supervise<W: World>(
                     world.kill(SIGKILL);
                     escalation.killed();
                     typed = None;
-                    rep.stopping(world.elapsed(), Stopping::CancelAgain(sig));
+                    rep.stopping(world.elapsed(), Stopping::CancelAgain { first, now: sig });
                 }
                 Some(_) => {}
                 None => {

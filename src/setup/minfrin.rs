@@ -86,13 +86,16 @@ pub fn times_with_a_bare_delay(
 }
 
 /// `-j/--jitter`: a kind of jitter here. minfrin's `-j SECONDS` added up to that many seconds
-/// to each delay; a bare number is refused with what comes closest.
+/// to each delay; a bare number is refused with what comes closest. A bare number is also what
+/// a crontab makes of `-j 20%`: cron ends the command at a `%` not written `\%` (crontab(5))
+/// and gives the rest as stdin, so the hint names that too.
 pub fn jitter_hint(s: &str) -> Option<String> {
     s.trim().parse::<u64>().ok().map(|n| {
         format!(
             "-j names a kind of jitter here: none, full, equal, decorrelated or N%; minfrin's -j {n} \
              added up to {n}s to each delay, which -j full (each wait drawn from 0 to the delay, \
-             the default) or -j 50% (the delay +/-50%) replaces"
+             the default) or -j 50% (the delay +/-50%) replaces; in a crontab, % must be written \\%, \
+             as -j {n}\\%"
         )
     })
 }

@@ -9,8 +9,9 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use crate::policy::BadValue;
 
 /// Flags that other tools spell so, which people type for retry's own; clap's nearest spelling
-/// (`--timeout` → `--hook-timeout`, curl's `--retry` → `--on-retry`) would mislead.
-const OTHER_TOOLS: [(&str, &str); 9] = [
+/// would mislead (`--timeout` → `--hook-timeout`, curl's `--retry` → `--on-retry`,
+/// `--min-delay` → `--max-delay`, the opposite) or find nothing (`--initial-delay`).
+const OTHER_TOOLS: &[(&str, &str)] = &[
     (
         "timeout",
         "attempt-timeout DUR (one attempt) or --max-time DUR (the whole run)",
@@ -20,12 +21,36 @@ const OTHER_TOOLS: [(&str, &str); 9] = [
         "retries N (as curl --retry N), or -n/--attempts N, the first attempt included",
     ),
     ("max-retries", "retries N"),
+    ("retry-count", "retries N"),
     ("tries", "attempts N"),
+    ("max-tries", "attempts N"),
     ("max-attempts", "attempts N"),
+    ("count", "attempts N"),
     ("interval", "delay DUR"),
     ("wait", "delay DUR"),
+    ("sleep", "delay DUR"),
+    ("retry-interval", "delay DUR"),
     ("retry-delay", "delay DUR (as curl --retry-delay)"),
+    (
+        "min-delay",
+        "delay DUR (the first delay, which later ones grow from)",
+    ),
+    ("initial-delay", "delay DUR (the first delay)"),
+    ("initial-interval", "delay DUR (the first delay)"),
+    ("max-backoff", "max-delay DUR"),
+    ("backoff-max", "max-delay DUR"),
+    ("delay-max", "max-delay DUR"),
+    ("max-interval", "max-delay DUR"),
+    (
+        "max-wait",
+        "max-delay DUR (the longest wait between attempts) or --max-time DUR (the whole run)",
+    ),
+    ("backoff-factor", "factor F"),
+    ("multiplier", "factor F"),
     ("retry-max-time", "max-time DUR (as curl --retry-max-time)"),
+    ("deadline", "max-time DUR"),
+    ("total-timeout", "max-time DUR"),
+    ("max-elapsed-time", "max-time DUR"),
 ];
 
 /// For an unknown flag: the flag of retry's meant instead, named by `setting`: the one another

@@ -367,8 +367,8 @@ fn redis_password() -> Result<Option<String>, UsageError> {
     }
 }
 
-/// Where this retry runs, from what a retry above it gave its attempt: `RETRY_DEPTH` and
-/// `RETRY_MAX_ATTEMPTS` (empty when that retry has no limit).
+/// Where this retry runs, from what a retry above it gave its attempt: `RETRY_DEPTH`,
+/// `RETRY_MAX_ATTEMPTS` (empty when that retry has no limit) and `RETRY_ATTEMPT`.
 fn nesting() -> Nesting {
     let inherited = std::env::var(env::DEPTH)
         .ok()
@@ -381,9 +381,14 @@ fn nesting() -> Nesting {
             "" => Some(None),
             n => n.parse().ok().map(Some),
         });
+    let outer_attempt = (inherited > 0)
+        .then(|| std::env::var(env::ATTEMPT).ok())
+        .flatten()
+        .and_then(|n| n.parse().ok());
     Nesting {
         level: inherited.saturating_add(1),
         outer_attempts,
+        outer_attempt,
     }
 }
 

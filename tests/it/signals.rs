@@ -165,6 +165,25 @@ fn a_second_sigint_kills_the_command_at_once() {
 }
 
 #[test]
+fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again() {
+    let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
+    let (mut child, out, err) = start(&["-n", "5", "--", "sh", "-c", script]);
+    out.until("ready");
+    send(&child, Signal::SIGINT);
+    out.until("got-int");
+    send(&child, Signal::SIGTERM);
+    let status = wait(&mut child);
+    // Cancelled by the first signal: retry ends by it.
+    assert_eq!(status.signal(), Some(Signal::SIGINT as i32), "{status:?}");
+    let log = err.rest().join("\n");
+    assert!(
+        log.contains("retry: SIGTERM after SIGINT; killed the command"),
+        "{log}"
+    );
+    assert!(!log.contains("again"), "{log}");
+}
+
+#[test]
 fn usr1_is_passed_on_and_the_run_goes_on() {
     let script = r#"[ "$RETRY_ATTEMPT" = 2 ] && exit 0
 trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;

@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use std::thread;
 
 use crate::support;
-use crate::support::{Launch, Run, dev_full, retry, wait};
+use crate::support::http::{Reply, Server};
+use crate::support::{Launch, Run, assert_output, dev_full, retry, wait};
+use snapbox::str;
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
 fn binary(len: usize) -> Vec<u8> {
@@ -377,11 +379,37 @@ fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
 
 #[test]
 fn an_attempt_whose_reader_went_away_is_not_retried() {
-    let (status, log) = yes_until_the_reader_goes_away(&["-n", "5", "-d", "0"]);
+    let (status, log) = yes_until_the_reader_goes_away(&["-v", "-n", "5", "-d", "0"]);
     let signal = std::os::unix::process::ExitStatusExt::signal(&status);
     assert_eq!(signal, Some(13), "{status:?} {log}");
     assert!(log.contains("nothing reads its output any more"), "{log}");
     assert!(!log.contains("attempt 2/5"), "{log}");
+}
+
+/// `retry -- yes | head -1`: once the reader is done, the writer dies of SIGPIPE, and a shell
+/// says nothing of it. retry says nothing either and ends by SIGPIPE as the command did; -v
+/// says it in one line.
+#[test]
+fn a_pipelines_writer_killed_by_sigpipe_once_its_reader_is_done_is_not_reported() {
+    let (status, log) = yes_until_the_reader_goes_away(&["-n", "5"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
+    assert_output(log, str![""]);
+    let (status, log) = yes_until_the_reader_goes_away(&["-v", "-n", "5"]);
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    assert_eq!(signal, Some(13), "{status:?} {log}");
+    // -v's own lines aside (the policy, each attempt's start), with their time stamps.
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains("retry: policy:") && !l.ends_with(": starting"))
+        .map(|l| l.split_once(" retry: ").map_or(l, |(_, rest)| rest))
+        .collect();
+    assert_output(
+        said.join("\n"),
+        str![
+            "giving up after 1 attempt in [ELAPSED]: nothing reads its output any more: killed by SIGPIPE (status 141), as the writer of a pipeline is once its reader is done; command: yes"
+        ],
+    );
 }
 
 /// Runs retry with `input` on a pipe, TMPDIR pointing nowhere; returns its output.
@@ -470,6 +498,64 @@ fn output_that_retry_carries_and_cannot_write_is_a_failure() {
         assert_eq!(out.status.code(), Some(125), "{carried:?}: {stderr}");
         assert!(stderr.contains("No space left on device"), "{stderr}");
     }
+}
+
+/// What cron mails of a failed run with --output-on-failure carries retry's line for each
+/// attempt, its reason (`HTTP status 503`) included, and ends with the give-up line: the same
+/// whether the log is held with the output or goes to a --log-file, which has the lines too.
+#[test]
+fn output_on_failure_prints_each_attempts_reason_also_when_the_log_goes_to_a_file() {
+    let server = Server::start(vec![Reply::new(503).body("busy\n")]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("job.log");
+    let run = |log: Option<&Path>| {
+        let mut c = retry();
+        c.args(["--output-on-failure", "--hints", "-n", "2", "-d", "0"]);
+        if let Some(log) = log {
+            c.arg("--log-file").arg(log);
+        }
+        c.args(["--", "curl", "-sS", "-D", "{hints}", &server.url("/")]);
+        c.run()
+    };
+    let held = run(None);
+    assert_ne!(held.code(), Some(0), "{}", held.show());
+    assert_eq!(held.lines(), ["busy", "busy"], "{}", held.show());
+    assert_output(
+        held.stderr(),
+        str![[r#"
+retry: --- output of attempt 1/2 ---
+retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
+retry: --- output of attempt 2/2 ---
+retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+
+"#]],
+    );
+    let filed = run(Some(&log));
+    assert_eq!(filed.code(), held.code(), "{}", filed.show());
+    assert_eq!(filed.lines(), ["busy", "busy"], "{}", filed.show());
+    assert_output(
+        filed.stderr(),
+        str![[r#"
+retry: --- output of attempt 1/2 ---
+retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
+retry: --- output of attempt 2/2 ---
+retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+
+"#]],
+    );
+    let written = fs::read_to_string(&log).expect("the log file");
+    assert_eq!(
+        written.matches("(retryable: HTTP status 503)").count()
+            + written.matches("(HTTP status 503; not retried").count(),
+        2,
+        "{written}"
+    );
+    assert!(
+        written.contains("retry: giving up after 2 attempts"),
+        "{written}"
+    );
 }
 
 /// A cron-like run (`env -i`, stdout and stderr to files, as cron collects them for its mail)

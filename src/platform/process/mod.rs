@@ -40,7 +40,8 @@ mod spawn;
 mod tied;
 
 use self::spawn::{
-    entry, inherited_environment, launch, spawn_attributes, spawn_failure, with_hint_file,
+    entry, inherited_environment, launch, one_string, spawn_attributes, spawn_failure,
+    with_hint_file,
 };
 
 /// Runs the command for real.
@@ -377,10 +378,16 @@ impl World for Process {
                         spawn_failure(std::ffi::OsStr::from_bytes(self.program.as_bytes()), errno)
                     )
                 });
+                let name = std::ffi::OsStr::from_bytes(self.program.as_bytes());
+                let one_string = match errno {
+                    Errno::ENOENT => one_string(name),
+                    _ => None,
+                };
                 Err(SpawnError {
                     status: why.status(),
                     why,
                     message,
+                    one_string,
                 })
             }
         }

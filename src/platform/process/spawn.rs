@@ -16,6 +16,7 @@ use nix::unistd::Pid;
 
 use crate::env;
 use crate::platform::child_fd::ChildFd;
+use crate::platform::world::OneString;
 
 /// posix_spawn with the attempt's standard streams in place.
 pub(super) fn launch(
@@ -126,4 +127,35 @@ pub(super) fn spawn_failure(program: &std::ffi::OsStr, errno: Errno) -> String {
         Errno::EACCES if named_by_path && path.is_dir() => "Is a directory".into(),
         _ => errno.desc().into(),
     }
+}
+
+/// Whether `program`, which could not be started for want of a file (ENOENT), is a whole
+/// command given as one argument: a name that holds spaces or shell syntax, and that no file
+/// has where posix_spawnp looks (a file so named that exists is a script whose interpreter is
+/// missing, which is no command line).
+pub(super) fn one_string(program: &std::ffi::OsStr) -> Option<OneString> {
+    let bytes = program.as_encoded_bytes();
+    let shell = bytes.iter().any(|b| b"|&;<>()$`\\\"'*?[]".contains(b));
+    let spaced = bytes.iter().any(u8::is_ascii_whitespace);
+    let how = match (shell, spaced) {
+        (true, _) => OneString::ShellLine,
+        (false, true) => OneString::Words,
+        (false, false) => return None,
+    };
+    let exists = |path: &std::path::Path| path.symlink_metadata().is_ok();
+    let found = if bytes.contains(&b'/') {
+        exists(std::path::Path::new(program))
+    } else {
+        // As posix_spawnp searches: each folder of PATH, the current one for an empty entry.
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+        std::env::split_paths(&path).any(|dir| {
+            let dir = if dir.as_os_str().is_empty() {
+                std::path::PathBuf::from(".")
+            } else {
+                dir
+            };
+            exists(&dir.join(program))
+        })
+    };
+    (!found).then_some(how)
 }

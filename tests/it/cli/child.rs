@@ -256,7 +256,7 @@ fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
     let log = r.log();
     let warned: Vec<&String> = log.iter().filter(|l| l.contains("multiply")).collect();
     assert_eq!(warned.len(), 1, "{}", r.show());
-    assert!(warned[0].contains("3 × 3 = 9"), "{}", r.show());
+    assert!(warned[0].contains("3 there × 3 here = 9"), "{}", r.show());
     assert!(
         log.iter().all(|l| l.starts_with("retry: level 2: ")),
         "{}",
@@ -276,12 +276,56 @@ fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
     );
 }
 
+/// `retry -- retry -- cmd`, both real: the inner one runs in each of the outer's attempts, and
+/// says once, not once an attempt, that their attempts multiply, naming each level once.
+#[test]
+fn a_retry_inside_a_retry_warns_once_naming_each_level_once() {
+    let r = run(&[
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--"),
+        support::bin().as_os_str(),
+        OsStr::new("-n"),
+        OsStr::new("3"),
+        OsStr::new("-d"),
+        OsStr::new("0"),
+        OsStr::new("--"),
+        OsStr::new("false"),
+    ]);
+    assert_eq!(r.code(), Some(1), "{}", r.show());
+    let inner = support::bin().display().to_string();
+    assert_output(
+        r.stderr().replace(&inner, "[RETRY]"),
+        str![[r#"
+retry: level 2: this retry runs inside each attempt of the retry at level 1: attempts multiply, 2 there × 3 here = 6 runs of the command at most; retry in one place only, or give this one -n 1
+retry: level 2: attempt 1/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: level 2: attempt 2/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: level 2: attempt 3/3 failed: exit status 1 after [ELAPSED] (not retried: attempts used up)
+retry: level 2: giving up after 3 attempts in [ELAPSED]: attempts used up; last exit status 1; command: false
+retry: attempt 1/2 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: level 2: attempt 1/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: level 2: attempt 2/3 failed: exit status 1 after [ELAPSED] (retryable); retrying in 0ms
+retry: level 2: attempt 3/3 failed: exit status 1 after [ELAPSED] (not retried: attempts used up)
+retry: level 2: giving up after 3 attempts in [ELAPSED]: attempts used up; last exit status 1; command: false
+retry: attempt 2/2 failed: exit status 1 after [ELAPSED] (not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 1; command: [RETRY] -n 3 -d 0 -- false
+
+"#]],
+    );
+}
+
 #[test]
 fn explain_shows_that_a_nested_retry_multiplies_attempts() {
     let r = nested("4", &["--explain", "-n", "2"]);
     assert_eq!(r.code(), Some(0), "{}", r.show());
     let w = warnings(&r.stdout());
-    assert!(w.iter().any(|l| l.contains("4 × 2 = 8")), "{}", r.show());
+    assert!(
+        w.iter().any(|l| l.contains("4 there × 2 here = 8")),
+        "{}",
+        r.show()
+    );
 }
 
 #[test]

@@ -226,7 +226,29 @@ fn a_jitter_of_seconds_is_refused_naming_a_kind() {
     assert_usage_error(
         &["-j", "5"],
         str![[r#"
-retry: error: not a kind of jitter for --jitter: 5; -j names a kind of jitter here: none, full, equal, decorrelated or N%; minfrin's -j 5 added up to 5s to each delay, which -j full (each wait drawn from 0 to the delay, the default) or -j 50% (the delay +/-50%) replaces
+retry: error: not a kind of jitter for --jitter: 5; -j names a kind of jitter here: none, full, equal, decorrelated or N%; minfrin's -j 5 added up to 5s to each delay, which -j full (each wait drawn from 0 to the delay, the default) or -j 50% (the delay +/-50%) replaces; in a crontab, % must be written /%, as -j 5/%
+
+"#]],
+    );
+}
+
+/// cron ends a crontab's command at a `%` not written `\%`, and gives the rest as stdin:
+/// `retry -j 20% -- job` there runs `retry -j 20`.
+#[test]
+fn a_jitter_cut_at_its_percent_by_cron_says_a_crontab_needs_it_escaped() {
+    let r = run(&["-j", "20"]);
+    assert_eq!(r.code(), Some(125), "{}", r.show());
+    // The snapshot below reads a backslash as a path's separator, `/`.
+    assert!(
+        r.stderr()
+            .contains(r"in a crontab, % must be written \%, as -j 20\%"),
+        "{}",
+        r.show()
+    );
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: error: not a kind of jitter for --jitter: 20; -j names a kind of jitter here: none, full, equal, decorrelated or N%; minfrin's -j 20 added up to 20s to each delay, which -j full (each wait drawn from 0 to the delay, the default) or -j 50% (the delay +/-50%) replaces; in a crontab, % must be written /%, as -j 20/%
 
 "#]],
     );

@@ -326,6 +326,60 @@ retry: error: unknown flag: --retry; did you mean --retries N (as curl --retry N
     );
 }
 
+/// Each flag here is one that clap's nearest spelling got wrong (`--min-delay` → `--max-delay`,
+/// `--sleep` → `--seed`, `--max-tries` → `--max-time`) or had nothing for.
+#[test]
+fn delay_and_limit_flags_of_other_retry_tools_suggest_retrys_own_not_the_nearest_spelling() {
+    let flags = [
+        "--min-delay",
+        "--initial-delay",
+        "--initial-interval",
+        "--sleep",
+        "--retry-interval",
+        "--backoff-max",
+        "--max-backoff",
+        "--delay-max",
+        "--max-interval",
+        "--max-wait",
+        "--backoff-factor",
+        "--multiplier",
+        "--count",
+        "--max-tries",
+        "--retry-count",
+        "--deadline",
+        "--total-timeout",
+        "--max-elapsed-time",
+    ];
+    let said: String = flags
+        .iter()
+        .map(|flag| usage_error(&[flag, "4"]).stderr())
+        .collect();
+    assert_output(
+        said,
+        str![[r#"
+retry: error: unknown flag: --min-delay; did you mean --delay DUR (the first delay, which later ones grow from)?
+retry: error: unknown flag: --initial-delay; did you mean --delay DUR (the first delay)?
+retry: error: unknown flag: --initial-interval; did you mean --delay DUR (the first delay)?
+retry: error: unknown flag: --sleep; did you mean --delay DUR?
+retry: error: unknown flag: --retry-interval; did you mean --delay DUR?
+retry: error: unknown flag: --backoff-max; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-backoff; did you mean --max-delay DUR?
+retry: error: unknown flag: --delay-max; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-interval; did you mean --max-delay DUR?
+retry: error: unknown flag: --max-wait; did you mean --max-delay DUR (the longest wait between attempts) or --max-time DUR (the whole run)?
+retry: error: unknown flag: --backoff-factor; did you mean --factor F?
+retry: error: unknown flag: --multiplier; did you mean --factor F?
+retry: error: unknown flag: --count; did you mean --attempts N?
+retry: error: unknown flag: --max-tries; did you mean --attempts N?
+retry: error: unknown flag: --retry-count; did you mean --retries N?
+retry: error: unknown flag: --deadline; did you mean --max-time DUR?
+retry: error: unknown flag: --total-timeout; did you mean --max-time DUR?
+retry: error: unknown flag: --max-elapsed-time; did you mean --max-time DUR?
+
+"#]],
+    );
+}
+
 #[test]
 fn a_negative_value_is_named_with_its_flag_not_taken_for_an_unknown_flag() {
     for (args, needle) in [
@@ -468,6 +522,54 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
     let r = run(&["-n", "3", "--", "retry-test-no-such-command"]);
     assert_eq!(r.code(), Some(127), "{}", r.show());
     assert!(r.stderr().contains("command not found"), "{}", r.show());
+}
+
+#[test]
+fn a_whole_command_in_one_argument_that_names_no_file_is_said_to_be_one_with_both_fixes() {
+    let r = run(&[
+        "-n",
+        "3",
+        "--",
+        "retry-test-no-such-command -fsS http://127.0.0.1:9/",
+    ]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: cannot run 'retry-test-no-such-command -fsS http://127.0.0.1:9/': No such file or directory; a whole command was given as one argument: give its words apart, as retry -- retry-test-no-such-command -fsS http://127.0.0.1:9/, or a shell line, as retry -- sh -c 'retry-test-no-such-command -fsS http://127.0.0.1:9/'
+retry: attempt 1/3 failed: exit status 127 after [ELAPSED] (fatal: will not get better)
+retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; command: 'retry-test-no-such-command -fsS http://127.0.0.1:9/'
+
+"#]],
+    );
+    // A pipe is no word: the shell line alone.
+    let r = run(&["-n", "3", "--", "retry-test-no-such-command | wc -l"]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: cannot run 'retry-test-no-such-command | wc -l': command not found (no such file on PATH); a shell line was given as one argument: give it to a shell, as retry -- sh -c 'retry-test-no-such-command | wc -l'
+retry: attempt 1/3 failed: exit status 127 after [ELAPSED] (fatal: will not get better)
+retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; command: 'retry-test-no-such-command | wc -l'
+
+"#]],
+    );
+}
+
+#[test]
+fn a_file_named_with_a_space_runs_and_one_whose_interpreter_is_missing_gets_no_such_advice() {
+    let dir = TempDir::new().expect("temp dir");
+    let job = dir.path().join("nightly job");
+    write_file(&job, "#!/bin/sh\necho ran\n", 0o755);
+    let r = run(&["-n", "3", "--", &job.display().to_string()]);
+    assert_eq!(r.code(), Some(0), "{}", r.show());
+    assert_eq!(r.lines(), ["ran"], "{}", r.show());
+    // ENOENT from a missing interpreter: the file exists, and is no command line.
+    let broken = dir.path().join("broken job");
+    write_file(&broken, "#!/nonexistent/sh\necho ran\n", 0o755);
+    let r = run(&["-n", "3", "--", &broken.display().to_string()]);
+    assert_eq!(r.code(), Some(127), "{}", r.show());
+    assert!(!r.stderr().contains("one argument"), "{}", r.show());
 }
 
 #[test]

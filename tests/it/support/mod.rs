@@ -32,6 +32,7 @@ pub fn hermetic(command: &mut Command) -> &mut Command {
         .env_remove("RETRY_CONFIG")
         .env_remove("RETRY_DEPTH")
         .env_remove("RETRY_MAX_ATTEMPTS")
+        .env_remove("RETRY_ATTEMPT")
         .env_remove("RETRY_IDEMPOTENCY_KEY")
         .env_remove("RETRY_STOP_WITH_PARENT")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
