@@ -8,6 +8,10 @@
 //!
 //! A block's text is shown as written in the page; nothing here rewrites it. Each example is a
 //! test of its own (`examples!`), and one test checks that every example has one.
+//!
+//! docs/migration.md says other tools' settings with this retry's flags, in tables: each
+//! `retry` command there is run with `--explain`, and what it resolves to is checked against
+//! what its row says (`migration`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -16,6 +20,8 @@ use regex::Regex;
 use tempfile::TempDir;
 
 use crate::support;
+
+mod migration;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -270,6 +276,7 @@ examples! {
     hooks_and_metrics_the_metrics_file: "docs/hooks-and-metrics.md" 0,
     hooks_and_metrics_the_summary: "docs/hooks-and-metrics.md" 1,
     logs_output_on_failure: "docs/logs.md" 0,
+    migration_explain_checks_a_translation: "docs/migration.md" 0,
     policy_reset_after: "docs/policy.md" 0,
     shared_state_the_breaker: "docs/shared-state.md" 0,
     shared_state_list_keys: "docs/shared-state.md" 1,
