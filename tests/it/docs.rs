@@ -8,14 +8,20 @@
 //!
 //! A block's text is shown as written in the page; nothing here rewrites it. Each example is a
 //! test of its own (`examples!`), and one test checks that every example has one.
+//!
+//! docs/migration.md says other tools' settings with this retry's flags, in tables: each
+//! `retry` command there is run with `--explain`, and what it resolves to is checked against
+//! what its row says (`migration`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use regex::Regex;
 use tempfile::TempDir;
 
 use crate::support;
+
+mod migration;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -162,29 +168,47 @@ fn matches(shown: &[String], printed: &[String]) -> bool {
     }
 }
 
-/// Runs a block's steps in a place of its own; `Err` says where and how one differs.
-fn run(example: &Example) -> Result<(), String> {
-    let dir = TempDir::new().expect("temp dir");
-    let (work, home) = (dir.path().join("work"), dir.path().join("home"));
-    std::fs::create_dir(&work).expect("work");
-    std::fs::create_dir(&home).expect("home");
-    let bin = support::bin()
-        .parent()
-        .expect("the binary's folder")
-        .to_path_buf();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path)))
-        .expect("PATH");
-    let aside = Aside::new(&home);
-    for step in &example.steps {
+/// A working folder and a home of their own (no config file, no state), with the built retry
+/// first on PATH: where a page's commands run, as a reader's shell would run them.
+struct Place {
+    _dir: TempDir,
+    work: PathBuf,
+    home: PathBuf,
+    path: std::ffi::OsString,
+}
+
+impl Place {
+    fn new() -> Place {
+        let dir = TempDir::new().expect("temp dir");
+        let (work, home) = (dir.path().join("work"), dir.path().join("home"));
+        std::fs::create_dir(&work).expect("work");
+        std::fs::create_dir(&home).expect("home");
+        let bin = support::bin()
+            .parent()
+            .expect("the binary's folder")
+            .to_path_buf();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path)))
+            .expect("PATH");
+        Place {
+            _dir: dir,
+            work,
+            home,
+            path,
+        }
+    }
+
+    /// Runs `command` through `sh`: its status, and its stdout and stderr together, as a
+    /// terminal shows them.
+    fn sh(&self, command: &str) -> (ExitStatus, Vec<String>) {
         let mut sh = Command::new("sh");
         support::hermetic(&mut sh);
         sh.arg("-c")
-            .arg(format!("exec 2>&1\n{}", step.command))
-            .current_dir(&work)
-            .env("PATH", &path)
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .arg(format!("exec 2>&1\n{command}"))
+            .current_dir(&self.work)
+            .env("PATH", &self.path)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env_remove("XDG_STATE_HOME")
             .env_remove("RETRY_STATE_DIR")
             .env_remove("RETRY_STATE_URL")
@@ -194,8 +218,18 @@ fn run(example: &Example) -> Result<(), String> {
             .stderr(Stdio::null());
         let mut child = sh.spawn().expect("start sh");
         let out = support::Lines::of(child.stdout.take().expect("stdout"));
-        support::wait(&mut child);
-        let printed: Vec<String> = out.rest().iter().map(|l| aside.apply(l)).collect();
+        let status = support::wait(&mut child);
+        (status, out.rest())
+    }
+}
+
+/// Runs a block's steps in a place of its own; `Err` says where and how one differs.
+fn run(example: &Example) -> Result<(), String> {
+    let place = Place::new();
+    let aside = Aside::new(&place.home);
+    for step in &example.steps {
+        let (_, out) = place.sh(&step.command);
+        let printed: Vec<String> = out.iter().map(|l| aside.apply(l)).collect();
         let shown: Vec<String> = step
             .shown
             .iter()
@@ -242,6 +276,7 @@ examples! {
     hooks_and_metrics_the_metrics_file: "docs/hooks-and-metrics.md" 0,
     hooks_and_metrics_the_summary: "docs/hooks-and-metrics.md" 1,
     logs_output_on_failure: "docs/logs.md" 0,
+    migration_explain_checks_a_translation: "docs/migration.md" 0,
     policy_reset_after: "docs/policy.md" 0,
     shared_state_the_breaker: "docs/shared-state.md" 0,
     shared_state_list_keys: "docs/shared-state.md" 1,
