@@ -523,7 +523,7 @@ impl Release {
     fn serve(&self) -> Server {
         let tag = format!("/releases/download/v{}/{}", self.version, self.name);
         let latest = format!("/releases/tag/v{}", self.version);
-        let server = Server::routes(vec![
+        Server::routes(vec![
             (
                 "/releases/latest",
                 vec![Reply::new(302).header("Location", &latest)],
@@ -536,8 +536,7 @@ impl Release {
                 &format!("{tag}.tar.gz.sha256"),
                 vec![Reply::new(200).body(self.sha256.clone())],
             ),
-        ]);
-        server
+        ])
     }
 }
 
