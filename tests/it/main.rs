@@ -13,6 +13,7 @@
 
 mod support;
 
+mod action;
 mod cancel;
 mod cli;
 mod completions;
