@@ -268,20 +268,10 @@ struct Simulated<'a> {
 }
 
 /// Where the simulated processes keep the key's state, in words.
-fn state_words(sharing: Sharing, fleet: &Fleet, store: &StoreModel) -> String {
-    let fail = match store.fail {
-        FailMode::Open => "goes on with its host's state (--state-fail open)",
-        FailMode::Closed => "exits 75 without running (--state-fail closed)",
-    };
-    let rate = format!(
-        "the store answers {} script calls/s for the key (--store-rate), and a run that waits \
-         longer than --state-timeout {} for it\n{fail}",
-        fleet.store_rate,
-        human(store.timeout)
-    );
+fn state_words(sharing: Sharing, fleet: &Fleet) -> String {
     match sharing {
-        Sharing::None => format!("none (no --key); with --key --state, {rate}"),
-        Sharing::Fleet => format!("--key with --state: one state for the fleet;\n{rate}"),
+        Sharing::None => "none (no --key)".into(),
+        Sharing::Fleet => "--key with --state: one state for the fleet".into(),
         Sharing::PerHost if fleet.hosts == fleet.processes => {
             "--key without --state: each host its own state".into()
         }
@@ -291,6 +281,44 @@ fn state_words(sharing: Sharing, fleet: &Fleet, store: &StoreModel) -> String {
         ),
     }
 }
+
+/// The `--state` store's rate, and what a run does that cannot wait for it, in words ending
+/// a line; nothing when no row has one.
+fn store_words(sharing: Sharing, fleet: &Fleet, store: &StoreModel) -> String {
+    let whose = match sharing {
+        Sharing::Fleet => "The store",
+        Sharing::None => "In the row with --key --state, the store",
+        Sharing::PerHost => return String::new(),
+    };
+    let fail = match store.fail {
+        FailMode::Open => "goes on with its host's state (--state-fail open)",
+        FailMode::Closed => "exits 75 without running (--state-fail closed)",
+    };
+    let said = format!(
+        "{whose} answers {} script calls/s for the key (--store-rate); a run whose calls wait \
+         longer than --state-timeout {} {fail}.",
+        fleet.store_rate,
+        human(store.timeout)
+    );
+    let mut out = String::new();
+    let mut line = 0;
+    for word in said.split(' ') {
+        if line > 0 && line + 1 + word.len() > WRAP {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out.push('\n');
+    out
+}
+
+/// The longest line of the assumptions a sentence is wrapped to.
+const WRAP: usize = 95;
 
 /// Processes a host, as a number or a range.
 fn per_host(fleet: &Fleet) -> String {
@@ -344,12 +372,14 @@ fn text(simulated: &Simulated) -> String {
          {starts}.\n\
          The service is down for {}, then up.\n\
          State: {}.\n\
+         {}\
          Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n{}",
         fleet.processes,
         human(fleet.every),
         human(fleet.call),
         human(fleet.outage),
-        state_words(
+        state_words(*sharing, fleet),
+        store_words(
             *sharing,
             fleet,
             &world.store.unwrap_or(store_model(policy, fleet))
