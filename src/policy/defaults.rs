@@ -80,7 +80,7 @@ pub const CALL_TIME: Duration = Duration::from_millis(100);
 /// `--explain --fleet` simulates. Measured (`cargo bench --bench storerate`, docs/redis.md): a
 /// run in an outage makes an admission and records a failure, the dearest pair; this is that
 /// mix's rate on two cores, rounded down.
-pub const STORE_RATE: u32 = 20_000;
+pub const STORE_RATE: u32 = 14_000;
 /// The most `--store-rate` takes.
 pub const MOST_STORE_RATE: u32 = 10_000_000;
 
