@@ -306,17 +306,18 @@ impl Proxy {
         std::thread::spawn(move || {
             let interval = Duration::from_secs(1) / rate.max(1);
             let mut next = Instant::now();
-            let mut r = BufReader::new(up.try_clone().expect("a clone of the connection"));
+            let Ok(clone) = up.try_clone() else { return };
+            let mut r = BufReader::new(clone);
             let mut answer = Vec::new();
             while !st.load(Ordering::Relaxed) {
                 let w = {
                     let (lock, cv) = &*q;
-                    let mut waiting = lock.lock().expect("the queue");
+                    let Ok(mut waiting) = lock.lock() else { return };
                     while waiting.is_empty() && !st.load(Ordering::Relaxed) {
-                        waiting = cv
-                            .wait_timeout(waiting, Duration::from_millis(50))
-                            .expect("the queue")
-                            .0;
+                        match cv.wait_timeout(waiting, Duration::from_millis(50)) {
+                            Ok((w, _)) => waiting = w,
+                            Err(_) => return,
+                        }
                     }
                     match waiting.pop_front() {
                         Some(w) => w,
@@ -352,7 +353,10 @@ impl Proxy {
                 std::thread::spawn(move || {
                     let mut first = true;
                     let _ = client.set_nodelay(true);
-                    let mut r = BufReader::new(client.try_clone().expect("a clone"));
+                    let Ok(clone) = client.try_clone() else {
+                        return;
+                    };
+                    let mut r = BufReader::new(clone);
                     loop {
                         let mut bytes = Vec::new();
                         if reply(&mut r, &mut bytes).is_err() || bytes.is_empty() {
@@ -361,14 +365,16 @@ impl Proxy {
                         let head = String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
                             .to_ascii_uppercase();
                         let script = head.contains("EVALSHA") || head.contains("\r\nEVAL\r\n");
-                        if script && std::mem::take(&mut first) {
-                            f.lock().expect("the arrivals").push(Instant::now());
+                        if script
+                            && std::mem::take(&mut first)
+                            && let Ok(mut f) = f.lock()
+                        {
+                            f.push(Instant::now());
                         }
                         let Ok(to) = client.try_clone() else { return };
                         let (lock, cv) = &*q;
-                        lock.lock()
-                            .expect("the queue")
-                            .push_back(Waiting { bytes, script, to });
+                        let Ok(mut waiting) = lock.lock() else { return };
+                        waiting.push_back(Waiting { bytes, script, to });
                         cv.notify_one();
                     }
                 });

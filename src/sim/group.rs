@@ -10,7 +10,7 @@
 //! be stepped side by side and their calls counted per second in bounded memory.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -243,7 +243,8 @@ pub struct Group<'a> {
     stores: Vec<MemoryStore>,
     /// Each host's own state, made when a run on it first loses a shared store that answers
     /// at a rate.
-    locals: HashMap<usize, MemoryStore>,
+    /// (A BTreeMap: it keeps a group small beside the blocks stepped apart.)
+    locals: BTreeMap<usize, MemoryStore>,
     /// How a process finds its store: (process mod `hosts`) − `first_host`.
     hosts: usize,
     first_host: usize,
@@ -282,7 +283,7 @@ impl<'a> Group<'a> {
             runs: Vec::new(),
             free: Vec::new(),
             stores: (0..stores).map(|_| plan.new_store()).collect(),
-            locals: HashMap::new(),
+            locals: BTreeMap::new(),
             hosts: hosts.max(1),
             first_host,
             refused_until: vec![0; stores],
