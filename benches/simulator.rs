@@ -134,6 +134,7 @@ fn world(processes: usize) -> World {
         outage: Duration::from_secs(3600),
         call: retry::sim::fleet::CALL,
         seed: 1,
+        store: None,
     }
 }
 

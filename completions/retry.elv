@@ -80,6 +80,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --every 'With --fleet: how often each process runs the job (a cron interval)'
             cand --hosts 'With --fleet: the N processes are spread over H hosts; with --key and no --state, the processes on one host share that host''s state [default: N, one process a host]'
             cand --call-time 'With --fleet: how long one call of the job takes, failed or not'
+            cand --store-rate 'With --fleet and --state: script calls a second the store answers for one key (a key lives on one Redis thread). A simulated run whose calls would wait in its queue past --state-timeout loses the shared state, as a real one does: --state-fail open goes on with its host''s state, closed exits 75 without running. The default is the rate measured for an outage''s calls (docs/redis.md)'
             cand --forever 'No limit on attempts (--max-time and fatal statuses still end the run)'
             cand --hints 'Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any `{hints}` in the arguments: `retry --hints -- curl -fsS -D {hints} URL`. A `{hints}` in the arguments turns this on by itself'
             cand --output-on-failure 'Hold every attempt''s stdout and stderr and retry''s own log, and print them, in order and marked by attempt, only if the run fails: a run that succeeds prints nothing (chronic''s behaviour, for cron, which mails whatever a job prints)'

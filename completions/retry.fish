@@ -6,7 +6,7 @@
 # completed: after --, or at the first word that is neither a flag nor a flag's value.
 function __retry_command_words
     set -l tokens (commandline -opc)
-    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time
+    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
     set -l i 2
     while test $i -le (count $tokens)
         set -l token $tokens[$i]
@@ -35,7 +35,7 @@ function __retry_at_command
     string match -q -- '-*' (commandline -ct); and return 1
     set -l before (commandline -opc)[-1]
     test "$before" = --; and return 0
-    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time
+    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
 end
 
 # The command's own completion of its words and of the word being completed.
@@ -207,6 +207,7 @@ complete -c retry -n 'not __retry_command_started' -l outage -x -d 'With --fleet
 complete -c retry -n 'not __retry_command_started' -l every -x -d 'With --fleet: how often each process runs the job (a cron interval)'
 complete -c retry -n 'not __retry_command_started' -l hosts -x -d 'With --fleet: the N processes are spread over H hosts'
 complete -c retry -n 'not __retry_command_started' -l call-time -x -d 'With --fleet: how long one call of the job takes, failed or not'
+complete -c retry -n 'not __retry_command_started' -l store-rate -x -d 'With --fleet and --state'
 complete -c retry -n 'not __retry_command_started' -s h -l help -d 'Print this help (-h), or every flag (--help)'
 complete -c retry -n 'not __retry_command_started' -s V -l version -d 'Print version'
 complete -c retry -n '__retry_command_started; or __retry_at_command' -x -a '(__retry_complete_command)'

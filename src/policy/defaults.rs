@@ -76,6 +76,13 @@ pub const OUTAGE: Duration = Duration::from_secs(5 * 60);
 pub const EVERY: Duration = Duration::from_secs(5 * 60);
 /// `--call-time`: how long one call of the job `--explain --fleet` simulates takes.
 pub const CALL_TIME: Duration = Duration::from_millis(100);
+/// `--store-rate`: script calls a second one key's `--state` store answers, in the fleet
+/// `--explain --fleet` simulates. Measured (`cargo bench --bench storerate`, docs/redis.md): a
+/// run in an outage makes an admission and records a failure, the dearest pair; this is that
+/// mix's rate on two cores, rounded down.
+pub const STORE_RATE: u32 = 14_000;
+/// The most `--store-rate` takes.
+pub const MOST_STORE_RATE: u32 = 10_000_000;
 
 impl Default for BreakerSettings {
     /// `--breaker-failures`, `--breaker-window`, `--breaker-open` and `--breaker-open-max`.

@@ -116,6 +116,8 @@ pub struct Fleet {
     pub splay: Duration,
     /// How long one call takes.
     pub call: Duration,
+    /// Script calls a second the `--state` store answers for the key (`--store-rate`).
+    pub store_rate: u32,
 }
 
 /// Where a retry runs: at the top, or inside an attempt of another retry (`RETRY_DEPTH`).

@@ -24,7 +24,7 @@ use crate::policy::rules::Sources;
 use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy, UsageError};
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
-const FLEET_SHAPE: [&str; 4] = ["outage", "every", "hosts", "call_time"];
+const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "call_time", "store_rate"];
 
 /// What retry is asked to do: one mode, chosen by the command line, with what it needs.
 /// `lib.rs` dispatches on it with one `match`.
@@ -130,6 +130,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
     };
     std::mem::forget(matches);
     let (explain, reset_state) = (cli.explain, cli.shared.reset_state);
+    let store_rate = cli.simulated.store_rate;
     let fleet = match cli
         .simulated
         .fleet
@@ -151,6 +152,18 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
     match validate::build(cli) {
         Ok((mut policy, listed)) => {
             policy.rules.sources = sources;
+            // The rate of a shared store, for a fleet whose key is kept on each host: it would
+            // be ignored. (Without --key, the table's row with --key --state uses it.)
+            if let (Some(rate), Some(state)) = (store_rate, &policy.state)
+                && state.store.is_none()
+            {
+                eprintln!(
+                    "retry: error: --store-rate {rate} is the rate of a --state store, and this \
+                     --key keeps its state on each host: give --state URL, or leave \
+                     --store-rate out"
+                );
+                return Err(Exit::FAILURE);
+            }
             // In this order: `--reset-state` wins over an `--explain` beside it.
             Ok(match (listed, fleet) {
                 _ if reset_state => Mode::ResetState(policy),
@@ -211,6 +224,7 @@ fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
         every,
         splay,
         call,
+        store_rate: set.store_rate,
     })
 }
 

@@ -14,8 +14,8 @@ use crate::policy::judgement::{Judgement, Retryable};
 use crate::policy::pacing::Pacing;
 use crate::policy::rules::Reason;
 use crate::policy::shared::KeyRules;
-use crate::state::Shared;
-use crate::state::memory::MemoryStore;
+use crate::state::memory::{Line, MemoryStore};
+use crate::state::{Fallback, Shared};
 
 /// One run of retry by one process.
 struct Run<'a> {
@@ -33,8 +33,10 @@ struct Run<'a> {
 enum Event {
     /// A process's job starts a run.
     Start(usize),
-    /// A run's attempt calls the service.
+    /// A run's attempt is due: its key is asked, then it calls the service.
     Call(usize),
+    /// A run's attempt calls the service, its key asked already.
+    Attempt(usize),
     /// The call's answer arrives: success or not.
     Answer(usize, bool),
 }
@@ -60,7 +62,27 @@ pub fn simulate(
 
     let mut phases = stream(world.seed, Component::Arrivals);
     let mut rng = stream(world.seed, Component::Policy);
-    let fleet_store = MemoryStore::default();
+    // A store that answers at a rate: every run's calls wait in its one line, and a run
+    // that waits past its --state-timeout goes on as a real one does.
+    let model = world.store.filter(|_| sharing == Sharing::Fleet);
+    let fleet_store = match model {
+        Some(m) => MemoryStore::queued(Line::new(m.rate, m.timeout)),
+        None => MemoryStore::default(),
+    };
+    let locals: Vec<MemoryStore> = match model {
+        Some(_) => (0..world.hosts.clamp(1, world.processes.max(1)))
+            .map(|_| MemoryStore::default())
+            .collect(),
+        None => Vec::new(),
+    };
+    // Where a run is after its calls to the store from `now`: when it goes on, and whether
+    // it waited past its timeout.
+    let after = |store: &MemoryStore, now: Nanos| {
+        store
+            .line()
+            .map_or((now, false), |l| (l.went_on(), l.timed_out()))
+    };
+
     let stores: Vec<MemoryStore> = (0..world.hosts.clamp(1, world.processes.max(1)))
         .map(|_| match sharing {
             Sharing::Fleet => fleet_store.clone(),
@@ -105,18 +127,35 @@ pub fn simulate(
                 let host = process % stores.len();
                 let mut shared = match (sharing, state) {
                     (Sharing::None, _) | (_, None) => None,
-                    (_, Some(s)) => Some(Shared::new(
-                        "fleet".into(),
-                        s.clone(),
-                        Box::new(stores[host].clone()),
-                    )),
+                    (_, Some(s)) => {
+                        let mut shared =
+                            Shared::new("fleet".into(), s.clone(), Box::new(stores[host].clone()));
+                        // As a real run's handle on a --state store.
+                        if let Some(m) = model {
+                            shared.skip_moot_successes = true;
+                            shared.fallback = Some(Fallback {
+                                fail: m.fail,
+                                local: Box::new(locals[host].clone()),
+                            });
+                        }
+                        Some(shared)
+                    }
                 };
+                let mut went_on = now;
                 if let Some(shared) = &mut shared {
-                    stores[host].now.set(ms(now));
-                    // An in-memory store does not fail.
-                    if let Ok(Some(_)) = shared.admit() {
-                        report.refused += 1;
-                        continue;
+                    stores_time(&stores, &locals, host, now);
+                    let admitted = shared.admit();
+                    let lost;
+                    (went_on, lost) = after(&stores[host], now);
+                    report.lost_store += u64::from(lost);
+                    match admitted {
+                        // --state-fail closed: the run does not start.
+                        Err(_) => continue,
+                        Ok(Some(_)) => {
+                            report.refused += 1;
+                            continue;
+                        }
+                        Ok(None) => {}
                     }
                     report.probes += u64::from(shared.probing());
                 }
@@ -141,20 +180,32 @@ pub fn simulate(
                         runs.len() - 1
                     }
                 };
-                queue.at(now, Event::Call(id));
+                queue.at(went_on, Event::Call(id));
             }
-            Event::Call(id) => {
+            Event::Call(id) | Event::Attempt(id) => {
                 let Some(run) = runs[id].as_mut() else {
                     continue;
                 };
-                if run.attempt > 0
+                if matches!(event, Event::Call(_))
+                    && run.attempt > 0
                     && let Some(shared) = &mut run.shared
                 {
-                    stores[run.host].now.set(ms(now));
-                    if let Ok(Some(_)) = shared.before_retry() {
+                    stores_time(&stores, &locals, run.host, now);
+                    let refused = shared.before_retry();
+                    let (went_on, timed_out) = after(&stores[run.host], now);
+                    if timed_out {
+                        // The run goes on without its key, as a real run whose store failed.
+                        run.shared = None;
+                        report.lost_store += 1;
+                    }
+                    if let Ok(Some(_)) = refused {
                         report.gave_up += 1;
                         runs[id] = None;
                         free.push(id);
+                        continue;
+                    }
+                    if went_on > now {
+                        queue.at(went_on, Event::Attempt(id));
                         continue;
                     }
                 }
@@ -200,12 +251,18 @@ pub fn simulate(
                     Judgement::paced(because, paced)
                 };
                 let mut retry = judgement.delay();
+                let mut went_on = now;
                 if let Some(shared) = &mut run.shared {
-                    stores[run.host].now.set(ms(now));
+                    stores_time(&stores, &locals, run.host, now);
                     let u = rng.random::<f64>();
-                    if let Ok((_, Some(_))) =
-                        shared.after_attempt(judgement.counted(), retry.is_some(), u)
-                    {
+                    let told = shared.after_attempt(judgement.counted(), retry.is_some(), u);
+                    let timed_out;
+                    (went_on, timed_out) = after(&stores[run.host], now);
+                    if timed_out {
+                        run.shared = None;
+                        report.lost_store += 1;
+                    }
+                    if let Ok((_, Some(_))) = told {
                         retry = None;
                     }
                 }
@@ -231,7 +288,7 @@ pub fn simulate(
                 match retry {
                     Some(delay) => {
                         runs[id] = Some(run);
-                        queue.after(nanos(delay), Event::Call(id));
+                        queue.at(went_on.saturating_add(nanos(delay)), Event::Call(id));
                     }
                     None => report.gave_up += 1,
                 }
@@ -248,6 +305,15 @@ pub fn simulate(
     );
     report.timeline = timeline;
     report
+}
+
+/// Sets the clocks of the stores a run on `host` may call at `now`: its key's, and the host's
+/// own it goes on with if it loses a fleet's store that answers at a rate.
+fn stores_time(stores: &[MemoryStore], locals: &[MemoryStore], host: usize, now: Nanos) {
+    stores[host].set_time(now);
+    if let Some(local) = locals.get(host) {
+        local.set_time(now);
+    }
 }
 
 /// The most events in one second, counted as they come in time order.

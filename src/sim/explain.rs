@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use super::fleet::{Report, Sharing, World, simulate_counting};
+use super::fleet::{Report, Sharing, StoreModel, World, simulate_counting};
 use super::progress::Progress;
 use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
+use crate::policy::key::FailMode;
 use crate::policy::shared::KeyRules;
-use crate::policy::{Fleet, LogFormat, Policy};
+use crate::policy::{Fleet, LogFormat, Policy, defaults};
 
 /// Columns of the chart.
 const WIDTH: usize = 60;
@@ -71,7 +72,10 @@ fn steps(v: &Variant, world: &World, calls: u128) -> u128 {
         return calls;
     };
     let history = s.history || v.policy.adaptive.is_some();
+    // A store that answers at a rate: every run asks it, however little it keeps.
+    let queued = v.sharing == Sharing::Fleet && world.store.is_some();
     match (s.breaker.enabled(), s.budget.enabled(), history) {
+        (false, false, false) if queued => runs.saturating_mul(13).max(calls),
         // Nothing shared: stepped as without a key.
         (false, false, false) => calls,
         (true, _, false) => runs.saturating_mul(2),
@@ -79,6 +83,17 @@ fn steps(v: &Variant, world: &World, calls: u128) -> u128 {
         (false, true, false) => runs.saturating_mul(13),
         (false, true, true) => runs.saturating_mul(60),
         (false, false, true) => calls.saturating_mul(60),
+    }
+}
+
+/// The `--state` store the fleet's rows with one state for the fleet use: the policy's, or
+/// with no `--state`, one with the default timeout and fail mode; at `--store-rate`.
+fn store_model(policy: &Policy, fleet: &Fleet) -> StoreModel {
+    let remote = policy.state.as_ref().and_then(|s| s.store.as_ref());
+    StoreModel {
+        rate: fleet.store_rate,
+        timeout: remote.map_or(defaults::STATE_TIMEOUT, |r| r.timeout),
+        fail: remote.map_or(defaults::STATE_FAIL, |r| r.fail),
     }
 }
 
@@ -94,6 +109,7 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
         outage: fleet.outage,
         call: fleet.call,
         seed: policy.seed.unwrap_or(1),
+        store: Some(store_model(policy, &fleet)),
     };
     let state = policy.state.as_ref().map(|s| &s.rules);
     let keyed = KeyRules::default();
@@ -266,6 +282,44 @@ fn state_words(sharing: Sharing, fleet: &Fleet) -> String {
     }
 }
 
+/// The `--state` store's rate, and what a run does that cannot wait for it, in words ending
+/// a line; nothing when no row has one.
+fn store_words(sharing: Sharing, fleet: &Fleet, store: &StoreModel) -> String {
+    let whose = match sharing {
+        Sharing::Fleet => "The store",
+        Sharing::None => "In the row with --key --state, the store",
+        Sharing::PerHost => return String::new(),
+    };
+    let fail = match store.fail {
+        FailMode::Open => "goes on with its host's state (--state-fail open)",
+        FailMode::Closed => "exits 75 without running (--state-fail closed)",
+    };
+    let said = format!(
+        "{whose} answers {} script calls/s for the key (--store-rate); a run whose calls wait \
+         longer than --state-timeout {} {fail}.",
+        fleet.store_rate,
+        human(store.timeout)
+    );
+    let mut out = String::new();
+    let mut line = 0;
+    for word in said.split(' ') {
+        if line > 0 && line + 1 + word.len() > WRAP {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out.push('\n');
+    out
+}
+
+/// The longest line of the assumptions a sentence is wrapped to.
+const WRAP: usize = 95;
+
 /// Processes a host, as a number or a range.
 fn per_host(fleet: &Fleet) -> String {
     let (most, least) = (
@@ -318,12 +372,18 @@ fn text(simulated: &Simulated) -> String {
          {starts}.\n\
          The service is down for {}, then up.\n\
          State: {}.\n\
+         {}\
          Simulated with retry's own {}, jitter, breaker and budget (seed {}).\n{}",
         fleet.processes,
         human(fleet.every),
         human(fleet.call),
         human(fleet.outage),
         state_words(*sharing, fleet),
+        store_words(
+            *sharing,
+            fleet,
+            &world.store.unwrap_or(store_model(policy, fleet))
+        ),
         if policy.adaptive.is_some() {
             "adaptive delay"
         } else {
@@ -338,9 +398,9 @@ fn text(simulated: &Simulated) -> String {
             ""
         }
     );
-    for (a, b, c, d, e, f, g, h) in [
+    for (a, b, c, d, e, l, f, g, h) in [
         (
-            "calls in", "calls", "peak", "peak", "runs", "calls", "good-", "all back",
+            "calls in", "calls", "peak", "peak", "runs", "shared", "calls", "good-", "all back",
         ),
         (
             "outage",
@@ -348,6 +408,7 @@ fn text(simulated: &Simulated) -> String {
             "calls/s",
             "retries/s",
             "refused",
+            "lost",
             "/job",
             "put",
             "after recovery",
@@ -355,7 +416,7 @@ fn text(simulated: &Simulated) -> String {
     ] {
         let _ = writeln!(
             out,
-            "  {:<24}{a:>10} {b:>10} {c:>9} {d:>9} {e:>8} {f:>6} {g:>6}  {h}",
+            "  {:<24}{a:>10} {b:>10} {c:>9} {d:>9} {e:>8} {l:>7} {f:>6} {g:>6}  {h}",
             ""
         );
     }
@@ -363,20 +424,23 @@ fn text(simulated: &Simulated) -> String {
         let back = r.last_success.map_or_else(|| "not yet".to_string(), human);
         let _ = writeln!(
             out,
-            "  {name:<24}{:>10} {:>10} {:>9} {:>9} {:>8} {:>6.2} {:>5.0}%  {back}",
+            "  {name:<24}{:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>6.2} {:>5.0}%  {back}",
             r.calls_during,
             r.calls_after,
             r.peak_per_second,
             r.peak_retries_per_second,
             r.refused,
+            r.lost_store,
             r.amplification(),
             r.goodput() * 100.0,
         );
     }
     let _ = writeln!(
         out,
-        "\n  calls/job: calls per run of the job (refused runs make none); goodput: the share of\n  \
-         calls that succeeded; all back: from the recovery until every process had succeeded once"
+        "\n  shared lost: runs that lost the shared state, their calls to the store queued past\n  \
+         --state-timeout; calls/job: calls per run of the job (refused runs make none); goodput:\n  \
+         the share of calls that succeeded; all back: from the recovery until every process had\n  \
+         succeeded once"
     );
     let colour = std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -414,6 +478,12 @@ fn json(simulated: &Simulated) -> String {
                 Sharing::Fleet => "fleet",
             },
             "delay": if policy.adaptive.is_some() { "adaptive" } else { "backoff" },
+            "store_rate_per_s": fleet.store_rate,
+            "state_timeout_s": world.store.map(|m| secs(m.timeout)),
+            "state_fail": world.store.map(|m| match m.fail {
+                FailMode::Open => "open",
+                FailMode::Closed => "closed",
+            }),
             "simulated_s": rows.first().map_or(0.0, |(_, r)| secs(r.horizon)),
             "seed": world.seed,
         }
@@ -427,6 +497,7 @@ fn json(simulated: &Simulated) -> String {
             "peak_calls_per_s": r.peak_per_second,
             "peak_retries_per_s": r.peak_retries_per_second,
             "runs_refused": r.refused,
+            "runs_lost_store": r.lost_store,
             "all_back_s": r.last_success.map(secs),
             "amplification": r.amplification(),
             "goodput": r.goodput(),
@@ -526,6 +597,7 @@ mod tests {
             every: Duration::from_secs(10),
             splay: Duration::from_secs(10),
             call: super::super::fleet::CALL,
+            store_rate: crate::policy::defaults::STORE_RATE,
         };
         let world = World {
             processes: 100_000,
@@ -536,6 +608,7 @@ mod tests {
             outage: fleet.outage,
             call: fleet.call,
             seed: 1,
+            store: None,
         };
         let keyed = KeyRules::default();
         let variants = [

@@ -17,6 +17,7 @@ use super::group::{Group, Plan};
 use super::tally::{Tally, window_end, window_of};
 use super::{Component, Nanos, group_stream, nanos, stream};
 use crate::policy::backoff::Shape;
+use crate::policy::key::FailMode;
 use crate::policy::pacing::Pacing;
 use crate::policy::shared::KeyRules;
 use crate::policy::{Policy, defaults};
@@ -57,6 +58,21 @@ pub struct World {
     /// How long a call takes, failed or not.
     pub call: Duration,
     pub seed: u64,
+    /// The shared store's rate, when [`Sharing::Fleet`]'s store answers at one; `None`: at
+    /// once, however many call.
+    pub store: Option<StoreModel>,
+}
+
+/// A `--state` store that answers one key's calls at a rate, and what a run does when it
+/// cannot wait for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreModel {
+    /// Script calls a second (`--store-rate`).
+    pub rate: u32,
+    /// How long a run waits for the store, all its calls together (`--state-timeout`).
+    pub timeout: Duration,
+    /// What a run does when it did not wait long enough (`--state-fail`).
+    pub fail: FailMode,
 }
 
 impl World {
@@ -72,6 +88,7 @@ impl World {
             outage,
             call: CALL,
             seed,
+            store: None,
         }
     }
 }
@@ -93,6 +110,11 @@ pub struct Report {
     pub calls_after: u64,
     /// Runs the breaker refused (exit 75).
     pub refused: u64,
+    /// Runs that lost the shared state: a call to a `--state` store that answers at a rate
+    /// waited past `--state-timeout`. With `--state-fail open` they went on with their host's
+    /// state (from the start) or without the key (after it); with `closed`, those that lost it
+    /// before starting did not run (exit 75).
+    pub lost_store: u64,
     /// Runs that were a breaker's probe.
     pub probes: u64,
     /// Runs that gave up without success.
@@ -267,6 +289,10 @@ fn simulate_in_groups(
         repeat: world.repeat,
         phases: &phases,
         started,
+        store: world
+            .store
+            .filter(|_| sharing == Sharing::Fleet && state.is_some()),
+        hosts: world.hosts.clamp(1, world.processes.max(1)),
     };
     let mut tally = Tally::new(
         world.processes,
@@ -373,10 +399,15 @@ fn groups<'a>(
     let number = |p: usize| u32::try_from(p).unwrap_or(u32::MAX);
     let rng = |group: usize| group_stream(world.seed, Component::Policy, group as u64);
     // A key whose breaker and budget are off and whose outcomes are not kept: no run can
-    // change what another does.
-    let inert = plan.state.is_none_or(|s| {
-        !s.breaker.enabled() && !s.budget.enabled() && !s.history && plan.policy.adaptive.is_none()
-    });
+    // change what another does. Unless its store answers at a rate: each run's calls then
+    // wait behind every other's.
+    let inert = plan.store.is_none()
+        && plan.state.is_none_or(|s| {
+            !s.breaker.enabled()
+                && !s.budget.enabled()
+                && !s.history
+                && plan.policy.adaptive.is_none()
+        });
     // One group steps as the single queue did, draw for draw, but each of its events goes
     // through a queue: a small fleet with many runs of the job is stepped in groups too.
     let one = processes <= group && runs(plan.policy, plan.state, world) <= QUEUED_RUNS;

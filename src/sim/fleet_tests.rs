@@ -1,6 +1,7 @@
 //! The fleet model's tests (`sim::fleet`).
 
 use super::*;
+use crate::policy::key::FailMode;
 
 fn policy(args: &[&str]) -> Policy {
     crate::setup::from_flags(args).expect("a valid policy")
@@ -411,4 +412,101 @@ fn hosts_with_a_state_each_stepped_in_groups_stay_within_the_single_queues_sprea
     within_the_single_queues_spread(&flags, Sharing::PerHost, &spread);
     // Twenty processes a host share its breaker, cron firing them at once.
     within_the_single_queues_spread(&flags, Sharing::PerHost, &groups_of(20, Duration::ZERO));
+}
+
+/// A store answering `rate` calls a second, waited for at most `timeout_ms`.
+fn store(rate: u32, timeout_ms: u64, fail: FailMode) -> Option<StoreModel> {
+    Some(StoreModel {
+        rate,
+        timeout: Duration::from_millis(timeout_ms),
+        fail,
+    })
+}
+
+#[test]
+fn a_saturated_store_is_stepped_as_the_single_queue_steps_it() {
+    let m = |minutes: u64| Duration::from_secs(minutes * 60);
+    // 600 runs at once against 1000 calls a second, 200 ms to wait: about 200 answered at
+    // the start, the rest lose the store.
+    let at_once = World {
+        splay: Duration::ZERO,
+        store: store(1000, 200, FailMode::Open),
+        ..World::cron(600, m(5), m(5), 3)
+    };
+    let fleets = [
+        (vec!["-n", "4", "-d", "1s", "--key", "api"], at_once.clone()),
+        (
+            vec!["-n", "4", "-d", "1s", "--key", "api"],
+            World {
+                store: store(1000, 200, FailMode::Closed),
+                hosts: 60,
+                ..at_once.clone()
+            },
+        ),
+        // A key that keeps nothing still asks the store: one queue, not runs stepped apart.
+        (
+            vec![
+                "-n",
+                "3",
+                "--key",
+                "api",
+                "--breaker-failures",
+                "0",
+                "--budget-burst",
+                "0",
+            ],
+            at_once.clone(),
+        ),
+        (
+            vec!["-n", "5", "--key", "api", "--backoff", "adaptive"],
+            World {
+                store: store(300, 500, FailMode::Open),
+                splay: Duration::from_secs(1),
+                ..World::cron(400, m(1), m(3), 5)
+            },
+        ),
+    ];
+    for (flags, world) in fleets {
+        let p = policy(&flags);
+        let rules = shared(&p);
+        let fast = simulate(&p, Sharing::Fleet, Some(&rules), &world);
+        let single = super::super::exact::simulate(&p, Sharing::Fleet, Some(&rules), &world);
+        assert_eq!(fast, single, "{flags:?} {world:?}");
+        assert!(fast.lost_store > 0, "{flags:?}: {fast:?}");
+    }
+}
+
+#[test]
+fn runs_that_wait_past_the_state_timeout_lose_the_shared_breaker() {
+    let flags = ["-n", "4", "-d", "1s", "--key", "api"];
+    let p = policy(&flags);
+    let rules = shared(&p);
+    // 2000 runs of one cron tick, against 2000 calls a second and half a second to wait.
+    let fleet = |splay: u64, store| World {
+        splay: Duration::from_secs(splay),
+        store,
+        repeat: false,
+        ..World::cron(2000, Duration::from_secs(300), Duration::from_secs(300), 1)
+    };
+    let report = |world: &World| simulate(&p, Sharing::Fleet, Some(&rules), world);
+    // About 1000 admitted in time, the rest fall back; the admitted ones' failures then
+    // queue behind the admissions that timed out, past what is left of their wait.
+    let queued = report(&fleet(0, store(2000, 500, FailMode::Open)));
+    assert!((1900..=2000).contains(&queued.lost_store), "{queued:?}");
+    // Those ran on their hosts' own breakers: many more calls into the outage.
+    let instant = report(&fleet(0, None));
+    assert_eq!(instant.lost_store, 0);
+    assert!(
+        queued.calls_during > 2 * instant.calls_during,
+        "{queued:?}\n{instant:?}"
+    );
+    // Closed: the half that lost it before starting did not run at all.
+    let closed = report(&fleet(0, store(2000, 500, FailMode::Closed)));
+    assert!(closed.calls_during < queued.calls_during, "{closed:?}");
+    // Spread over the period, the same store keeps up.
+    let spread = report(&fleet(300, store(2000, 500, FailMode::Open)));
+    assert_eq!(spread.lost_store, 0, "{spread:?}");
+    // A wait longer than the queue: no run loses it.
+    let patient = report(&fleet(0, store(2000, 3000, FailMode::Open)));
+    assert_eq!(patient.lost_store, 0, "{patient:?}");
 }

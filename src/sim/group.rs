@@ -10,7 +10,7 @@
 //! be stepped side by side and their calls counted per second in bounded memory.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
 
 use super::Nanos;
+use super::fleet::StoreModel;
 use super::tally::Tally;
 use crate::policy::Policy;
 use crate::policy::adaptive::Estimates;
@@ -25,8 +26,8 @@ use crate::policy::judgement::{Judgement, Retryable};
 use crate::policy::pacing::Pacing;
 use crate::policy::rules::Reason;
 use crate::policy::shared::{KeyRules, Refusal};
-use crate::state::Shared;
-use crate::state::memory::MemoryStore;
+use crate::state::memory::{Line, MemoryStore};
+use crate::state::{Fallback, Shared};
 
 /// Runs started between two reports of progress.
 const PROGRESS_EVERY: u64 = 4096;
@@ -48,6 +49,48 @@ pub struct Plan<'a> {
     pub phases: &'a [Nanos],
     /// Runs started, counted for the progress line.
     pub started: &'a AtomicU64,
+    /// The shared store's rate, when the fleet's one store answers at one.
+    pub store: Option<StoreModel>,
+    /// The fleet's hosts: a run that loses a shared store goes on with its host's state.
+    pub hosts: usize,
+}
+
+impl Plan<'_> {
+    /// A store of the key's state: in a line, when the fleet's store answers at a rate.
+    pub fn new_store(&self) -> MemoryStore {
+        match self.store {
+            Some(m) => MemoryStore::queued(Line::new(m.rate, m.timeout)),
+            None => MemoryStore::default(),
+        }
+    }
+
+    /// A run's handle on `store`; in a line, as a real run's on a `--state` store: its moot
+    /// successes left unrecorded (no call is made for them), and its host's state to go on
+    /// with, from `local`, when the store does not answer in time.
+    pub fn handle(
+        &self,
+        rules: &KeyRules,
+        store: &MemoryStore,
+        local: impl FnOnce() -> MemoryStore,
+    ) -> Shared {
+        let mut handle = Shared::new(String::new(), rules.clone(), Box::new(store.clone()));
+        if let Some(m) = self.store {
+            handle.skip_moot_successes = true;
+            handle.fallback = Some(Fallback {
+                fail: m.fail,
+                local: Box::new(local()),
+            });
+        }
+        handle
+    }
+}
+
+/// Where a run is after calls to its key's store made from `now`: when it goes on, and
+/// whether the store's line made it wait past its `--state-timeout`.
+pub fn after_store(store: &MemoryStore, now: Nanos) -> (Nanos, bool) {
+    store
+        .line()
+        .map_or((now, false), |l| (l.went_on(), l.timed_out()))
 }
 
 impl Plan<'_> {
@@ -157,13 +200,19 @@ struct Run<'a> {
     /// key's outcomes in `shared`'s store.
     pacing: Pacing<'a>,
     shared: Option<Shared>,
+    /// It lost the shared state: its handle, if any, is on its host's.
+    lost: bool,
 }
 
 /// What happens next in a group, besides its starts.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum What {
-    /// A run's attempt calls the service.
+    /// A run's attempt is due: its key is asked first whether it may retry, then the
+    /// attempt calls the service.
     Call,
+    /// A run's attempt calls the service, its key asked already (the store's answer took
+    /// time).
+    Attempt,
     /// The call's answer arrives: success or not.
     Answer { ok: bool },
 }
@@ -192,6 +241,10 @@ pub struct Group<'a> {
     free: Vec<usize>,
     /// The key's state: one store for the group, or one for each of its hosts.
     stores: Vec<MemoryStore>,
+    /// Each host's own state, made when a run on it first loses a shared store that answers
+    /// at a rate.
+    /// (A BTreeMap: it keeps a group small beside the blocks stepped apart.)
+    locals: BTreeMap<usize, MemoryStore>,
     /// How a process finds its store: (process mod `hosts`) − `first_host`.
     hosts: usize,
     first_host: usize,
@@ -229,7 +282,8 @@ impl<'a> Group<'a> {
             seq: plan.phases.len() as u64,
             runs: Vec::new(),
             free: Vec::new(),
-            stores: (0..stores).map(|_| MemoryStore::default()).collect(),
+            stores: (0..stores).map(|_| plan.new_store()).collect(),
+            locals: BTreeMap::new(),
             hosts: hosts.max(1),
             first_host,
             refused_until: vec![0; stores],
@@ -281,6 +335,7 @@ impl<'a> Group<'a> {
                 };
                 match due.what {
                     What::Call => self.call(due.at, due.run as usize, tally),
+                    What::Attempt => self.attempt(due.at, due.run as usize, tally),
                     What::Answer { ok } => self.answer(due.at, due.run as usize, ok, tally),
                 }
             }
@@ -300,9 +355,22 @@ impl<'a> Group<'a> {
         tally.report.jobs += 1;
         let store = (process % self.hosts).wrapping_sub(self.first_host);
         let mut shared = None;
+        let mut went_on = now;
+        let mut lost = false;
         if let Some(s) = self.plan.state {
             let (store_ms, until) = (ms(now), self.refused_until[store]);
-            if store_ms < until {
+            self.stores[store].set_time(now);
+            // A store in a line is asked as the single queue asked it, unless it is free: then
+            // the call is answered at once, and takes its turn.
+            let line = self.stores[store].line();
+            let free = line.is_none_or(Line::free);
+            let take_turn = |line: Option<&Line>| {
+                if let Some(line) = line {
+                    line.serve(&mut 0);
+                }
+            };
+            if store_ms < until && free {
+                take_turn(line);
                 tally.report.refused += 1;
                 return;
             }
@@ -310,23 +378,38 @@ impl<'a> Group<'a> {
             // store whose state is settled stays so, the run is let in as a run of a closed
             // breaker, and its one call's success changes nothing any later operation sees.
             // Nothing drawn at random matters any more either (only failures draw).
-            if self.settled[store] && now >= self.plan.outage.saturating_add(self.plan.call) {
+            if self.settled[store] && free && now >= self.plan.outage.saturating_add(self.plan.call)
+            {
+                take_turn(line);
                 // Its call and its answer, scheduled as the single queue did.
                 self.seq += 2;
                 tally.call(now, false);
                 tally.success(process, now.saturating_add(self.plan.call));
                 return;
             }
-            self.stores[store].now.set(store_ms);
-            let mut handle = Shared::new(
-                String::new(),
-                s.clone(),
-                Box::new(self.stores[store].clone()),
-            );
-            // An in-memory store does not fail.
-            let refused = handle.admit();
-            self.settled[store] = settled(&handle);
-            if let Ok(Some(refused)) = refused {
+            let host = process % self.plan.hosts;
+            let local = self.local(host, now);
+            let mut handle = self.plan.handle(s, &self.stores[store], || local);
+            let admitted = handle.admit();
+            (went_on, lost) = after_store(&self.stores[store], now);
+            if lost {
+                // Its call still ran at the store: the key's state may have moved.
+                tally.report.lost_store += 1;
+                (self.refused_until[store], self.settled[store]) = (0, false);
+            } else {
+                self.settled[store] = settled(&handle);
+            }
+            let refused = match admitted {
+                // --state-fail closed: the run does not start.
+                Err(_) => return,
+                Ok(refused) => refused,
+            };
+            if let Some(refused) = refused {
+                if lost {
+                    // Refused by its host's own state.
+                    tally.report.refused += 1;
+                    return;
+                }
                 self.refused_until[store] = match refused.refusal {
                     Refusal::Open { until } => until,
                     Refusal::Probing { lease_until } => lease_until,
@@ -335,7 +418,9 @@ impl<'a> Group<'a> {
                 tally.report.refused += 1;
                 return;
             }
-            self.refused_until[store] = 0;
+            if !lost {
+                self.refused_until[store] = 0;
+            }
             tally.report.probes += u64::from(handle.probing());
             shared = Some(handle);
         }
@@ -349,6 +434,7 @@ impl<'a> Group<'a> {
             attempt: 0,
             pacing,
             shared,
+            lost,
         });
         let id = match self.free.pop() {
             Some(id) => {
@@ -364,34 +450,88 @@ impl<'a> Group<'a> {
         // it is the next event, and made at once.
         let next_start = self.starts.peek(self.plan).map(|(at, _)| at);
         let next_event = self.queue.peek().map(|Reverse(d)| d.at);
-        if next_start.is_none_or(|at| at > now) && next_event.is_none_or(|at| at > now) {
+        if went_on == now
+            && next_start.is_none_or(|at| at > now)
+            && next_event.is_none_or(|at| at > now)
+        {
             self.seq += 1;
             self.call(now, id, tally);
         } else {
-            self.schedule(now, id, What::Call);
+            self.schedule(went_on, id, What::Call);
         }
     }
 
-    /// A run's attempt calls the service at `now`.
+    /// Host `host`'s own state, on its clock at `now`, for a run that may lose a shared store
+    /// that answers at a rate; none is needed otherwise.
+    fn local(&mut self, host: usize, now: Nanos) -> MemoryStore {
+        if self.plan.store.is_none() {
+            return MemoryStore::default();
+        }
+        let local = self.locals.entry(host).or_default();
+        local.set_time(now);
+        local.clone()
+    }
+
+    /// Sets the clocks of the stores a run may call at `now`.
+    fn clocks(&mut self, store: usize, process: u32, now: Nanos) {
+        self.stores[store].set_time(now);
+        if let Some(local) = self.locals.get(&(process as usize % self.plan.hosts)) {
+            local.set_time(now);
+        }
+    }
+
+    /// A run's attempt is due at `now`: after its key's check, it calls the service.
     fn call(&mut self, now: Nanos, id: usize, tally: &mut Tally) {
+        let Some((store, process, asks)) = self.runs[id].as_ref().map(|r| {
+            (
+                r.store as usize,
+                r.process,
+                r.attempt > 0 && r.shared.is_some(),
+            )
+        }) else {
+            return;
+        };
+        if asks {
+            self.clocks(store, process, now);
+        }
         let Some(run) = self.runs[id].as_mut() else {
             return;
         };
         if run.attempt > 0
             && let Some(shared) = &mut run.shared
         {
-            let store = run.store as usize;
-            self.stores[store].now.set(ms(now));
-            self.refused_until[store] = 0;
+            if !run.lost {
+                self.refused_until[store] = 0;
+            }
             let refused = shared.before_retry();
-            self.settled[store] = settled(shared);
+            let (went_on, timed_out) = after_store(&self.stores[store], now);
+            if timed_out {
+                // The run goes on without its key, as a real run whose store failed.
+                (run.shared, run.lost) = (None, true);
+                tally.report.lost_store += 1;
+                self.settled[store] = false;
+            } else if !run.lost {
+                self.settled[store] = settled(shared);
+            }
             if let Ok(Some(_)) = refused {
                 tally.report.gave_up += 1;
                 self.runs[id] = None;
                 self.free.push(id);
                 return;
             }
+            if went_on > now {
+                self.schedule(went_on, id, What::Attempt);
+                return;
+            }
         }
+        self.attempt(now, id, tally);
+    }
+
+    /// A run's attempt calls the service at `now`.
+    fn attempt(&mut self, now: Nanos, id: usize, tally: &mut Tally) {
+        let Some(run) = self.runs[id].as_mut() else {
+            return;
+        };
         run.attempt += 1;
         tally.call(now, run.attempt > 1);
         let ok = now >= self.plan.outage;
@@ -419,13 +559,27 @@ impl<'a> Group<'a> {
             &mut self.rng,
         );
         let mut retry = judgement.delay();
+        let mut went_on = now;
+        if run.shared.is_some() {
+            self.clocks(run.store as usize, run.process, now);
+        }
         if let Some(shared) = &mut run.shared {
             let store = run.store as usize;
-            self.stores[store].now.set(ms(now));
-            self.refused_until[store] = 0;
+            if !run.lost {
+                self.refused_until[store] = 0;
+            }
             let u = self.rng.random::<f64>();
             let told = shared.after_attempt(judgement.counted(), retry.is_some(), u);
-            self.settled[store] = settled(shared);
+            let timed_out;
+            (went_on, timed_out) = after_store(&self.stores[store], now);
+            if timed_out {
+                // The run goes on without its key, as a real run whose store failed.
+                (run.shared, run.lost) = (None, true);
+                tally.report.lost_store += 1;
+                self.settled[store] = false;
+            } else if !run.lost {
+                self.settled[store] = settled(shared);
+            }
             if let Ok((_, Some(_))) = told {
                 retry = None;
             }
@@ -441,7 +595,7 @@ impl<'a> Group<'a> {
         match retry {
             Some(delay) => {
                 self.runs[id] = Some(run);
-                self.schedule(now.saturating_add(super::nanos(delay)), id, What::Call);
+                self.schedule(went_on.saturating_add(super::nanos(delay)), id, What::Call);
             }
             None => tally.report.gave_up += 1,
         }

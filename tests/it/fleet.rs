@@ -254,6 +254,7 @@ fn the_fleet_in_json_is_its_assumptions_then_one_object_a_row() {
             "peak_calls_per_s",
             "peak_retries_per_s",
             "runs_refused",
+            "runs_lost_store",
             "all_back_s",
             "amplification",
             "goodput",
@@ -327,6 +328,20 @@ fn bad_fleet_flags_are_named_with_their_values() {
         ),
         (&["--fleet", "10", "--hosts", "0"][..], "--hosts: 0"),
         (&["--hosts", "3"][..], "--hosts without --fleet"),
+        (&["--fleet", "10", "--store-rate", "0"][..], "--store-rate"),
+        (
+            &["--fleet", "10", "--store-rate", "fast"][..],
+            "--store-rate",
+        ),
+        (
+            &["--key", "api", "--state", "redis://h", "--store-rate", "9"][..],
+            "--store-rate without --fleet",
+        ),
+        // A key kept on each host: no store whose rate could matter.
+        (
+            &["--fleet", "10", "--key", "api", "--store-rate", "9"][..],
+            "--store-rate 9 is the rate of a --state store",
+        ),
     ] {
         let (out, _) = explain(&[args, &["--", "true"]].concat());
         assert_eq!(out.status.code(), Some(125), "{args:?}");
@@ -334,6 +349,72 @@ fn bad_fleet_flags_are_named_with_their_values() {
         assert!(err.contains(said), "{args:?}: {err}");
         assert!(out.stdout.is_empty());
     }
+}
+
+/// The row of "this policy" and the assumptions of a fleet of one key in a `--state` store.
+fn shared_store(extra: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let flags = [
+        "--fleet",
+        "2000",
+        "--every",
+        "5m",
+        "--key",
+        "api",
+        "--state",
+        "redis://127.0.0.1:1",
+        "-n",
+        "4",
+        "-d",
+        "1s",
+    ];
+    let lines = json_lines(&[&flags[..], extra].concat());
+    (lines[0]["assumptions"].clone(), lines[1].clone())
+}
+
+#[test]
+fn a_store_that_answers_at_its_rate_loses_the_fleets_runs_at_the_same_second() {
+    // 2000 runs at once, 2000 calls a second, half a second to wait: half of them lose the
+    // shared state at admission, and the rest their failures queued behind.
+    let (assumed, row) = shared_store(&["--splay", "0", "--store-rate", "2000"]);
+    assert_eq!(assumed["store_rate_per_s"], 2000, "{assumed}");
+    assert_eq!(assumed["state_timeout_s"], 0.5, "{assumed}");
+    assert_eq!(assumed["state_fail"], "open", "{assumed}");
+    let lost = row["runs_lost_store"].as_u64().unwrap();
+    assert!(lost >= 2000, "{row}");
+    // Spread over the period, the store keeps up.
+    let (_, spread) = shared_store(&["--splay", "5m", "--store-rate", "2000"]);
+    assert_eq!(spread["runs_lost_store"], 0, "{spread}");
+    // A wait as long as the queue: none lose it.
+    let (_, patient) = shared_store(&[
+        "--splay",
+        "0",
+        "--store-rate",
+        "2000",
+        "--state-timeout",
+        "3s",
+    ]);
+    assert_eq!(patient["runs_lost_store"], 0, "{patient}");
+    // The default rate: 2000 runs' admissions and failures take a third of a second of it.
+    let (assumed, row) = shared_store(&["--splay", "0"]);
+    assert_eq!(assumed["store_rate_per_s"], 14000, "{assumed}");
+    assert_eq!(row["runs_lost_store"], 0, "{row}");
+}
+
+#[test]
+fn with_state_fail_closed_the_runs_that_lose_the_store_do_not_run() {
+    let (_, open) = shared_store(&["--splay", "0", "--store-rate", "2000"]);
+    let (assumed, closed) = shared_store(&[
+        "--splay",
+        "0",
+        "--store-rate",
+        "2000",
+        "--state-fail",
+        "closed",
+    ]);
+    assert_eq!(assumed["state_fail"], "closed", "{assumed}");
+    assert!(closed["runs_lost_store"].as_u64().unwrap() > 0, "{closed}");
+    let calls = |row: &serde_json::Value| row["calls_in_outage"].as_u64().unwrap();
+    assert!(calls(&closed) < calls(&open), "{closed}\n{open}");
 }
 
 #[test]

@@ -387,6 +387,7 @@ defaults! {
     simulated.outage: Duration = defaults::OUTAGE, shown duration::human;
     simulated.every: Duration = defaults::EVERY, shown duration::human;
     simulated.call_time: Duration = defaults::CALL_TIME, shown duration::human;
+    simulated.store_rate: u32 = defaults::STORE_RATE, shown text;
 }
 
 /// A value as the help writes it.

@@ -183,6 +183,20 @@ pub(super) fn processes(s: &str) -> Result<u32, BadValue> {
     }
 }
 
+pub(super) fn store_rate(s: &str) -> Result<u32, BadValue> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=defaults::MOST_STORE_RATE).contains(&n) => Ok(n),
+        _ => Err(BadValue::new(
+            "not a rate of script calls a second",
+            s,
+            format!(
+                "give a whole number from 1 to {}, as measured for one key",
+                defaults::MOST_STORE_RATE
+            ),
+        )),
+    }
+}
+
 pub(super) fn ratio(s: &str) -> Result<f64, BadValue> {
     match s.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),

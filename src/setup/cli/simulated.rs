@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::parsers::processes;
+use super::parsers::{processes, store_rate};
 use crate::policy::duration;
 
 /// Explain a fleet.
@@ -35,4 +35,12 @@ pub struct Simulated {
     /// With --fleet: how long one call of the job takes, failed or not.
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub call_time: Option<Duration>,
+
+    /// With --fleet and --state: script calls a second the store answers for one key (a key
+    /// lives on one Redis thread). A simulated run whose calls would wait in its queue past
+    /// --state-timeout loses the shared state, as a real one does: --state-fail open goes on
+    /// with its host's state, closed exits 75 without running. The default is the rate
+    /// measured for an outage's calls (docs/redis.md).
+    #[arg(long, value_name = "N", value_parser = store_rate)]
+    pub store_rate: Option<u32>,
 }
