@@ -4,7 +4,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use nix::libc;
 use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask};
@@ -58,7 +58,17 @@ fn on_signal(signal: libc::c_int) {
 /// so that the run ends as it ends on one, by the same path, wherever it is (an attempt, a
 /// wait, the key's lock). Async-signal-safe: a signal handler calls it.
 pub fn parent_gone() {
+    PARENT_GONE.store(true, Ordering::SeqCst);
     on_signal(libc::SIGTERM);
+}
+
+/// Set once retry's parent has ended (`--stop-with-parent`).
+static PARENT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Whether a cancel by `signal` stands for retry's parent having ended (a SIGTERM counted by
+/// [`parent_gone`]), so that the log can say so rather than name a signal nobody sent.
+pub fn from_parent(signal: i32) -> bool {
+    signal == libc::SIGTERM && PARENT_GONE.load(Ordering::SeqCst)
 }
 
 /// Whether `signal` was ignored when retry started (`nohup`, or a non-interactive shell's

@@ -328,6 +328,14 @@ impl<'a> Reporter<'a> {
                 Event::Stop,
                 "the command outlived --kill-after; sent SIGKILL".to_string(),
             ),
+            Stopping::Cancel(sig) if crate::platform::signals::from_parent(sig) => (
+                Event::Signal,
+                format!(
+                    "retry's parent ended during {} (--stop-with-parent): SIGTERM passed on \
+                         to the command, as for a SIGTERM; no more attempts",
+                    attempt_label(self.at.attempt, self.at.max_attempts)
+                ),
+            ),
             Stopping::Cancel(sig) => (
                 Event::Signal,
                 format!(
