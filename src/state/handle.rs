@@ -386,12 +386,13 @@ impl Shared {
         Ok(refusal.map(|r| refused(r, now)))
     }
 
-    /// The key's state, for `--explain`, changing nothing.
+    /// The key's state, for `--explain`, changing nothing: not even what this host remembers.
     pub fn view(&mut self) -> Result<View, Error> {
         let reply = self.store.view(&self.rules)?;
-        let view = reply.view.clone();
-        self.heard(reply);
-        Ok(view)
+        self.warning = reply.warning;
+        self.now = reply.now;
+        self.view = Some(reply.view.clone());
+        Ok(reply.view)
     }
 
     /// Forgets the key's state.
