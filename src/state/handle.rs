@@ -150,9 +150,9 @@ impl Shared {
         }
     }
 
-    /// The open breaker this host remembers from the store, with its time left (never more
-    /// than `--breaker-open-max`); `None` when it remembers none, or the time is over (then
-    /// noted, to be forgotten once the store says the breaker is no longer open).
+    /// The open breaker this host remembers from the store, with its time left; `None` when it
+    /// remembers none, the time is over (then noted, to be forgotten once the store says the
+    /// breaker is no longer open), or it is longer than `--breaker-open-max`.
     pub fn remembered(&mut self) -> Option<Verdict> {
         if !self.rules.breaker.enabled() {
             return None;
@@ -169,10 +169,11 @@ impl Shared {
             self.stale = true;
             return None;
         }
-        Some(Verdict {
-            left: verdict.left.min(self.rules.breaker.open_max),
-            ..verdict
-        })
+        // Longer than this run's --breaker-open-max: not believed. The run asks the store,
+        // which cuts the open time to it for the whole fleet, once and for all, and this host
+        // remembers that. Cut here alone, each later call would cut it afresh from its own
+        // time, and the breaker would stay open for as long as first told.
+        (verdict.left <= self.rules.breaker.open_max).then_some(verdict)
     }
 
     /// The refusal of a run, or of its retry, from the open breaker this host remembers: no
@@ -616,12 +617,18 @@ mod tests {
     #[test]
     fn a_remembered_verdict_lasts_no_longer_than_breaker_open_max() {
         let (store, memo) = (Counted::default(), Remembers::default());
-        // Told under a longer --breaker-open-max (or a wrong clock): an hour.
+        // Told under a longer --breaker-open-max (or a wrong clock): an hour. Not believed:
+        // the run asks the store, which cuts it to this run's open max.
         memo.kept.set(Some((3_600_000, 1.0)));
+        let calls = store.calls.get();
         let mut shared = host(&store, &memo);
         shared.rules.breaker.open_max = Duration::from_secs(300);
+        assert_eq!(shared.admit().expect("answered"), None);
+        assert_eq!(store.calls.get(), calls + 1);
+        let mut shared = host(&store, &memo);
+        shared.rules.breaker.open_max = Duration::from_secs(3600);
         let refused = shared.admit().expect("answered").expect("refused");
-        assert_eq!(refused.left, Duration::from_secs(300));
+        assert_eq!(refused.left, Duration::from_secs(3600));
         // What is remembered is capped too.
         let mut shared = host(&store, &memo);
         shared.rules.breaker.open_max = Duration::from_secs(30);

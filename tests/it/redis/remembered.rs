@@ -241,8 +241,22 @@ fn a_shorter_open_time_elsewhere_is_kept_to_the_remembered_end_and_a_longer_one_
         "asked the store: {log}"
     );
     refused_from_memory(&a, &flags);
-    // Never longer than this host's --breaker-open-max.
+    // A run with a shorter --breaker-open-max does not believe it: it asks the store, which
+    // cuts the open time to 1 s for the fleet; then it is remembered, and over in 1 s.
     let capped = with(&breaker("1s"), &["--breaker-open-max", "1s"]);
-    let log = refused_from_memory(&a, &capped);
-    assert!(log.contains("open for another 1s"), "{log}");
+    let cut = a.run(&capped, 0);
+    assert_eq!(cut.status.code(), Some(75), "{}", stderr(&cut));
+    assert!(
+        !stderr(&cut).contains("this host knows it"),
+        "{}",
+        stderr(&cut)
+    );
+    refused_from_memory(&a, &capped);
+    advance(&[&a, &b], 1_000);
+    let probe = a.run(&capped, 0);
+    assert!(
+        stderr(&probe).contains("this run probes"),
+        "{}",
+        stderr(&probe)
+    );
 }
