@@ -62,11 +62,17 @@ fn explain(policy: &policy::Policy, origins: &policy::Origins) -> Exit {
     let key = policy.state.as_ref().map(|settings| {
         let mut shared = state::open(settings);
         let view = shared.view().map_err(|e| e.to_string());
+        let mut note = shared.warning.take();
+        let remembered = shared.remembered().map(|verdict| verdict.left);
+        if let Some(problem) = shared.warning.take() {
+            note = Some(note.map_or(problem.clone(), |first| format!("{first}; {problem}")));
+        }
         report::explain::KeyReport {
             place: shared.describe(),
             view,
             now: shared.now(),
-            note: shared.warning.take(),
+            note,
+            remembered,
         }
     });
     let text = report::explain::explain(policy, origins, key.as_ref());

@@ -64,6 +64,9 @@ pub enum Refusal {
     Probing { lease_until: u64 },
     /// No token is left for a retry.
     Budget,
+    /// The breaker is open, as the `--state` store told this host earlier: the run's host
+    /// remembers it until the open time is over, and calls the store no more until then.
+    Remembered,
     /// The key's state could not be read in time (its lock was not had): a retry its breaker
     /// or budget would have had to allow is not made.
     Unknown,

@@ -36,6 +36,9 @@ pub struct KeyReport {
     /// What a run would find wrong with the state (a corrupt file, a directory it cannot
     /// write), though it can be shown.
     pub note: Option<String>,
+    /// With a `--state` store: the time left of an open breaker the store told this host of,
+    /// which refuses its runs without a call until then.
+    pub remembered: Option<Duration>,
 }
 
 /// The whole explanation, as printed.
@@ -236,6 +239,14 @@ fn shared_state(
             "  store            {}: waits at most {} a run; when it cannot be reached, {fail}",
             store.url.redacted(),
             human(store.timeout)
+        );
+    }
+    if let Some(left) = report.remembered {
+        let _ = writeln!(
+            out,
+            "  this host        remembers the breaker open for another {}, as the store told it: its runs exit {} without calling the store until then",
+            human(left),
+            Exit::REFUSED.status()
         );
     }
     let v = match &report.view {

@@ -197,7 +197,9 @@ impl<'a> Reporter<'a> {
             key.refused = Some(match refused.refusal {
                 Refusal::Budget => RefusedBy::Budget,
                 Refusal::Unknown => RefusedBy::Unknown,
-                Refusal::Open { .. } | Refusal::Probing { .. } => RefusedBy::Breaker,
+                Refusal::Open { .. } | Refusal::Probing { .. } | Refusal::Remembered => {
+                    RefusedBy::Breaker
+                }
             });
         }
     }

@@ -246,6 +246,9 @@ pub fn refusal(refused: Refused, key: &str) -> String {
         Refusal::Open { .. } => format!(
             "the breaker for key '{key}' is open for another {left} (until {until}): runs on the key kept failing"
         ),
+        Refusal::Remembered => format!(
+            "the breaker for key '{key}' is open for another {left} (until {until}): this host knows it from the store, and made no call to it"
+        ),
         Refusal::Probing { .. } => format!(
             "the breaker for key '{key}' is half-open and another run is probing it (for up to {left})"
         ),

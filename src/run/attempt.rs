@@ -158,10 +158,13 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         };
         self.rep.starting(started, self.count());
         let end = match self.world.spawn(&env) {
-            Ok(()) => {
-                self.gate.started();
-                supervise(self.policy, self.world, &mut self.rep, started)
-            }
+            Ok(()) => supervise(
+                self.policy,
+                self.world,
+                &mut self.rep,
+                &mut self.gate,
+                started,
+            ),
             Err(e) => {
                 let (why, status) = (e.why, e.status);
                 self.rep.not_started(self.world.elapsed(), e);
@@ -277,6 +280,9 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         // wait's time, all but the hook's, is time slept: at least the delay, without a hook.
         let wait_from = self.world.elapsed();
         let wake = wait_from.saturating_add(delay);
+        if self.gate.idles_through(delay) {
+            self.gate.idle();
+        }
         let vars = env::on_retry(end.number(), delay);
         let hook_from = self.world.elapsed();
         self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);

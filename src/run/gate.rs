@@ -82,10 +82,24 @@ impl Gate {
         self.shared.as_ref().is_some_and(Shared::probing)
     }
 
-    /// The attempt's command has started: a store may let go of its connection meanwhile.
-    pub fn started(&mut self) {
+    /// When a run that has not called its key's store since `since` lets go of the store's
+    /// connection: [`state::IDLE_GRACE`] later. `None` without a key.
+    pub fn idle_at(&self, since: Duration) -> Option<Duration> {
+        self.shared
+            .as_ref()
+            .map(|_| since.saturating_add(state::IDLE_GRACE))
+    }
+
+    /// Whether a wait of `delay`, with no call to the store, outlasts the grace: the store's
+    /// connection is let go at its start then, since its end is known.
+    pub fn idles_through(&self, delay: Duration) -> bool {
+        self.shared.is_some() && delay > state::IDLE_GRACE
+    }
+
+    /// The run will not call the key's store for a while: it lets go of its connection.
+    pub fn idle(&mut self) {
         if let Some(shared) = self.shared.as_mut() {
-            shared.attempt_started();
+            shared.idle();
         }
     }
 

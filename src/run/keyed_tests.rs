@@ -472,3 +472,83 @@ fn the_splay_comes_before_the_key_is_first_asked() {
     assert_eq!(lines[2]["key"], "api", "{}", r.log);
     assert_eq!(lines[2]["elapsed_ms"].as_u64(), Some(waited), "{}", r.log);
 }
+
+/// A store in memory that writes down each call, and each time it is let go.
+#[derive(Clone, Default)]
+struct Calls {
+    memory: MemoryStore,
+    seen: std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>,
+}
+
+impl Calls {
+    fn saw(&self, what: &'static str) {
+        self.seen.borrow_mut().push(what);
+    }
+}
+
+impl Store for Calls {
+    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, state::Error> {
+        self.saw("admit");
+        Store::admit(&mut self.memory, s)
+    }
+    fn after_attempt(
+        &mut self,
+        s: &KeyRules,
+        ticket: Ticket,
+        attempt: Attempt,
+        wants_retry: bool,
+        u: f64,
+    ) -> Result<Reply<After>, state::Error> {
+        self.saw("after");
+        Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
+    }
+    fn before_retry(
+        &mut self,
+        s: &KeyRules,
+        ticket: Ticket,
+    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
+        self.saw("before");
+        Store::before_retry(&mut self.memory, s, ticket)
+    }
+    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, state::Error> {
+        Store::view(&mut self.memory, s)
+    }
+    fn reset(&mut self) -> Result<(), state::Error> {
+        Store::reset(&mut self.memory)
+    }
+    fn describe(&self) -> String {
+        "calls".into()
+    }
+    fn idle(&mut self) {
+        self.saw("idle");
+    }
+}
+
+#[test]
+fn the_store_is_let_go_only_past_the_grace_of_an_attempt_or_in_a_longer_wait() {
+    let store = Calls::default();
+    let args = [
+        "--key",
+        "api",
+        "--breaker-failures",
+        "0",
+        "-n",
+        "4",
+        "--jitter",
+        "none",
+    ];
+    // Attempts of 10 ms, 5 s, 10 ms and 10 ms; waits of 1 s, 2 s and 4 s.
+    let script = [exits(1, 10), exits(1, 5000), exits(1, 10), exits(0, 10)];
+    let r = run_shared(&args, Fake::new(script), Some(Box::new(store.clone())));
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
+    assert_eq!(r.world.slept, [ms(1000), ms(2000), ms(4000)]);
+    // Fast attempts and short waits keep the connection from one call to the next; the long
+    // attempt lets it go at its grace, and the 4 s wait at its start.
+    assert_eq!(
+        *store.seen.borrow(),
+        [
+            "admit", "after", "before", "idle", "after", "before", "after", "idle", "before",
+            "after"
+        ]
+    );
+}

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::policy::status::{SIGINT, SIGKILL, SIGTERM};
 
+use super::gate::Gate;
 use crate::platform::world::{Event, World};
 use crate::policy::Policy;
 use crate::policy::escalation::Escalation;
@@ -15,10 +16,13 @@ use crate::policy::status::{Status, cancels};
 use crate::report::reporter::{Reporter, Stopping};
 
 /// Watches the attempt that started at `started` (time since the run began) until it ends.
+/// Once it has run for the key's grace, the key's store lets go of its connection: a fast
+/// attempt keeps it for the run's next call, a long one holds none meanwhile.
 pub fn supervise<W: World>(
     p: &Policy,
     world: &mut W,
     rep: &mut Reporter,
+    gate: &mut Gate,
     started: Duration,
 ) -> Ended {
     let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
@@ -36,6 +40,7 @@ pub fn supervise<W: World>(
     // with this attempt unless the attempt outlives it by `--kill-after` (SPEC 4: a REPL,
     // psql or gdb handled it and went on; its later exit is judged by the usual rules).
     let mut typed: Option<(i32, Duration)> = None;
+    let mut idle_at = gate.idle_at(started);
     loop {
         if let Some(status) = ended
             && (!escalation.pending() || !world.group_alive())
@@ -50,11 +55,21 @@ pub fn supervise<W: World>(
         let now = world.elapsed();
         let limit = limit.filter(|_| stopped.is_none());
         let handled_at = typed.map(|(_, at)| at.saturating_add(p.kill_after));
-        let until = [limit, escalation.wake(now, ended.is_some()), handled_at]
-            .into_iter()
-            .flatten()
-            .min();
-        match world.wait(until) {
+        let until = [
+            limit,
+            escalation.wake(now, ended.is_some()),
+            handled_at,
+            idle_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let event = world.wait(until);
+        if idle_at.is_some_and(|at| world.elapsed() >= at) {
+            gate.idle();
+            idle_at = None;
+        }
+        match event {
             Event::Exited(status) => {
                 ended = Some(status);
                 if handled_at.is_some_and(|at| world.elapsed() > at) {

@@ -413,7 +413,7 @@ impl<'a> Group<'a> {
                 self.refused_until[store] = match refused.refusal {
                     Refusal::Open { until } => until,
                     Refusal::Probing { lease_until } => lease_until,
-                    Refusal::Budget | Refusal::Unknown => 0,
+                    Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
                 };
                 tally.report.refused += 1;
                 return;

@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::clock::Clock;
-use super::saved::{MAX_BYTES, Saved, VERSION, file_name, key_of};
-use super::{Error, Forgot, Local, LockWait, Locked, Reply};
+use super::saved::{
+    MAX_BYTES, Remembered, Saved, VERDICT_MAX_BYTES, VERDICT_VERSION, VERSION, file_name, key_of,
+};
+use super::{Error, Forgot, Local, LockWait, Locked, Memo, Reply, Verdict};
 use crate::platform::files::{Dir, Entry};
 use crate::policy::shared::{KeyRules, KeyState};
 
@@ -494,6 +496,106 @@ impl Local for FileStore {
             Some(dir) => format!("file {}", self.path(dir, "json").display()),
             None => "no state directory".into(),
         }
+    }
+}
+
+/// What this host remembers of a key's open breaker, as a `--state` store told it: the file
+/// `KEY.open` of the state directory, in the same directory as the key's local state and with
+/// the same care (a directory other users can write is refused, nothing is opened through a
+/// link or in a way that can block). It is written whole and renamed into place, without a
+/// lock: each run that writes it writes what the store has just told it, and the last one
+/// stands. What cannot be read or believed is not believed: the next run asks the store.
+pub struct FileMemo {
+    files: FileStore,
+    /// The store's URL, redacted: a verdict is believed only from the store it came from.
+    store: String,
+}
+
+impl FileMemo {
+    pub fn new(dir: Option<PathBuf>, key: &str, store: String) -> FileMemo {
+        FileMemo {
+            files: FileStore::new(dir, key),
+            store,
+        }
+    }
+
+    /// The verdict in the file, its time placed on `clock`'s timeline: `None` when there is
+    /// none, it cannot be believed, it is another store's, or it was told in another boot
+    /// (a reboot forgets it: the next run asks the store, once).
+    fn read(&self, dir: &Dir, clock: &Clock) -> Option<Verdict> {
+        let bytes = match dir.read(&self.files.file("open"), VERDICT_MAX_BYTES) {
+            Ok(Entry::Bytes { bytes, owner }) => {
+                let me = crate::platform::files::euid();
+                (owner == me || owner == 0).then_some(bytes)?
+            }
+            _ => return None,
+        };
+        let saved = serde_json::from_slice::<Remembered>(&bytes).ok()?;
+        saved.validate().ok()?;
+        if saved.store != self.store {
+            return None;
+        }
+        let then = Clock {
+            boot_id: saved.boot_id,
+            boot_ms: saved.boot_ms,
+            wall_ms: saved.wall_ms,
+        };
+        if !clock.boot_id.is_empty() && !then.boot_id.is_empty() && clock.boot_id != then.boot_id {
+            return None;
+        }
+        // In this boot, exactly by the boot clock; without a boot id, by the wall clock, a
+        // clock set back counting as no time passed (bounded by --breaker-open-max).
+        let until = clock.place(&then).saturating_add(saved.left_ms);
+        Some(Verdict {
+            left: Duration::from_millis(until.saturating_sub(clock.boot_ms)),
+            tokens: saved.tokens,
+        })
+    }
+}
+
+impl Memo for FileMemo {
+    fn recall(&mut self) -> Result<Option<Verdict>, Error> {
+        let path = self.files.dir()?.to_path_buf();
+        let clock = Clock::now();
+        Ok(match self.files.open_dir(&path, false) {
+            Ok(Some(dir)) => self.read(&dir, &clock),
+            Ok(None) => None,
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotADirectory => None,
+            Err(e) => return Err(e),
+        })
+    }
+
+    fn remember(&mut self, verdict: Verdict) -> Result<(), Error> {
+        let path = self.files.dir()?.to_path_buf();
+        let dir = self
+            .files
+            .open_dir(&path, true)?
+            .ok_or_else(|| io_error("open", &path, io::ErrorKind::NotFound.into()))?;
+        let clock = Clock::now();
+        let saved = Remembered {
+            version: VERDICT_VERSION,
+            store: self.store.clone(),
+            boot_id: clock.boot_id,
+            boot_ms: clock.boot_ms,
+            wall_ms: clock.wall_ms,
+            left_ms: u64::try_from(verdict.left.as_millis()).unwrap_or(u64::MAX),
+            tokens: verdict.tokens,
+        };
+        // A struct of plain fields always serializes.
+        let bytes = serde_json::to_vec(&saved).unwrap_or_default();
+        let name = self.files.file("open");
+        dir.replace(&name, &bytes, 0o600)
+            .map_err(|source| io_error("write", &dir.join(&name), source))
+    }
+
+    fn forget(&mut self) -> Result<bool, Error> {
+        let path = self.files.dir()?.to_path_buf();
+        let Some(dir) = self.files.open_dir(&path, false)? else {
+            return Ok(false);
+        };
+        let name = self.files.file("open");
+        dir.remove(&name)
+            .map_err(|source| io_error("remove", &dir.join(&name), source))
     }
 }
 

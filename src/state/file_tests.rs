@@ -428,3 +428,97 @@ fn a_wait_for_a_stuck_lock_ends_at_the_deadline_or_after_a_second_and_says_which
     );
     assert!(!dir.path().join("k.json").exists(), "nothing written");
 }
+
+/// A verdict remembered in `dir`, told at `then` with `left_ms` to go, from `store`.
+fn remembered(dir: &Path, then: &Clock, left_ms: u64, store: &str) -> FileMemo {
+    let memo = FileMemo::new(Some(dir.to_path_buf()), "k", "redis://a".into());
+    let saved = Remembered {
+        version: VERDICT_VERSION,
+        store: store.into(),
+        boot_id: then.boot_id.clone(),
+        boot_ms: then.boot_ms,
+        wall_ms: then.wall_ms,
+        left_ms,
+        tokens: 2.0,
+    };
+    let bytes = serde_json::to_vec(&saved).expect("json");
+    fs::write(dir.join("k.open"), bytes).expect("written");
+    memo
+}
+
+fn recalled(memo: &FileMemo, dir: &Path, now: &Clock) -> Option<u64> {
+    let dir = Dir::open(dir).expect("dir");
+    memo.read(&dir, now)
+        .map(|v| u64::try_from(v.left.as_millis()).expect("ms"))
+}
+
+#[test]
+fn a_remembered_verdict_ages_by_the_boot_clock_and_a_reboot_forgets_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let then = Clock {
+        boot_id: "a".into(),
+        boot_ms: 10_000,
+        wall_ms: DAY,
+    };
+    let memo = remembered(tmp.path(), &then, 60_000, "redis://a");
+    // In the same boot: by the boot clock, whatever the wall clock says.
+    let later = |boot_id: &str, boot_ms, wall_ms| Clock {
+        boot_id: boot_id.into(),
+        boot_ms,
+        wall_ms,
+    };
+    assert_eq!(
+        recalled(&memo, tmp.path(), &later("a", 25_000, 0)),
+        Some(45_000)
+    );
+    assert_eq!(
+        recalled(&memo, tmp.path(), &later("a", 90_000, DAY)),
+        Some(0)
+    );
+    // Another boot: forgotten, the next run asks the store.
+    assert_eq!(recalled(&memo, tmp.path(), &later("b", 1_000, DAY)), None);
+    // Without a boot id: by the wall clock, a clock set back counting as no time.
+    let wall = |ms| later("", ms, ms);
+    let memo = remembered(tmp.path(), &wall(DAY), 60_000, "redis://a");
+    assert_eq!(
+        recalled(&memo, tmp.path(), &wall(DAY + 20_000)),
+        Some(40_000)
+    );
+    assert_eq!(recalled(&memo, tmp.path(), &wall(DAY - HOUR)), Some(60_000));
+    // Another store's verdict is not this store's.
+    let memo = remembered(tmp.path(), &then, 60_000, "redis://b");
+    assert_eq!(recalled(&memo, tmp.path(), &later("a", 20_000, 0)), None);
+}
+
+#[test]
+fn a_remembered_verdict_that_cannot_be_believed_is_not() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let now = Clock::now();
+    let memo = remembered(tmp.path(), &now, 60_000, "redis://a");
+    assert!(recalled(&memo, tmp.path(), &now).is_some());
+    for bad in [
+        json!({"version": 2}).to_string(),
+        "not json".to_string(),
+        json!({"version": 1, "store": "redis://a", "boot_id": now.boot_id, "boot_ms": 1,
+               "wall_ms": 1, "left_ms": 1u64 << 60, "tokens": 1.0})
+        .to_string(),
+        json!({"version": 1, "store": "redis://a", "boot_id": now.boot_id, "boot_ms": 1,
+               "wall_ms": 1, "left_ms": 1, "tokens": -1.0})
+        .to_string(),
+    ] {
+        fs::write(tmp.path().join("k.open"), &bad).expect("written");
+        assert_eq!(recalled(&memo, tmp.path(), &now), None, "{bad}");
+    }
+    // Remembered, then forgotten; a key's verdict is no key of --list-keys.
+    let mut memo = memo;
+    memo.remember(Verdict {
+        left: Duration::from_secs(5),
+        tokens: 1.5,
+    })
+    .expect("remembered");
+    assert!(FileStore::all(tmp.path()).expect("listed").is_empty());
+    assert!(memo.recall().expect("recalled").is_some());
+    assert!(memo.forget().expect("forgot"));
+    assert!(!memo.forget().expect("forgot"));
+    assert_eq!(memo.recall().expect("recalled"), None);
+}

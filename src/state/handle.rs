@@ -2,14 +2,23 @@
 //! and the view of the key it last heard; the one place that decides which of a run's
 //! outcomes are told to the store, that falls back on the local state when a `--state`
 //! store fails at the start, and that keeps a run whose key's state cannot be read in time
-//! (its lock) from the retries its breaker or budget would have had to allow.
+//! (its lock) from the retries its breaker or budget would have had to allow; and, with a
+//! `--state` store, the one place that remembers on this host an open breaker the store told
+//! of, and refuses runs from that memory, without a call, until its open time is over.
 
 use std::time::Duration;
 
-use super::{Error, Forgot, Reply, Store};
-use crate::policy::breaker::{Attempt, Change};
+use super::{Error, Forgot, Memo, Reply, Store, Verdict};
+use crate::policy::adaptive::History;
+use crate::policy::breaker::{Attempt, Change, State};
 use crate::policy::key::FailMode;
 use crate::policy::shared::{Admit, KeyRules, Refusal, Refused, Ticket, View};
+
+/// How long a run holds its connection to the store while it does not call it (an attempt
+/// that runs, a wait before a retry): a failing run, whose attempts end fast, makes all its
+/// calls over one connection; a fleet of hosts whose attempts or waits last minutes holds no
+/// connection each meanwhile (a Redis server takes 10,000 clients by default).
+pub const IDLE_GRACE: Duration = Duration::from_secs(2);
 
 /// What a run with a `--state` store does when it cannot be reached before the run starts.
 pub struct Fallback {
@@ -45,6 +54,12 @@ pub struct Shared {
     /// On for a real run's handle ([`open`]); off by default, so that the simulator sees
     /// every outcome.
     pub skip_moot_successes: bool,
+    /// With a `--state` store: where this host remembers an open breaker the store told of
+    /// (see [`Shared::recall`]). Dropped when the run falls back on its local state.
+    pub memo: Option<Box<dyn Memo>>,
+    /// A remembered verdict was found over: forgotten once the store says the breaker is no
+    /// longer open.
+    stale: bool,
 }
 
 impl Shared {
@@ -63,6 +78,8 @@ impl Shared {
             unknown: false,
             lock_lost: None,
             skip_moot_successes: false,
+            memo: None,
+            stale: false,
         }
     }
 
@@ -83,13 +100,100 @@ impl Shared {
         self.ticket.is_some_and(|t| t.probe)
     }
 
-    /// Remembers what a reply says of the key.
+    /// Remembers what a reply says of the key; and, on this host, an open breaker it tells of.
     fn heard<T>(&mut self, reply: Reply<T>) -> (T, u64) {
         self.at_start = false;
-        self.view = Some(reply.view);
         self.warning = reply.warning;
         self.now = reply.now;
+        self.note(&reply.view, reply.now);
+        self.view = Some(reply.view);
         (reply.value, reply.now)
+    }
+
+    /// The store's answer shows its breaker open until a time to come: this host remembers
+    /// it, as time left on its own clock (never past `--breaker-open-max`), so that its next
+    /// runs are refused without a call. One that shows it no longer open forgets a verdict
+    /// found over. A problem with the memory is a warning; without a state directory there
+    /// is nowhere to keep it, and nothing is said.
+    fn note(&mut self, view: &View, now: u64) {
+        let Some(memo) = self.memo.as_mut() else {
+            return;
+        };
+        let done = match view.open_until.filter(|&until| until > now) {
+            Some(until) => {
+                self.stale = false;
+                let left = Duration::from_millis(until - now).min(self.rules.breaker.open_max);
+                memo.remember(Verdict {
+                    left,
+                    tokens: view.tokens,
+                })
+            }
+            None if std::mem::take(&mut self.stale) => memo.forget().map(|_| ()),
+            None => Ok(()),
+        };
+        self.memo_failed(done);
+    }
+
+    fn memo_failed(&mut self, done: Result<(), Error>) {
+        match done {
+            Ok(()) | Err(Error::NoDirectory) => {}
+            Err(e) => {
+                let w = format!(
+                    "key '{}': this host cannot remember what the store said of the breaker: {e}",
+                    self.key
+                );
+                self.warning = Some(match self.warning.take() {
+                    Some(first) => format!("{first}; {w}"),
+                    None => w,
+                });
+            }
+        }
+    }
+
+    /// The open breaker this host remembers from the store, with its time left; `None` when it
+    /// remembers none, the time is over (then noted, to be forgotten once the store says the
+    /// breaker is no longer open), or it is longer than `--breaker-open-max`.
+    pub fn remembered(&mut self) -> Option<Verdict> {
+        if !self.rules.breaker.enabled() {
+            return None;
+        }
+        let recalled = self.memo.as_mut()?.recall();
+        let verdict = match recalled {
+            Ok(verdict) => verdict?,
+            Err(e) => {
+                self.memo_failed(Err(e));
+                return None;
+            }
+        };
+        if verdict.left.is_zero() {
+            self.stale = true;
+            return None;
+        }
+        // Longer than this run's --breaker-open-max: not believed. The run asks the store,
+        // which cuts the open time to it for the whole fleet, once and for all, and this host
+        // remembers that. Cut here alone, each later call would cut it afresh from its own
+        // time, and the breaker would stay open for as long as first told.
+        (verdict.left <= self.rules.breaker.open_max).then_some(verdict)
+    }
+
+    /// The refusal of a run, or of its retry, from the open breaker this host remembers: no
+    /// call is made. The view is the breaker open, with the tokens the store last told.
+    fn recall(&mut self) -> Option<Refused> {
+        let verdict = self.remembered()?;
+        self.view = Some(View {
+            breaker: State::Open,
+            failures: 0,
+            opened_by: 0,
+            open_until: None,
+            lease_until: None,
+            tokens: verdict.tokens,
+            history: History::default(),
+            settled: false,
+        });
+        Some(Refused {
+            refusal: Refusal::Remembered,
+            left: verdict.left,
+        })
     }
 
     /// The next operations may wait for the key at most `most` (what is left before the
@@ -141,7 +245,12 @@ impl Shared {
     /// warning says so); with `closed` the error is returned, and [`Shared::fails_closed`]
     /// says the run must not start. When the key's state cannot be read in time, the run
     /// starts: the command's first attempt is not the state's to refuse.
+    ///
+    /// An open breaker this host remembers from the store refuses the run before any call.
     pub fn admit(&mut self) -> Result<Option<Refused>, Error> {
+        if let Some(refused) = self.recall() {
+            return Ok(Some(refused));
+        }
         let fallback = self.fallback.take();
         let mut went_on = None;
         let answer = match (self.store.admit(&self.rules), fallback) {
@@ -152,6 +261,8 @@ impl Shared {
                     return Err(e);
                 }
                 self.store = fallback.local;
+                // The local state's answers are not the store's: nothing is remembered of them.
+                self.memo = None;
                 went_on = Some(format!(
                     "key '{}': {e}; going on with this host's local state (--state-fail open)",
                     self.key
@@ -241,17 +352,16 @@ impl Shared {
                 .is_some_and(|(ticket, view)| view.success_is_moot(ticket))
     }
 
-    /// The attempt's command has started. When its success would not be told to the store,
-    /// the store's connection is let go now, while the command runs, rather than at exit:
-    /// closing it then costs the run no time, and a long attempt holds no idle connection to
-    /// a fleet's server. A failure, which is told, connects again.
-    pub fn attempt_started(&mut self) {
-        if self.skips_success() {
-            self.store.idle();
-        }
+    /// The run will not call the store for a while (an attempt has run for [`IDLE_GRACE`],
+    /// or a wait longer than that begins): the store lets go of its connection, and the next
+    /// call, if any, connects again.
+    pub fn idle(&mut self) {
+        self.store.idle();
     }
 
-    /// Just before a retry starts, after its wait: has the breaker opened since?
+    /// Just before a retry starts, after its wait: has the breaker opened since? An open
+    /// breaker this host remembers (another run here heard of it meanwhile) refuses the retry
+    /// without a call.
     pub fn before_retry(&mut self) -> Result<Option<Refused>, Error> {
         if self.unknown {
             return Ok(self.unknown_refusal(true));
@@ -259,6 +369,11 @@ impl Shared {
         let Some(ticket) = self.ticket else {
             return Ok(None);
         };
+        if !ticket.probe
+            && let Some(refused) = self.recall()
+        {
+            return Ok(Some(refused));
+        }
         let reply = match self.store.before_retry(&self.rules, ticket) {
             Ok(reply) => reply,
             Err(e) => {
@@ -272,12 +387,13 @@ impl Shared {
         Ok(refusal.map(|r| refused(r, now)))
     }
 
-    /// The key's state, for `--explain`, changing nothing.
+    /// The key's state, for `--explain`, changing nothing: not even what this host remembers.
     pub fn view(&mut self) -> Result<View, Error> {
         let reply = self.store.view(&self.rules)?;
-        let view = reply.view.clone();
-        self.heard(reply);
-        Ok(view)
+        self.warning = reply.warning;
+        self.now = reply.now;
+        self.view = Some(reply.view.clone());
+        Ok(reply.view)
     }
 
     /// Forgets the key's state.
@@ -285,9 +401,21 @@ impl Shared {
         self.store.reset()
     }
 
-    /// Forgets the key's state, and says whether it had any.
+    /// Forgets the key's state, and says whether it had any: the store's, and the open
+    /// breaker this host remembers from it (first: a store that cannot be reached leaves this
+    /// host's memory forgotten all the same).
     pub fn forget(&mut self) -> Result<Forgot, Error> {
-        self.store.forget()
+        let remembered = match self.memo.as_mut() {
+            Some(memo) => match memo.forget() {
+                Err(Error::NoDirectory) => false,
+                forgot => forgot?,
+            },
+            None => false,
+        };
+        match self.store.forget()? {
+            Forgot::Nothing if !remembered => Ok(Forgot::Nothing),
+            _ => Ok(Forgot::State),
+        }
     }
 
     /// Where the key's state is kept.
@@ -300,7 +428,7 @@ fn refused(refusal: Refusal, now: u64) -> Refused {
     let until = match refusal {
         Refusal::Open { until } => until,
         Refusal::Probing { lease_until } => lease_until,
-        Refusal::Budget | Refusal::Unknown => now,
+        Refusal::Budget | Refusal::Unknown | Refusal::Remembered => now,
     };
     Refused {
         refusal,
@@ -319,16 +447,17 @@ mod tests {
     use crate::policy::shared::{After, KeyState};
     use crate::state::memory::MemoryStore;
 
-    /// A store in memory that counts the attempts it is told of, and the times it is let go.
+    /// A store in memory that counts the calls made to it, and the attempts it is told of.
     #[derive(Clone, Default)]
     struct Counted {
         memory: MemoryStore,
         told: Rc<Cell<u32>>,
-        idled: Rc<Cell<u32>>,
+        calls: Rc<Cell<u32>>,
     }
 
     impl Store for Counted {
         fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, Error> {
+            self.calls.set(self.calls.get() + 1);
             Store::admit(&mut self.memory, s)
         }
         fn after_attempt(
@@ -340,6 +469,7 @@ mod tests {
             u: f64,
         ) -> Result<Reply<After>, Error> {
             self.told.set(self.told.get() + 1);
+            self.calls.set(self.calls.get() + 1);
             Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
         }
         fn before_retry(
@@ -347,6 +477,7 @@ mod tests {
             s: &KeyRules,
             ticket: Ticket,
         ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
+            self.calls.set(self.calls.get() + 1);
             Store::before_retry(&mut self.memory, s, ticket)
         }
         fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
@@ -358,9 +489,215 @@ mod tests {
         fn describe(&self) -> String {
             "counted".into()
         }
-        fn idle(&mut self) {
-            self.idled.set(self.idled.get() + 1);
+    }
+
+    /// A host's memory of verdicts, on the store's clock (one timeline, as in the tests'
+    /// clock): the open breaker's end, and its tokens.
+    #[derive(Clone, Default)]
+    struct Remembers {
+        now: Rc<Cell<u64>>,
+        kept: Rc<Cell<Option<(u64, f64)>>>,
+    }
+
+    impl Memo for Remembers {
+        fn recall(&mut self) -> Result<Option<Verdict>, Error> {
+            Ok(self.kept.get().map(|(until, tokens)| Verdict {
+                left: Duration::from_millis(until.saturating_sub(self.now.get())),
+                tokens,
+            }))
         }
+        fn remember(&mut self, verdict: Verdict) -> Result<(), Error> {
+            let left = u64::try_from(verdict.left.as_millis()).unwrap_or(u64::MAX);
+            self.kept.set(Some((self.now.get() + left, verdict.tokens)));
+            Ok(())
+        }
+        fn forget(&mut self) -> Result<bool, Error> {
+            Ok(self.kept.take().is_some())
+        }
+    }
+
+    /// A host: its handle on the store, with its memory.
+    fn host(store: &Counted, memo: &Remembers) -> Shared {
+        let mut shared = handle(store);
+        shared.memo = Some(Box::new(memo.clone()));
+        shared
+    }
+
+    /// Both clocks at `t` ms.
+    fn at(store: &Counted, memo: &Remembers, t: u64) {
+        store.memory.now.set(t);
+        memo.now.set(t);
+    }
+
+    /// A host's run that fails twice: the breaker opens for 60 s at `t`.
+    fn opened(store: &Counted, memo: &Remembers, t: u64) {
+        opened_for(store, memo, t, 60_000);
+    }
+
+    /// A host's run that fails twice, with `--breaker-open` `open` ms: it opens at `t`.
+    fn opened_for(store: &Counted, memo: &Remembers, t: u64, open: u64) {
+        at(store, memo, t);
+        let mut shared = host(store, memo);
+        shared.rules.breaker.open = Duration::from_millis(open);
+        assert_eq!(shared.admit().expect("admitted"), None);
+        shared
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("told");
+        assert_eq!(shared.before_retry().expect("checked"), None);
+        let (change, refused) = shared
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("told");
+        assert_eq!(change, Change::Opened { until: t + open });
+        assert!(refused.is_some());
+    }
+
+    /// A run's admission on the host, and the calls it made to the store.
+    fn admitted(store: &Counted, memo: &Remembers) -> (Option<Refused>, u32) {
+        let before = store.calls.get();
+        let refused = host(store, memo).admit().expect("answered");
+        (refused, store.calls.get() - before)
+    }
+
+    const REMEMBERED: Refusal = Refusal::Remembered;
+
+    #[test]
+    fn an_open_breaker_the_store_told_of_refuses_the_hosts_runs_without_a_call_until_its_end() {
+        let (store, memo) = (Counted::default(), Remembers::default());
+        opened(&store, &memo, 1_000);
+        assert_eq!(memo.kept.get().map(|k| k.0), Some(61_000));
+        for t in [1_000, 30_000, 60_999] {
+            at(&store, &memo, t);
+            let (refused, calls) = admitted(&store, &memo);
+            assert_eq!(calls, 0, "at {t}");
+            assert_eq!(
+                refused,
+                Some(Refused {
+                    refusal: REMEMBERED,
+                    left: Duration::from_millis(61_000 - t)
+                })
+            );
+        }
+        // Its end: the store is asked, and lets this run probe; the breaker is no longer
+        // open, and the host forgets the verdict it found over. Runs ask the store again.
+        at(&store, &memo, 61_000);
+        let mut shared = host(&store, &memo);
+        assert_eq!(shared.admit().expect("admitted"), None);
+        assert!(shared.probing());
+        assert_eq!(memo.kept.get(), None);
+        let (refused, calls) = admitted(&store, &memo);
+        assert_eq!(calls, 1);
+        assert!(matches!(
+            refused.map(|r| r.refusal),
+            Some(Refusal::Probing { .. })
+        ));
+    }
+
+    #[test]
+    fn a_retry_is_refused_without_a_call_once_another_run_of_the_host_heard_the_breaker_open() {
+        let (store, memo) = (Counted::default(), Remembers::default());
+        let mut waiting = host(&store, &memo);
+        assert_eq!(waiting.admit().expect("admitted"), None);
+        waiting
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("told");
+        // Meanwhile another run of the host fails: the breaker opens.
+        at(&store, &memo, 5_000);
+        let mut other = host(&store, &memo);
+        assert_eq!(other.admit().expect("admitted"), None);
+        let (change, _) = other
+            .after_attempt(Attempt::Failure, true, 0.0)
+            .expect("told");
+        assert_eq!(change, Change::Opened { until: 65_000 });
+        let before = store.calls.get();
+        let refused = waiting.before_retry().expect("answered");
+        assert_eq!(refused.map(|r| r.refusal), Some(REMEMBERED));
+        assert_eq!(store.calls.get(), before);
+    }
+
+    #[test]
+    fn a_remembered_verdict_lasts_no_longer_than_breaker_open_max() {
+        let (store, memo) = (Counted::default(), Remembers::default());
+        // Told under a longer --breaker-open-max (or a wrong clock): an hour. Not believed:
+        // the run asks the store, which cuts it to this run's open max.
+        memo.kept.set(Some((3_600_000, 1.0)));
+        let calls = store.calls.get();
+        let mut shared = host(&store, &memo);
+        shared.rules.breaker.open_max = Duration::from_secs(300);
+        assert_eq!(shared.admit().expect("answered"), None);
+        assert_eq!(store.calls.get(), calls + 1);
+        let mut shared = host(&store, &memo);
+        shared.rules.breaker.open_max = Duration::from_secs(3600);
+        let refused = shared.admit().expect("answered").expect("refused");
+        assert_eq!(refused.left, Duration::from_secs(3600));
+        // What is remembered is capped too.
+        let mut shared = host(&store, &memo);
+        shared.rules.breaker.open_max = Duration::from_secs(30);
+        let mut view = KeyState::new(&settings(), 0).view(&settings(), 0);
+        view.open_until = Some(90_000);
+        shared.note(&view, 0);
+        assert_eq!(memo.kept.get().map(|k| k.0), Some(30_000));
+        // With the breaker off, nothing is remembered or recalled.
+        let mut shared = host(&store, &memo);
+        shared.rules.breaker.failures = 0;
+        assert_eq!(shared.admit().expect("answered"), None);
+    }
+
+    #[test]
+    fn a_reset_of_the_store_elsewhere_is_heard_at_the_remembered_end_and_a_reset_here_at_once() {
+        let (store, memo) = (Counted::default(), Remembers::default());
+        opened(&store, &memo, 0);
+        // Another host resets the store: this one keeps refusing until its end, no later.
+        Store::reset(&mut store.memory.clone()).expect("reset");
+        at(&store, &memo, 59_999);
+        assert_eq!(admitted(&store, &memo).1, 0);
+        at(&store, &memo, 60_000);
+        assert_eq!(admitted(&store, &memo), (None, 1));
+        assert_eq!(memo.kept.get(), None, "forgotten: the store said closed");
+        // --reset-state here forgets both.
+        opened(&store, &memo, 100_000);
+        assert_eq!(host(&store, &memo).forget().expect("forgot"), Forgot::State);
+        assert_eq!((memo.kept.get(), store.memory.state()), (None, None));
+        assert_eq!(admitted(&store, &memo), (None, 1));
+        // Only the memory had something: still something forgotten.
+        memo.kept.set(Some((200_000, 3.0)));
+        assert_eq!(host(&store, &memo).forget().expect("forgot"), Forgot::State);
+    }
+
+    #[test]
+    fn a_shorter_open_time_set_elsewhere_is_kept_to_the_remembered_end_a_longer_one_learned_there()
+    {
+        let (store, memo) = (Counted::default(), Remembers::default());
+        opened(&store, &memo, 0);
+        // Another host resets the store and reopens it with a shorter --breaker-open, 10 s:
+        // this host keeps to its own end, 60 s, and makes no call before it.
+        let other = Remembers::default();
+        Store::reset(&mut store.memory.clone()).expect("reset");
+        opened_for(&store, &other, 20_000, 10_000);
+        at(&store, &memo, 59_999);
+        assert_eq!(admitted(&store, &memo).1, 0);
+        // Another reopens it for longer: until 100 s. At its end this host asks, and learns
+        // the store's verdict, which it keeps to without a call.
+        Store::reset(&mut store.memory.clone()).expect("reset");
+        opened(&store, &other, 40_000);
+        at(&store, &memo, 60_000);
+        let (refused, calls) = admitted(&store, &memo);
+        assert_eq!(calls, 1);
+        assert_eq!(
+            refused.map(|r| r.refusal),
+            Some(Refusal::Open { until: 100_000 })
+        );
+        assert_eq!(memo.kept.get().map(|k| k.0), Some(100_000));
+        at(&store, &memo, 99_999);
+        assert_eq!(admitted(&store, &memo).1, 0);
+        // A probe that fails doubles the open time: the host that probed remembers 120 s.
+        at(&store, &memo, 100_000);
+        let mut probe = host(&store, &memo);
+        assert_eq!(probe.admit().expect("admitted"), None);
+        assert!(probe.probing());
+        probe
+            .after_attempt(Attempt::Failure, false, 0.0)
+            .expect("told");
+        assert_eq!(memo.kept.get().map(|k| k.0), Some(220_000));
     }
 
     /// A real run's handle on the store.
@@ -378,7 +715,6 @@ mod tests {
         assert_eq!(shared.admit().expect("admitted"), None);
         for (i, &attempt) in attempts.iter().enumerate() {
             let last = i + 1 == attempts.len();
-            shared.attempt_started();
             let (_, refused) = shared.after_attempt(attempt, !last, 0.0).expect("told");
             assert_eq!(refused, None);
             if !last {
@@ -457,24 +793,6 @@ mod tests {
             .after_attempt(Attempt::Success, false, 0.0)
             .expect("ok");
         assert_eq!(change, Change::Closed);
-    }
-
-    #[test]
-    fn the_store_is_let_go_while_an_attempt_runs_whose_success_it_would_not_be_told() {
-        let store = Counted::default();
-        told(&store, &[Attempt::Success]);
-        assert_eq!(store.idled.get(), 1);
-        // A failure then: the store is told of it, and of the success after it.
-        told(&store, &[Attempt::Failure]);
-        assert_eq!(store.idled.get(), 2);
-        told(&store, &[Attempt::Success]);
-        assert_eq!((store.idled.get(), store.told.get()), (2, 2));
-        // Not when it would be told: off, as for a policy that learns from every outcome.
-        let mut shared = handle(&store);
-        shared.skip_moot_successes = false;
-        shared.admit().expect("admitted");
-        shared.attempt_started();
-        assert_eq!(store.idled.get(), 2);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use self::handle::{Fallback, Shared};
+pub use self::handle::{Fallback, IDLE_GRACE, Shared};
 use crate::policy::KeySettings;
 use crate::policy::breaker::Attempt;
 use crate::policy::duration::human;
@@ -48,6 +48,11 @@ pub fn open(settings: &KeySettings) -> Shared {
         Some(store) => {
             let remote = Box::new(redis::RedisStore::new(store, &settings.key));
             let mut shared = Shared::new(key, settings.rules.clone(), remote);
+            shared.memo = Some(Box::new(file::FileMemo::new(
+                settings.dir.clone(),
+                &settings.key,
+                store.url.redacted(),
+            )));
             shared.fallback = Some(Fallback {
                 fail: store.fail,
                 local,
@@ -192,6 +197,28 @@ impl<L: Local> Store for L {
     fn wait_at_most(&mut self, most: Option<Duration>) {
         Local::wait_at_most(self, most);
     }
+}
+
+/// What this host remembers of its key's open breaker, as its `--state` store told it: so
+/// that, until the breaker's open time is over, its runs are refused without a call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdict {
+    /// How long the breaker stays open from now, by this host's boot clock.
+    pub left: Duration,
+    /// The budget's tokens as the store last told them, for the log.
+    pub tokens: f64,
+}
+
+/// Where a host keeps the [`Verdict`] a `--state` store gave it on a key (`file.rs`'s
+/// `KEY.open`, in the state directory).
+pub trait Memo {
+    /// The verdict remembered, its time left as of now (zero once it is over); `None` when
+    /// there is none this host can believe (none, another store's, one from another boot).
+    fn recall(&mut self) -> Result<Option<Verdict>, Error>;
+    /// Remembers `verdict`, in place of any other.
+    fn remember(&mut self, verdict: Verdict) -> Result<(), Error>;
+    /// Forgets the verdict; whether there was one.
+    fn forget(&mut self) -> Result<bool, Error>;
 }
 
 /// A state problem: a warning, never a change to the command's outcome.

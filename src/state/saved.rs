@@ -140,3 +140,48 @@ pub(super) fn file_name(key: &str) -> String {
     }
     name
 }
+
+/// The format of a remembered verdict's file.
+pub(super) const VERDICT_VERSION: u32 = 1;
+
+/// A verdict's file longer than this is not read (a real one is under 200 bytes and a URL).
+pub(super) const VERDICT_MAX_BYTES: u64 = 16 * 1024;
+
+/// `KEY.open`: an open breaker a `--state` store told this host of, as JSON, in a file of its
+/// own beside the key's state file. That file is the key's local state, which runs fall back
+/// on when the store cannot be reached, and `--list-keys` lists: a verdict kept in it would
+/// be mixed with a state the store never ran, and make a key of every key a fleet uses.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Remembered {
+    pub version: u32,
+    /// The store that told it (its URL, redacted): another store's verdict is not this one's.
+    pub store: String,
+    /// When it was told, on both clocks.
+    pub boot_id: String,
+    pub boot_ms: u64,
+    pub wall_ms: u64,
+    /// How long the breaker was open for from then, in ms.
+    pub left_ms: u64,
+    /// The budget's tokens then, for the log.
+    pub tokens: f64,
+}
+
+impl Remembered {
+    /// Whether every value is one retry could have written: `Err` with what is not.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.version != VERDICT_VERSION {
+            return Err(format!("it is of version {}", self.version));
+        }
+        if let Some(t) = [self.boot_ms, self.wall_ms, self.left_ms]
+            .into_iter()
+            .find(|&t| t > MAX_NUMBER)
+        {
+            return Err(format!("it holds {t}, out of range"));
+        }
+        let most = f64::from(crate::policy::defaults::MOST_TOKENS);
+        if !(0.0..=most).contains(&self.tokens) {
+            return Err(format!("it holds {} tokens", self.tokens));
+        }
+        Ok(())
+    }
+}

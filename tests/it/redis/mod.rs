@@ -39,6 +39,7 @@ mod connection;
 mod ha;
 mod hostile;
 mod outages;
+mod remembered;
 mod rules;
 mod scenarios;
 
