@@ -316,7 +316,7 @@ fn a_hints_placeholder_turns_hints_on_without_the_flag() {
 }
 
 #[test]
-fn the_curl_preset_retries_a_refused_connection_and_not_a_malformed_url() {
+fn the_curl_preset_retries_what_todays_curl_says_of_a_network_failure_and_not_a_malformed_url() {
     // A port that was just free: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -334,6 +334,27 @@ fn the_curl_preset_retries_a_refused_connection_and_not_a_malformed_url() {
         "{}",
         stderr(&out)
     );
+    // What today's curl says of a transfer cut short (18) and of one too slow (28): both
+    // transient in the preset, each retried.
+    let cut = Server::start(vec![
+        Reply::new(200).header("Content-Length", "100").body("part"),
+    ]);
+    let slow = Server::start(vec![
+        Reply::new(200)
+            .body(vec![b'x'; 64])
+            .in_pieces(1, Duration::from_millis(100)),
+    ]);
+    for (server, flags, status) in [(&cut, &[][..], 18), (&slow, &["--max-time", "0.3"], 28)] {
+        let out = retry()
+            .args([
+                "--preset", "curl", "-n", "2", "-d", "0", "--", "curl", "-sS",
+            ])
+            .args(flags)
+            .arg(server.url("/"))
+            .run();
+        assert_eq!(out.code(), Some(status), "{}", stderr(&out));
+        assert_eq!(server.requests(), 2, "{}", stderr(&out));
+    }
     let out = retry()
         .args([
             "--preset",
