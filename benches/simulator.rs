@@ -1,9 +1,10 @@
 //! The fleet simulator's time and memory, each figure beside a reference measured in the same
 //! run (issue #37):
 //!
-//! 1. The largest, densest fleet SPEC §12 allows: `retry --explain --fleet 100000 --outage 1h
-//!    --every 10s -- true`, the built binary run as a process: its wall time, its CPU time and
-//!    its peak RSS (wait4 on its pid). Targets: ≤ 10 s and ≤ 256 MiB on a two-core machine.
+//! 1. The largest, densest fleet `--explain --fleet` allows (docs/simulator.md): `retry
+//!    --explain --fleet 100000 --outage 1h --every 10s -- true`, the built binary run as a
+//!    process: its wall time, its CPU time and its peak RSS (wait4 on its pid). Targets: ≤ 10 s
+//!    and ≤ 256 MiB on a two-core machine.
 //! 2. What it was: the four variants of the same explanation at 5,000 processes (a twentieth
 //!    of its runs of the job), simulated by `retry::sim::exact` (the single queue the
 //!    simulator was, one variant after another, as `--explain --fleet` ran them) and by

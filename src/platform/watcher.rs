@@ -49,8 +49,13 @@ impl Watcher {
         }
         let mut before = SigSet::empty();
         pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&watched), Some(&mut before)).ok()?;
-        // SAFETY: retry has one thread, so the child is a copy of a consistent process, and
-        // the child makes only async-signal-safe calls (`watch`) before it ends with _exit.
+        // SAFETY: retry may have other threads here: a store connection's helper, left behind
+        // when its name lookup or connect outlived the deadline (state/connect.rs), and
+        // --stop-with-parent's polling thread where there is no parent-death signal
+        // (platform/parent.rs). The child is a copy of this thread alone, with every lock and
+        // allocator state those threads held frozen as it was, so it must take no lock and
+        // allocate nothing: from the fork to its _exit it runs only `watch`, whose calls are
+        // async-signal-safe or plain system calls, on values of its own stack and this one's.
         let forked = unsafe { fork() };
         if !matches!(forked, Ok(ForkResult::Child)) {
             let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
@@ -117,9 +122,12 @@ impl Watcher {
 /// The watcher itself, in the forked child: joins the group, keeps only the pipe's end, and
 /// reports each SIGINT and SIGQUIT until SIGTERM or SIGHUP ends it.
 fn watch(group: Pid, report: i32) -> ! {
-    // SAFETY: only async-signal-safe calls (setpgid, signal, sigemptyset, sigaddset,
-    // sigprocmask, dup2, close_range or close, sigwait, write, _exit), on values of this
-    // function's own stack.
+    // SAFETY: this runs in a forked child of a process that may have had other threads
+    // (see `Watcher::start`), so it takes no lock and allocates nothing. Its calls are
+    // async-signal-safe (setpgid, signal, sigemptyset, sigaddset, sigprocmask, dup2, close,
+    // write, _exit), or system calls that POSIX does not list as such but which glibc and
+    // musl make as one system call, touching no lock (sigwait, and close_from_1's close_range
+    // and sysconf), on values of this function's own stack.
     unsafe {
         libc::setpgid(0, group.as_raw());
         for sig in [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {

@@ -341,7 +341,7 @@ fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
     let given = keys.iter().find_map(|k| origins.get(*k));
     let default = match row {
         "name" => "the command's name",
-        // Raised to the longest delay asked for, never below it (SPEC §2).
+        // Raised to the longest delay asked for, never below it (docs/policy.md, How long to wait).
         "max-delay" if p.backoff.max_delay != defaults::MAX_DELAY => {
             "default, raised to the longest delay asked for"
         }

@@ -638,8 +638,8 @@ fn a_long_attempt_starts_the_backoff_and_the_limit_afresh() {
     assert!(r.log.contains("attempt 3/3 failed"), "{}", r.log);
 }
 
-/// SPEC 4: a command that outlives a Ctrl-C typed at the terminal by more than --kill-after
-/// handled it and went on (a REPL): its later exit is judged by the usual rules.
+/// A command that outlives a Ctrl-C typed at the terminal by more than --kill-after handled
+/// it and went on (a REPL): its later exit is judged by the usual rules (docs/child.md).
 #[test]
 fn a_command_that_outlives_a_typed_ctrl_c_by_kill_after_is_judged_as_usual() {
     let world = Fake::new([exits(3, 20_000), exits(0, 10)]).event_at(ms(1000), Event::Typed(INT));
@@ -714,8 +714,9 @@ fn ctrl_z_during_an_attempt_suspends_it_without_ending_it() {
     assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
 }
 
-/// SPEC 4: a spawn that fails for lack of resources is a retryable failure of the attempt,
-/// whatever the lists say; 126 and 127 stay for a command that cannot run.
+/// A spawn that fails for lack of resources is a retryable failure of the attempt, whatever
+/// the lists say; 126 and 127 stay for a command that cannot run (docs/child.md, When an
+/// attempt cannot be started).
 #[test]
 fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
     let mut world = Fake::new([]);

@@ -37,8 +37,8 @@ pub fn supervise<W: World>(
     // The first process's status, once it ended.
     let mut ended: Option<Status> = None;
     // A Ctrl-C (or Ctrl-\) typed at the terminal the attempt holds, and when: the run ends
-    // with this attempt unless the attempt outlives it by `--kill-after` (SPEC 4: a REPL,
-    // psql or gdb handled it and went on; its later exit is judged by the usual rules).
+    // with this attempt unless the attempt outlives it by `--kill-after` (docs/child.md: a
+    // REPL, psql or gdb handled it and went on; its later exit is judged by the usual rules).
     let mut typed: Option<(i32, Duration)> = None;
     let mut idle_at = gate.idle_at(started);
     loop {

@@ -1,6 +1,7 @@
 //! The options of minfrin's `retry` (Debian's, Ubuntu's and Homebrew's `/usr/bin/retry`), which
-//! scripts written for it give this one (SPEC §15): each means here what it meant there, or is
-//! refused with the way to say it here. None may silently change meaning.
+//! scripts written for it give this one (README.md, Coming from minfrin's retry): each means
+//! here what it meant there, or is refused with the way to say it here. None may silently
+//! change meaning.
 //!
 //! `-t/--times N` is `--attempts N`; `-d N`, one number, is N seconds. `-d 1,2,5`, `-u/--until`,
 //! `-w/--while`, `-m/--message`, `-j SECONDS` and `-v` alone are refused, each with its

@@ -179,7 +179,7 @@ fn a_password_with_a_slash_is_written_escaped_and_never_quoted() {
         assert!(e.contains("%2F") && !e.contains("Pw0"), "{text}: {e}");
     }
 }
-/// Every form of SPEC §10, valid and malformed, with the master's and the sentinels'
+/// Every form of docs/redis.md's URL table, valid and malformed, with the master's and the sentinels'
 /// passwords in every place a password can stand: no message and no shown URL holds any
 /// three characters of either.
 #[test]

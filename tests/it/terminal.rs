@@ -617,8 +617,8 @@ fn the_line_for_a_ctrl_c_comes_at_once_though_the_command_ignores_it() {
     assert_eq!(status.code(), Some(130), "{rest}");
 }
 
-/// SPEC 4: a REPL that handles a Ctrl-C typed at the terminal and goes on for more than
-/// `--kill-after` is not cancelled: its later exit status is judged as usual.
+/// A REPL that handles a Ctrl-C typed at the terminal and goes on for more than
+/// `--kill-after` is not cancelled: its later exit status is judged as usual (docs/child.md).
 #[test]
 fn a_repl_that_handles_ctrl_c_keeps_its_later_exit_status() {
     if !support::have("python3", "apt-get install python3") {

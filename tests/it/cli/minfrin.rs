@@ -1,6 +1,7 @@
-//! SPEC §15: every form of minfrin's `retry` (its man page and README: `-t/--times`,
+//! Every form of minfrin's `retry` (its man page and README: `-t/--times`,
 //! `-d/--delay` with seconds or a list, `-u/--until`, `-w/--while`, `-m/--message`, `-j`, `-v`,
-//! `-h`) means the same here, or is refused with 125, nothing run, naming the way to say it.
+//! `-h`) means the same here, or is refused with 125, nothing run, naming the way to say it
+//! (README.md, Coming from minfrin's retry).
 
 use super::usage::assert_one_line_error;
 use super::*;
