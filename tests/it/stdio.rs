@@ -134,7 +134,7 @@ fn while_read_loops_around_retry_keep_their_lines() {
 // Linux only: without tee(2) and a pipe whose size can be set (macOS, the BSDs, the portable
 // build), retry cannot give an attempt stdin's bytes without taking them, and reads a page
 // ahead of it (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn what_the_attempts_leave_unread_in_a_pipe_stays_for_the_next_reader() {
     assert_eq!(
@@ -149,7 +149,7 @@ fn what_the_attempts_leave_unread_in_a_pipe_stays_for_the_next_reader() {
 // Linux only: without tee(2) and a pipe whose size can be set (macOS, the BSDs, the portable
 // build), retry cannot give an attempt stdin's bytes without taking them, and reads a page
 // ahead of it (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn while_read_loops_fed_by_a_pipe_keep_their_lines() {
     assert_eq!(
@@ -670,7 +670,7 @@ fn a_big_stdin_reaches_every_attempt_byte_for_byte_whatever_each_read_before() {
 // Linux only: without tee(2) and a pipe whose size can be set (macOS, the BSDs, the portable
 // build), retry cannot give an attempt stdin's bytes without taking them, and reads a page
 // ahead of it (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn an_attempt_that_reads_a_little_and_exits_takes_nothing_more_from_the_pipe() {
     // Each attempt reads 500,000 bytes of 3 MiB and exits: what follows is still in the pipe.
@@ -704,7 +704,7 @@ fn an_attempt_that_reads_a_lot_leaves_all_but_at_most_a_pipe_of_what_it_did_not_
 // Linux only: without tee(2) and a pipe whose size can be set (macOS, the BSDs, the portable
 // build), retry cannot give an attempt stdin's bytes without taking them, and reads a page
 // ahead of it (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn a_while_read_loop_whose_commands_each_read_a_line_keeps_every_line() {
     // The loop reads one line, the command the next: nothing is lost between them.

@@ -69,7 +69,7 @@ const PROMPT: Duration = Duration::from_secs(7);
 
 // Linux only: elsewhere (and in the portable build) no /proc tells a group of zombies from a
 // live one, and the run waits for them until --kill-after has passed (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn max_time_ends_a_run_whose_command_leaves_only_zombies_without_waiting_for_kill_after() {
     as_a_reaper_that_never_reaps(
@@ -93,7 +93,7 @@ fn max_time_ends_a_run_whose_command_leaves_only_zombies_without_waiting_for_kil
 
 // Linux only: elsewhere (and in the portable build) no /proc tells a group of zombies from a
 // live one, and the run waits for them until --kill-after has passed (docs/child.md).
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn sigterm_ends_a_run_whose_command_leaves_only_zombies_at_once() {
     as_a_reaper_that_never_reaps(
@@ -206,7 +206,7 @@ fn as_pid_1_retry_reaps_the_orphans_of_its_attempts_and_keeps_their_statuses() {
 
 /// A child subreaper (set by whoever started retry, and kept across exec) adopts orphans as
 /// PID 1 does: retry reaps them too. Linux only: elsewhere only PID 1 adopts orphans.
-#[cfg(not(retry_portable))]
+#[cfg(all(target_os = "linux", not(retry_portable)))]
 #[test]
 fn as_a_subreaper_retry_reaps_the_orphans_of_its_attempts() {
     use std::os::unix::process::CommandExt;
