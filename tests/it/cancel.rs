@@ -4,7 +4,6 @@
 //! runner would start it; each attempt writes `started PID` (retry's pid) to a log file of the
 //! test's own and says `ready` on the step's stdout before it sleeps.
 
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -219,11 +218,9 @@ fn a_stop_with_parent_variable_that_is_not_1_or_0_is_refused_and_nothing_runs() 
 /// portable build (which stands for macOS and the BSDs) nor a build on them (docs/child.md).
 fn tied() -> bool {
     if cfg!(any(retry_portable, not(target_os = "linux"))) {
-        // Straight to stderr: the test harness captures eprintln! of a passing test.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED: this build has no parent-death signal for the attempt (only \
-             Linux's has): a retry killed with SIGKILL leaves it running (docs/child.md). ***"
+        support::skipped(
+            "needs the parent-death signal, which only Linux's build has: elsewhere a retry \
+             killed with SIGKILL leaves its attempt running (docs/child.md)",
         );
         return false;
     }

@@ -43,7 +43,7 @@ fn a_spawn_that_fails_for_lack_of_processes_is_retried_until_there_is_room() {
             std::env::var_os("CI").is_none(),
             "running as another user under RLIMIT_NPROC needs root, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: RLIMIT_NPROC binds only a user that is not root. ***");
+        crate::support::skipped("needs root: RLIMIT_NPROC binds only a user that is not root");
         return;
     }
     // Two processes of the user's at most: this one and retry, so that retry cannot start an
@@ -96,7 +96,7 @@ fn out_of_processes_to_the_last_attempt_ends_125() {
             std::env::var_os("CI").is_none(),
             "running as another user under RLIMIT_NPROC needs root, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: RLIMIT_NPROC binds only a user that is not root. ***");
+        crate::support::skipped("needs root: RLIMIT_NPROC binds only a user that is not root");
         return;
     }
     // One process of the user's at most: retry itself.

@@ -189,7 +189,7 @@ fn as_pid_1_retry_reaps_the_orphans_of_its_attempts_and_keeps_their_statuses() {
             std::env::var_os("CI").is_none(),
             "a PID namespace needs root here, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: a PID namespace needs root (unshare --pid). ***");
+        crate::support::skipped("needs root for a PID namespace (unshare --pid)");
         return;
     }
     let out = crate::support::hermetic(&mut std::process::Command::new("unshare"))

@@ -87,7 +87,9 @@ fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
         nix::sys::stat::makedev(1, 3),
     );
     if let Err(e) = made {
-        eprintln!("SKIPPED the device-node case: cannot mknod here ({e}); it needs root");
+        crate::support::skipped(&format!(
+            "skips its device-node case: it needs root to mknod ({e})"
+        ));
         return;
     }
     for flag in ["--summary", "--metrics"] {

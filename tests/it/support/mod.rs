@@ -7,6 +7,7 @@ use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -75,8 +76,8 @@ pub fn retry() -> Command {
 
 /// Whether `tool` is on PATH, for a test that needs a program a fresh machine may lack. When it
 /// is missing the test should return at once: this says so loudly on stderr, with how to
-/// install it. Under CI (`CI` set), where `.ci/run` installs every tool, a missing tool fails
-/// the test instead.
+/// install it, and the run's end counts it ([`skipped`]). Under CI (`CI` set), where `.ci/run`
+/// installs every tool, a missing tool fails the test instead.
 pub fn have(tool: &str, install: &str) -> bool {
     let found = std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| {
@@ -93,13 +94,63 @@ pub fn have(tool: &str, install: &str) -> bool {
         std::env::var_os("CI").is_none(),
         "`{tool}` is not on PATH, and CI must run every test: `{install}` (.ci/run does it)"
     );
-    // Straight to stderr: the test harness captures eprintln! of a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED: this test needs `{tool}`, which is not on PATH. Install it \
-         (`{install}`) to run it; with CI set, a missing tool fails the test. ***"
-    );
+    skipped(&format!(
+        "needs `{tool}`, which is not on PATH: install it (`{install}`) to run it; with CI set, \
+         a missing tool fails the test"
+    ));
     false
+}
+
+/// The tests of this run that returned early without testing what they are for, each with why.
+static SKIPPED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// Tells that the calling test skips (all or part of what it tests) for `why`, as it returns:
+/// at once on stderr, and again in a list at the end of the run, after libtest's own summary,
+/// which counts it as passed since libtest has no status for a skip. The list is printed when
+/// the test process exits (`atexit`): every integration test runs in this one process, so it
+/// sees them all, whatever filter or number of threads the run was given, with plain `cargo
+/// test` and nothing to install.
+pub fn skipped(why: &str) {
+    let test = thread::current().name().unwrap_or("a test").to_owned();
+    // Straight to stderr: the test harness captures eprintln! of a passing test.
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {test} {why}. ***");
+    let mut list = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if list.is_empty() {
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        AT_EXIT.call_once(|| {
+            // SAFETY: `tell_skipped` is an `extern "C" fn()` that neither unwinds (it catches
+            // nothing, and what it calls does not panic) nor calls exit; registering it has no
+            // other requirement.
+            let _ = unsafe { nix::libc::atexit(tell_skipped) };
+        });
+    }
+    list.push((test, why.to_owned()));
+}
+
+/// Prints the tests [`skipped`] in this run, grouped by why, once every test has ended.
+extern "C" fn tell_skipped() {
+    let list = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut why: Vec<&str> = list.iter().map(|(_, why)| why.as_str()).collect();
+    why.sort_unstable();
+    why.dedup();
+    let mut text = format!(
+        "\n*** {} test{} of this run SKIPPED, and counted as passed above: ***\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
+    for reason in why {
+        let mut tests: Vec<&str> = list
+            .iter()
+            .filter(|(_, w)| w == reason)
+            .map(|(test, _)| test.as_str())
+            .collect();
+        tests.sort_unstable();
+        text.push_str(&format!("  {} {reason}:\n", tests.len()));
+        for test in tests {
+            text.push_str(&format!("    {test}\n"));
+        }
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// Lines of a stream, read on a thread of their own.
@@ -483,7 +534,7 @@ pub fn dev_full() -> Option<std::fs::File> {
     match std::fs::File::options().write(true).open("/dev/full") {
         Ok(f) => Some(f),
         Err(e) => {
-            eprintln!("SKIPPED: no /dev/full to write to ({e})");
+            skipped(&format!("needs /dev/full to write to, which this machine lacks ({e})"));
             None
         }
     }
