@@ -95,7 +95,12 @@ fn starts(log: &Path) -> Vec<i32> {
 fn github_cancel(step: &mut Step) {
     let bash = Pid::from_raw(step.bash.id() as i32);
     kill(bash, Signal::SIGINT).expect("SIGINT to bash");
-    std::thread::sleep(Duration::from_millis(300));
+    // The runner's SIGTERM comes 7.5 s later; the test sends it once bash has taken the SIGINT
+    // (it is no longer pending), which is all that the wait gives bash.
+    assert!(
+        support::within(support::PATIENCE, || !pending(step.bash.id(), Signal::SIGINT)),
+        "bash never took the SIGINT"
+    );
     kill(bash, Signal::SIGTERM).expect("SIGTERM to bash");
     let status = support::wait(&mut step.bash);
     // bash ends by the SIGTERM, or now and then by the SIGINT already: bash dies of a SIGINT
@@ -108,6 +113,21 @@ fn github_cancel(step: &mut Step) {
             .contains(&signal),
         "bash ends by the runner's signals: {status:?}"
     );
+}
+
+/// Whether `signal` is pending for process `pid`, sent and not yet taken, as /proc/PID/status
+/// tells (`ShdPnd`, pending for the process). Without /proc, a tenth of a second after it was
+/// sent counts as taken.
+fn pending(pid: u32, signal: Signal) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        std::thread::sleep(Duration::from_millis(100));
+        return false;
+    };
+    let bit = 1u64 << (signal as i32 - 1);
+    status
+        .lines()
+        .filter_map(|l| l.strip_prefix("ShdPnd:").or_else(|| l.strip_prefix("SigPnd:")))
+        .any(|mask| u64::from_str_radix(mask.trim(), 16).is_ok_and(|m| m & bit != 0))
 }
 
 fn cancelled_with_its_shell(setting: Setting) {

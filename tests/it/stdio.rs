@@ -332,8 +332,14 @@ fn a_reader_that_takes_nothing_does_not_hold_off_the_attempt_timeout() {
 #[test]
 fn sigterm_ends_the_run_while_the_reader_downstream_takes_nothing() {
     let (mut child, _err) = start_with_a_stalled_reader(&["-n", "1"]);
-    // Time for the pipe to fill and retry to be left holding output nobody takes.
-    thread::sleep(std::time::Duration::from_millis(300));
+    // The pipe is full and retry is left holding output nobody takes.
+    let stdout = child.stdout.as_ref().expect("stdout");
+    let full = pipe_capacity(stdout);
+    assert!(
+        support::within(support::PATIENCE, || unread(stdout) >= full),
+        "retry never filled its stdout: {} of {full} bytes",
+        unread(stdout)
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -345,6 +351,33 @@ fn sigterm_ends_the_run_while_the_reader_downstream_takes_nothing() {
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(15)
     );
+}
+
+/// How many bytes wait unread in the pipe `reader` reads (FIONREAD).
+fn unread(reader: &impl std::os::fd::AsRawFd) -> usize {
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, into `n`, which outlives the call;
+    // the descriptor is open for as long as `reader` is borrowed.
+    let done = unsafe { nix::libc::ioctl(reader.as_raw_fd(), nix::libc::FIONREAD, &mut n) };
+    assert_eq!(done, 0, "FIONREAD: {}", std::io::Error::last_os_error());
+    usize::try_from(n).expect("a count")
+}
+
+/// How many bytes the pipe `reader` reads holds before its writer blocks: its size on Linux.
+/// Elsewhere, a macOS pipe's first size, 16 KiB, which it may grow beyond: as many bytes unread
+/// still mean that retry is writing what nobody takes.
+fn pipe_capacity(reader: &impl std::os::fd::AsFd) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let size = nix::fcntl::fcntl(reader.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ)
+            .expect("the pipe's size");
+        usize::try_from(size).expect("a size")
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = reader;
+        16 * 1024
+    }
 }
 
 /// Runs `retry ARGS -- yes`, reads one line of its stdout and closes it; returns how retry
