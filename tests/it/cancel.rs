@@ -98,7 +98,10 @@ fn github_cancel(step: &mut Step) {
     // The runner's SIGTERM comes 7.5 s later; the test sends it once bash has taken the SIGINT
     // (it is no longer pending), which is all that the wait gives bash.
     assert!(
-        support::within(support::PATIENCE, || !pending(step.bash.id(), Signal::SIGINT)),
+        support::within(support::PATIENCE, || !pending(
+            step.bash.id(),
+            Signal::SIGINT
+        )),
         "bash never took the SIGINT"
     );
     kill(bash, Signal::SIGTERM).expect("SIGTERM to bash");
@@ -126,7 +129,10 @@ fn pending(pid: u32, signal: Signal) -> bool {
     let bit = 1u64 << (signal as i32 - 1);
     status
         .lines()
-        .filter_map(|l| l.strip_prefix("ShdPnd:").or_else(|| l.strip_prefix("SigPnd:")))
+        .filter_map(|l| {
+            l.strip_prefix("ShdPnd:")
+                .or_else(|| l.strip_prefix("SigPnd:"))
+        })
         .any(|mask| u64::from_str_radix(mask.trim(), 16).is_ok_and(|m| m & bit != 0))
 }
 
@@ -225,7 +231,7 @@ fn a_stop_with_parent_variable_that_is_not_1_or_0_is_refused_and_nothing_runs() 
         .args(["--", "touch"])
         .arg(&mark)
         .run();
-    assert_eq!(run.code(), Some(125), "{}", run.show());
+    run.assert().code(125);
     assert_eq!(
         run.stderr(),
         "retry: error: not 1 or 0: $RETRY_STOP_WITH_PARENT=$'yes\\033[2J'; write 1 to stop \

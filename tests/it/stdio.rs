@@ -92,7 +92,7 @@ fn every_attempt_that_reads_part_of_stdin_gets_the_same_first_bytes() {
 #[test]
 fn a_command_that_closes_stdin_early_is_not_an_error() {
     let out = quiet(2, "head -c 10 >/dev/null; exit 1").run_with_stdin(binary(3 << 20));
-    assert_eq!(out.code(), Some(1));
+    out.assert().code(1);
     assert!(out.stderr.is_empty(), "{}", out.stderr());
 }
 
@@ -206,7 +206,7 @@ fn stdout_hold_gives_a_pipeline_exactly_one_attempts_output() {
             "--stdout", "hold", "-n", "5", "-d", "0", "--", "sh", "-c", script,
         ])
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert_eq!(out.stdout(), "output of attempt 3\n");
     let err = out.stderr();
     assert!(
@@ -228,7 +228,7 @@ fn stdout_hold_keeps_megabytes_of_output_intact_for_the_last_attempt() {
         .arg("cat \"$0\"; [ \"$RETRY_ATTEMPT\" = 2 ] || exit 1")
         .arg(&path)
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(out.stdout == data, "stdout has {} bytes", out.stdout.len());
     assert_eq!(
         out.stderr.len(),
@@ -280,7 +280,7 @@ fn output_read_by_the_rules_reaches_both_streams_intact() {
         .arg(&out_path)
         .arg(&err_path)
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(
         out.stdout == out_data,
         "stdout has {} bytes",

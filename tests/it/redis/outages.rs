@@ -102,11 +102,7 @@ fn every_call_of_a_run_shares_one_state_timeout() {
     let again = Instant::now();
     let second = store.view(&s).map(|_| ()).expect_err("no time left");
     assert!(second.to_string().contains("no answer"), "{second}");
-    assert!(
-        again.elapsed() < timeout / 2,
-        "{:?}",
-        again.elapsed()
-    );
+    assert!(again.elapsed() < timeout / 2, "{:?}", again.elapsed());
 }
 
 #[test]

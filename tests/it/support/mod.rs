@@ -2,6 +2,13 @@
 //! test starts it with ([`retry`], then [`Launch`] to run or start it), a finished [`Run`], and
 //! reading a child's output line by line, all under one time limit that turns a hang into a
 //! failure.
+//!
+//! It stands on the assert-rs crates: assert_cmd finds the binary (`cargo_bin!`) and checks a
+//! finished run ([`Launch::assert`], [`Run::assert`]: its status, and with predicates the part
+//! of an output a test is about, `predicate::str::contains(..)`), and snapbox checks an output
+//! that is the behaviour whole ([`assert_output`]). The builder stays a std `Command`, which
+//! assert_cmd's own wraps without its `spawn`: the tests also start retry and talk to it as it
+//! runs (signals, a terminal, readiness lines), and a run is bounded by [`PATIENCE`].
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,13 +21,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use assert_cmd::assert::Assert;
+pub use predicates::prelude::{PredicateBooleanExt, predicate};
+
 /// The one time limit of the tests: long enough for a loaded machine; it only turns a hang
 /// into a failure, and never synchronises anything.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// The built binary's path, for a test that has another program start it.
+/// The built binary's path, as assert_cmd finds it (the path Cargo gives the tests at build
+/// time), for the builder and for a test that has another program start it.
 pub fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_retry"))
+    assert_cmd::cargo::cargo_bin!("retry")
 }
 
 /// Keeps `command`, retry or a program that starts it, away from the user's own config file
@@ -114,7 +125,9 @@ pub fn skipped(why: &str) {
     let test = thread::current().name().unwrap_or("a test").to_owned();
     // Straight to stderr: the test harness captures eprintln! of a passing test.
     let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {test} {why}. ***");
-    let mut list = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut list = SKIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if list.is_empty() {
         static AT_EXIT: std::sync::Once = std::sync::Once::new();
         AT_EXIT.call_once(|| {
@@ -129,7 +142,9 @@ pub fn skipped(why: &str) {
 
 /// Prints the tests [`skipped`] in this run, grouped by why, once every test has ended.
 extern "C" fn tell_skipped() {
-    let list = SKIPPED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let list = SKIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut why: Vec<&str> = list.iter().map(|(_, why)| why.as_str()).collect();
     why.sort_unstable();
     why.dedup();
@@ -208,6 +223,11 @@ pub trait Launch {
     fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run;
     /// Starts it, stdin empty, its stdout and stderr read line by line.
     fn start(&mut self) -> (Started, Lines, Lines);
+    /// Runs it to the end, stdin empty, and hands its output to assert_cmd's [`Assert`]: for a
+    /// test that checks its status and parts of its output.
+    fn assert(&mut self) -> Assert {
+        self.run().assert()
+    }
 }
 
 impl Launch for Command {
@@ -344,6 +364,12 @@ impl std::ops::Deref for Run {
 }
 
 impl Run {
+    /// The run's output, for assert_cmd's checks of its status and, with predicates, of parts
+    /// of its output; a failed check shows the whole output and how long the run took.
+    pub fn assert(&self) -> Assert {
+        Assert::new(self.out.clone()).append_context("took", format!("{:?}", self.took))
+    }
+
     pub fn code(&self) -> Option<i32> {
         self.out.status.code()
     }
@@ -534,7 +560,9 @@ pub fn dev_full() -> Option<std::fs::File> {
     match std::fs::File::options().write(true).open("/dev/full") {
         Ok(f) => Some(f),
         Err(e) => {
-            skipped(&format!("needs /dev/full to write to, which this machine lacks ({e})"));
+            skipped(&format!(
+                "needs /dev/full to write to, which this machine lacks ({e})"
+            ));
             None
         }
     }
