@@ -568,16 +568,12 @@ pub fn dev_full() -> Option<std::fs::File> {
     }
 }
 
-/// Runs `script` in `sh -c`, with the built retry as `$0`, and waits for its output: for a
-/// test that starts retry the way a shell does (closed or redirected descriptors).
-pub fn retry_in_sh(script: &str) -> std::process::Output {
+/// Runs `script` in `sh -c`, with the built retry as `$0`, to the end (within [`PATIENCE`]):
+/// for a test that starts retry the way a shell does (closed or redirected descriptors).
+pub fn retry_in_sh(script: &str) -> Run {
     let mut sh = Command::new("sh");
     hermetic(&mut sh);
-    sh.args(["-c", script])
-        .arg(bin())
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh runs")
+    sh.args(["-c", script]).arg(bin()).run()
 }
 
 /// The built retry, started by `sh` under a file size limit of `blocks` blocks of 512 bytes
