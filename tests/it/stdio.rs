@@ -9,7 +9,7 @@ use std::thread;
 
 use crate::support;
 use crate::support::http::{Reply, Server};
-use crate::support::{Launch, Run, assert_output, dev_full, retry, wait};
+use crate::support::{Launch, Run, assert_output, dev_full, predicate, retry, wait};
 use snapbox::str;
 
 /// Bytes of every value, in an order that no shift or truncation keeps intact.
@@ -473,7 +473,7 @@ fn stdin_replay_that_cannot_spill_feeds_the_first_attempt_whole_and_starts_no_ot
         data.clone(),
     );
     let stderr = out.stderr();
-    assert_eq!(out.code(), Some(1), "{stderr}");
+    out.assert().code(1);
     let first = fs::read(dir.path().join("in.1")).expect("the first attempt's copy");
     assert!(
         first == data,
@@ -506,14 +506,10 @@ fn stdout_hold_that_cannot_hold_fails_loudly_and_lets_no_attempt_through() {
         dir.path(),
         Vec::new(),
     );
-    let stderr = out.stderr();
-    assert_eq!(out.code(), Some(125), "{stderr}");
-    assert!(
-        out.stdout.is_empty(),
-        "{} bytes reached stdout",
-        out.stdout.len()
-    );
-    assert!(stderr.contains("--stdout hold"), "{stderr}");
+    out.assert()
+        .code(125)
+        .stdout("")
+        .stderr(predicate::str::contains("--stdout hold"));
 }
 
 #[test]
