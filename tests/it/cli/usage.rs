@@ -514,7 +514,7 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
     let path = dir.path().display().to_string();
     let r = run(&["-n", "3", "--", &path]);
     r.assert().code(126);
-    r.assert().stderr(predicate::str::contains(&format!(
+    r.assert().stderr(predicate::str::contains(format!(
         "cannot run '{path}': Is a directory"
     )));
     let r = run(&["-n", "3", "--", "retry-test-no-such-command"]);
