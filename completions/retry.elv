@@ -53,6 +53,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --stdout 'pass streams each attempt''s stdout; hold keeps it and writes only the attempt that ends the run to stdout (retried attempts'' output goes to stderr)'
             cand --log-format 'Log as text lines or as JSON lines'
             cand --log-file 'Write the log to this file (appending) instead of stderr'
+            cand --color 'When the text log on stderr colours its verdict words, and --explain --fleet its chart on stdout. auto: NO_COLOR set and not empty means no colour, else CLICOLOR_FORCE set and not 0 means colour, else colour on a terminal. always and never win over both. A --log-file has none'
             cand --on-retry 'Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS (the failed attempt''s status) and RETRY_NEXT_DELAY_MS. Its failure is only logged'
             cand --on-giveup 'Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS and RETRY_REASON. Its failure is only logged'
             cand --hook-timeout 'Longest a hook may run before its process group is stopped'

@@ -267,6 +267,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
             format: set.log_format,
             time: cli.logging.log_time || level >= 2 || cli.logging.log_file.is_some(),
             file: cli.logging.log_file,
+            color: set.color,
         },
         state,
         unkeyed_store,

@@ -442,8 +442,7 @@ fn text(simulated: &Simulated) -> String {
          the share of calls that succeeded; all back: from the recovery until every process had\n  \
          succeeded once"
     );
-    let colour = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::report::log::colour(policy.log.color, std::io::stdout().is_terminal());
     let _ = writeln!(
         out,
         "\nCalls per second over time, this policy (each column the mean over {})",

@@ -248,12 +248,13 @@ impl Divisor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::rngs::ChaCha8Rng;
-    use rand::{RngExt, SeedableRng};
+    use rand::RngExt;
+
+    use crate::policy::backoff::seeded;
 
     #[test]
     fn the_quick_division_is_the_division() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut rng = seeded(1);
         for d in [
             1,
             2,
@@ -304,7 +305,7 @@ mod tests {
 
     #[test]
     fn calls_are_put_in_their_bucket_and_side_of_the_recovery_as_one_by_one() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut rng = seeded(7);
         // Buckets and a recovery that end within a second, windows that end within a bucket.
         let (outage, bucket) = (3_700_123_456_789, 1_234_567_890_123);
         let buckets = 80;

@@ -188,6 +188,17 @@ retry: error: not a seed for --seed: lucky; give a whole number from 0 to 184467
 }
 
 #[test]
+fn a_bad_color_is_a_usage_error_naming_the_choices() {
+    assert_usage_error(
+        &["--color", "sometimes"],
+        str![[r#"
+retry: error: not a choice of --color: sometimes; use one of auto, always, never
+
+"#]],
+    );
+}
+
+#[test]
 fn an_unknown_flag_is_a_usage_error() {
     assert_usage_error(
         &["--frobnicate"],

@@ -35,6 +35,10 @@ pub fn hermetic(command: &mut Command) -> &mut Command {
         .env_remove("RETRY_ATTEMPT")
         .env_remove("RETRY_IDEMPOTENCY_KEY")
         .env_remove("RETRY_STOP_WITH_PARENT")
+        // Colour is the tests' own choice: a CI runner's CLICOLOR_FORCE or a developer's
+        // NO_COLOR would change every log the tests compare.
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-tests")
 }
 
