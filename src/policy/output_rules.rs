@@ -199,7 +199,9 @@ mod tests {
     }
 
     fn matches(pattern: &str, line: &str) -> bool {
-        compile(pattern).expect("compiles").is_match(line.as_bytes())
+        compile(pattern)
+            .expect("compiles")
+            .is_match(line.as_bytes())
     }
 
     #[test]

@@ -95,11 +95,7 @@ pub(super) fn regex(s: &str) -> Result<regex::bytes::Regex, BadValue> {
         } else {
             "escape a literal ( [ . * + ? { with a backslash".to_string()
         };
-        BadValue::new(
-            "not a regular expression",
-            s,
-            format!("{why} ({fix})"),
-        )
+        BadValue::new("not a regular expression", s, format!("{why} ({fix})"))
     })
 }
 
