@@ -552,10 +552,10 @@ impl World for Process {
                 self.exit_ready = fds.get(exit_at).is_some_and(ready);
                 let mut gone = self.output_gone_at_end.unwrap_or(false);
                 let mut dropped = false;
-                let mut at = exit_at + 1;
-                for watched in self.output_watched.iter_mut().filter(|w| **w) {
+                for (at, watched) in
+                    (exit_at + 1..).zip(self.output_watched.iter_mut().filter(|w| **w))
+                {
                     let seen = fds.get(at).map(revents).unwrap_or(PollFlags::empty());
-                    at += 1;
                     // A descriptor that reported anything is watched no more, or every wait
                     // would return at once; POLLERR on a pipe stays.
                     if !seen.is_empty() {
