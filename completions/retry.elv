@@ -41,7 +41,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --retry-on 'Retry only these failing statuses, e.g. 1,5-7,SIGKILL; all others are fatal'
             cand --fatal-on 'Never retry these statuses (added to 126 and 127; wins over --retry-on)'
             cand --preset 'Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits, ssh, git, apt. --retry-on replaces the preset''s retryable list; --fatal-on adds to its fatal one'
-            cand --retry-if-output 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable)'
+            cand --retry-if-output 'Retry when a line of output matches REGEX, even after exit status 0 (repeatable). Output is matched as bytes, in ASCII mode: \w, \d, \s, [[:alpha:]] and (?i) are ASCII only, other text matches as written, and a Unicode class (\p{L}, (?u)\w) is refused'
             cand --fatal-if-output 'Never retry when a line of output matches REGEX; wins over every retry rule (repeatable)'
             cand --match-stream 'The output streams the output rules read'
             cand --retry-on-http 'HTTP statuses, from a header dump in the hint file, that are retried'

@@ -50,13 +50,7 @@ pub enum Mode {
 /// into what retry is to do; or prints why it cannot (or the help, or the version) and
 /// returns how to exit.
 pub fn parse(args: Vec<OsString>) -> Result<Mode, Exit> {
-    // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
-    // the rest's locals below it would make the stack a run touches pages deeper.
-    parse_with(cli::parsing_command(), args)
-}
-
-#[inline(never)]
-fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, Exit> {
+    let mut command = cli::parsing_command();
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
         // The help is made again with the text that only it shows: -h a page of what a first
@@ -84,9 +78,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
         }
         Err(e) => return Err(clap_error(e)),
     };
-    // The definition and the matches live until retry exits: freeing their thousand small
-    // allocations one by one would cost a run more than parsing the flags did.
-    std::mem::forget(command);
+    drop(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
         return Ok(Mode::Generate(*kind));
@@ -128,7 +120,7 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
             return Err(Exit::FAILURE);
         }
     };
-    std::mem::forget(matches);
+    drop(matches);
     let (explain, reset_state) = (cli.explain, cli.shared.reset_state);
     let store_rate = cli.simulated.store_rate;
     let fleet = match cli

@@ -399,7 +399,7 @@ fn with_preset(
     preset: Option<&[&str]>,
 ) -> Result<Vec<regex::bytes::Regex>, UsageError> {
     for pattern in preset.unwrap_or_default() {
-        let re = regex::bytes::Regex::new(pattern).map_err(|e| {
+        let re = crate::policy::output_rules::compile(pattern).map_err(|e| {
             UsageError(format!(
                 "a preset's pattern is not a regular expression: {pattern}; report it ({e})"
             ))

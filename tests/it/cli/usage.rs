@@ -717,3 +717,20 @@ retry: error: --reset-state forgets the state of one key, and needs --key: --res
     assert_eq!(r.code(), Some(125), "{}", r.show());
     assert!(r.stderr().contains("needs --key"), "{}", r.show());
 }
+
+#[test]
+fn a_unicode_class_in_an_output_pattern_is_a_usage_error_that_names_it() {
+    // Patterns are compiled in ASCII mode: what would need the Unicode tables is refused,
+    // with what a pattern may use.
+    assert_usage_error(
+        &["--retry-if-output", r"\p{L}+ failed"],
+        str![[r#"
+retry: error: not a regular expression for --retry-if-output: /p{L}+ failed; Unicode not allowed here (patterns are matched in ASCII mode: /w, /d, /s, [[:alpha:]] and (?i) are ASCII only, and other text is matched as written; no /p{..} or (?u)/w)
+
+"#]],
+    );
+    assert_usage_error_naming(
+        &["--fatal-if-output", r"(?u)\w"],
+        r"not a regular expression for --fatal-if-output: (?u)\w",
+    );
+}
