@@ -1,26 +1,38 @@
 //! `retry` runs a command again and again, with backoff and jitter, until it succeeds, fails in
 //! a way that will not get better, or a limit is reached.
 //!
+//! This crate is the `retry` program's implementation, not a library: it has no API to rely
+//! on beyond [`run`], and any release may change the rest.
+//!
 //! The data flows one way: [`setup`] turns the command line (and config files) into a
 //! [`setup::Mode`], what retry is asked to do, most often to run a [`policy::Policy`]; [`run`]
 //! runs the attempts it allows; [`report`] tells what happened; and [`exit`] ends the process
 //! as the last attempt did. See ARCHITECTURE.md.
 
-pub mod env;
-pub mod exit;
-pub mod platform;
+// retry is a program, not a library: the crate's one API is [`run`] (and the [`Exit`] it
+// returns), which `main.rs` calls. The modules the integration tests and the benches reach
+// into (the policy's types, the presets and generated files, the stores, the simulator) are
+// public but hidden from the documentation, and no promise: they change with the program.
+// The rest is private to the crate, so that the compiler finds what nothing uses.
+mod env;
+mod exit;
+mod platform;
+#[doc(hidden)]
 pub mod policy;
-pub mod quote;
-pub mod report;
-pub mod run;
+mod quote;
+mod report;
+mod run;
+#[doc(hidden)]
 pub mod setup;
+#[doc(hidden)]
 pub mod sim;
+#[doc(hidden)]
 pub mod state;
 
+pub use crate::exit::Exit;
 use std::ffi::OsString;
 use std::time::Instant;
 
-use crate::exit::Exit;
 use crate::report::Error;
 use crate::setup::Mode;
 

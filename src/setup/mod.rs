@@ -2,11 +2,11 @@
 //! presets, and the checks of how flags relate.
 
 pub mod cli;
-pub mod completions;
-pub mod config;
+mod completions;
+mod config;
 pub mod generate;
 pub mod man;
-pub mod manual;
+mod manual;
 mod minfrin;
 pub mod presets;
 mod usage;
@@ -31,7 +31,7 @@ const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "call_time", "store_
 #[derive(Debug)]
 // Made once and matched once: boxing the policy would only add an allocation to every run.
 #[allow(clippy::large_enum_variant)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Run the command until it succeeds or the policy gives up (the usual case).
     Run(Policy),
     /// `--explain`: print the resolved policy, where each value came from, and its schedule.
@@ -50,7 +50,7 @@ pub enum Mode {
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
 /// into what retry is to do, or why it cannot.
-pub fn parse(args: Vec<OsString>) -> Result<Mode, Error> {
+pub(crate) fn parse(args: Vec<OsString>) -> Result<Mode, Error> {
     // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
     // the rest's locals below it would make the stack a run touches pages deeper.
     parse_with(cli::parsing_command(), args)
@@ -359,12 +359,13 @@ fn clap_error(e: clap::Error) -> Error {
 }
 
 /// The policy these flags give, without a config file or a command (`--` and a placeholder
-/// are added): for the simulator, its benchmarks and tests.
-pub fn from_flags(flags: &[&str]) -> Result<Policy, Error> {
+/// are added): for the simulator, its benchmarks and tests, whose errors are text (no user
+/// sees them).
+pub fn from_flags(flags: &[&str]) -> Result<Policy, String> {
     let args = ["retry"].iter().chain(flags).chain(&["--", "job"]);
     let matches = cli::parsing_command()
         .try_get_matches_from(args)
-        .map_err(clap_error)?;
-    let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
-    Ok(Policy::try_from(cli)?)
+        .map_err(|e| clap_error(e).to_string())?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| clap_error(e).to_string())?;
+    Policy::try_from(cli).map_err(|e| e.to_string())
 }

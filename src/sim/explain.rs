@@ -589,7 +589,7 @@ mod tests {
     /// Whether the four variants of a policy without a key, on a fleet of 100,000 every 10s
     /// through an hour, fit the steps allowed.
     fn fits(flags: &[&str]) -> Result<(), String> {
-        let policy = crate::setup::from_flags(flags).map_err(|e| e.to_string())?;
+        let policy = crate::setup::from_flags(flags)?;
         let fleet = Fleet {
             processes: 100_000,
             hosts: 100_000,
