@@ -69,7 +69,9 @@ impl fmt::Display for Error {
                 let text = e.to_string();
                 // "No space left on device (os error 28)": the words alone, as coreutils
                 // print them.
-                let words = text.rfind(" (os error ").map_or(&text[..], |at| &text[..at]);
+                let words = text
+                    .rfind(" (os error ")
+                    .map_or(&text[..], |at| &text[..at]);
                 write!(f, "write error: {words}")
             }
         }

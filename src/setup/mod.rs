@@ -19,9 +19,9 @@ use clap::FromArgMatches;
 use clap::parser::ValueSource;
 
 use self::cli::Cli;
-use crate::report::Error;
 use crate::policy::rules::Sources;
 use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy, UsageError};
+use crate::report::Error;
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "call_time", "store_rate"];
