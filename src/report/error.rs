@@ -86,3 +86,26 @@ pub fn say(e: &Error) -> Exit {
     eprintln!("retry: error: {}", crate::quote::clean(&e.to_string()));
     e.exit()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_error_is_said_in_the_systems_words_without_its_number() {
+        let full = Error::Write(io::Error::from_raw_os_error(28));
+        assert_eq!(full.to_string(), "write error: No space left on device");
+        assert_eq!(full.exit(), Exit::FAILURE);
+    }
+
+    #[test]
+    fn a_usage_error_is_said_as_its_value_says_it() {
+        let bad = BadValue::new("not a duration", "5parsecs", "write 250ms or 1.5s");
+        let e = Error::from(bad);
+        assert_eq!(
+            e.to_string(),
+            "not a duration: 5parsecs; write 250ms or 1.5s"
+        );
+        assert_eq!(e.exit(), Exit::FAILURE);
+    }
+}
