@@ -17,17 +17,29 @@ use std::time::Duration;
 use rand::RngExt;
 
 use super::Nanos;
-use super::fleet::StoreModel;
 use super::tally::Tally;
 use crate::policy::Policy;
 use crate::policy::adaptive::Estimates;
 use crate::policy::backoff::SeededRng;
 use crate::policy::judgement::{Judgement, Retryable};
+use crate::policy::key::FailMode;
 use crate::policy::pacing::Pacing;
 use crate::policy::rules::Reason;
 use crate::policy::shared::{KeyRules, Refusal};
 use crate::state::memory::{Line, MemoryStore};
 use crate::state::{Fallback, Shared};
+
+/// A `--state` store that answers one key's calls at a rate, and what a run does when it
+/// cannot wait for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreModel {
+    /// Script calls a second (`--store-rate`).
+    pub rate: u32,
+    /// How long a run waits for the store, all its calls together (`--state-timeout`).
+    pub timeout: Duration,
+    /// What a run does when it did not wait long enough (`--state-fail`).
+    pub fail: FailMode,
+}
 
 /// Runs started between two reports of progress.
 const PROGRESS_EVERY: u64 = 4096;

@@ -14,10 +14,10 @@
 
 mod apart;
 pub mod exact;
-pub mod explain;
+pub(crate) mod explain;
 pub mod fleet;
 mod group;
-pub mod progress;
+mod progress;
 mod tally;
 
 use std::cmp::Ordering;
