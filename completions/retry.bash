@@ -10,7 +10,7 @@ _retry_profiles() {
 
 _retry() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local valued=' -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate '
+    local valued=' -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --color --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate '
     local i=1 word start=
     COMPREPLY=()
     # Where the command begins: after --, or at the first word that is neither a flag nor a
@@ -39,7 +39,7 @@ _retry() {
         elif [[ $valued == *" $prev "* ]]; then
             flag=$prev
         elif [[ $cur == -* ]]; then
-            COMPREPLY=( $(compgen -W '-n --attempts --retries --forever -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --output-on-failure --stop-with-parent --no-stop-with-parent -v --verbose -q --quiet --log-format --log-file --log-time --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --list-keys --reset-state --config --no-config -p --profile --generate --explain --fleet --outage --every --hosts --call-time --store-rate -h --help -V --version' -- "$cur") )
+            COMPREPLY=( $(compgen -W '-n --attempts --retries --forever -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --hints --kill-signal --kill-after --stdin --stdout --output-on-failure --stop-with-parent --no-stop-with-parent -v --verbose -q --quiet --log-format --log-file --log-time --color --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --list-keys --reset-state --config --no-config -p --profile --generate --explain --fleet --outage --every --hosts --call-time --store-rate -h --help -V --version' -- "$cur") )
             return 0
         else
             start=$COMP_CWORD
@@ -117,6 +117,8 @@ _retry() {
             COMPREPLY=( $(compgen -W 'text json' -- "$cur") ) ;;
         --log-file)
             compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") ) ;;
+        --color)
+            COMPREPLY=( $(compgen -W 'auto always never' -- "$cur") ) ;;
         --on-retry)
             COMPREPLY=() ;;
         --on-giveup)

@@ -6,7 +6,7 @@
 # completed: after --, or at the first word that is neither a flag nor a flag's value.
 function __retry_command_words
     set -l tokens (commandline -opc)
-    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
+    set -l valued -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --color --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
     set -l i 2
     while test $i -le (count $tokens)
         set -l token $tokens[$i]
@@ -35,7 +35,7 @@ function __retry_at_command
     string match -q -- '-*' (commandline -ct); and return 1
     set -l before (commandline -opc)[-1]
     test "$before" = --; and return 0
-    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
+    not contains -- $before -n --attempts --retries -t --times --max-time --reset-after --attempt-timeout -d --delay -b --backoff --factor --max-delay --delays -j --jitter --splay --seed --success-on --retry-on --fatal-on --preset --retry-if-output --fatal-if-output --match-stream --retry-on-http --fatal-on-http --retry-after-max --kill-signal --kill-after --stdin --stdout --log-format --log-file --color --on-retry --on-giveup --hook-timeout --summary --metrics --name --key --state-dir --breaker-failures --breaker-window --breaker-open --breaker-open-max --budget-burst --budget-ratio --budget-refill --state --state-timeout --state-fail --config -p --profile --generate --fleet --outage --every --hosts --call-time --store-rate
 end
 
 # The command's own completion of its words and of the word being completed.
@@ -125,6 +125,10 @@ function __retry_values
         case log-format
             printf '%s\t%s\n' 'text' 'One line per event, prefixed `retry:`'
             printf '%s\t%s\n' 'json' 'One JSON object per line'
+        case color
+            printf '%s\t%s\n' 'auto' 'On a terminal; NO_COLOR (not empty) turns it off, CLICOLOR_FORCE (not 0) on anywhere'
+            printf '%s\t%s\n' 'always' 'Always, whatever the environment says'
+            printf '%s\t%s\n' 'never' 'Never, whatever the environment says'
         case state-fail
             printf '%s\t%s\n' 'open' 'Run with this host\'s local state (the state directory), and warn'
             printf '%s\t%s\n' 'closed' 'Exit 75 without running the command'
@@ -177,6 +181,7 @@ complete -c retry -n 'not __retry_command_started' -s q -l quiet -d 'Fewer log l
 complete -c retry -n 'not __retry_command_started' -l log-format -x -a '(__retry_values log-format)' -d 'Log as text lines or as JSON lines'
 complete -c retry -n 'not __retry_command_started' -l log-file -r -F -d 'Write the log to this file (appending), not stderr'
 complete -c retry -n 'not __retry_command_started' -l log-time -d 'Begin each text log line with the local time, for CI logs that have none'
+complete -c retry -n 'not __retry_command_started' -l color -x -a '(__retry_values color)' -d 'When the text log on stderr colours its verdict words'
 complete -c retry -n 'not __retry_command_started' -l on-retry -x -d 'Run CMD through `sh -c` before each wait, with the RETRY_* environment'
 complete -c retry -n 'not __retry_command_started' -l on-giveup -x -d 'Run CMD through `sh -c` when retry gives up'
 complete -c retry -n 'not __retry_command_started' -l hook-timeout -x -d 'Longest a hook may run before its process group is stopped'

@@ -173,10 +173,6 @@ impl Dir {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The path of the entry `name`, for messages.
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)

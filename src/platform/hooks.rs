@@ -30,6 +30,11 @@ pub fn run(
     timeout: Duration,
     signals: &mut Signals,
 ) -> Result<Status, String> {
+    // The hook's end wakes the wait below by SIGCHLD, watched before the hook starts so that
+    // an end cannot come before it is.
+    signals
+        .watch_children()
+        .map_err(|e| format!("cannot watch for its end: {e}"))?;
     let mut sh = Command::new("sh");
     for name in env::ATTEMPT_ONLY {
         sh.env_remove(name);

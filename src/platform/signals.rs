@@ -1,6 +1,8 @@
 //! Signals that reach retry, turned into events of the attempt loop: each handler, registered
-//! with signal-hook, counts its signal and wakes the loop through a self-pipe, and SIGCHLD
-//! wakes it when an attempt ends.
+//! with signal-hook, counts its signal and wakes the loop through a self-pipe, and SIGCHLD,
+//! where it is watched, wakes it when an attempt ends. On Linux an attempt's end is learned from
+//! a process descriptor instead (process/exit_fd.rs), and SIGCHLD is watched only where a
+//! child's stop or an orphan's end matters too, or a hook runs.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -171,13 +173,16 @@ pub struct Signals {
     cancelled: bool,
     /// The signal mask retry was started with, which the command gets.
     inherited: SigSet,
+    /// SIGCHLD has a handler: a child's end or stop wakes the loop.
+    children: bool,
 }
 
 impl Signals {
     /// Installs the handlers (with signal-hook) and unblocks their signals. From here on, the
     /// handled signals no longer end retry: the loop decides what each one does. A signal that
-    /// was ignored when retry started gets no handler and stays ignored; SIGCHLD always gets
-    /// one (ignored, it would leave no child to wait for).
+    /// was ignored when retry started gets no handler and stays ignored. SIGCHLD gets one here
+    /// in the portable build; on Linux only when [`Signals::watch_children`] asks, and is meanwhile
+    /// at its default action (ignored at start, it would leave no child to wait for).
     pub fn install() -> io::Result<Signals> {
         let (wake, write) = super::pipe::pipe(true)?;
         // The write end lives as long as retry: the handler may run until it exits. (A run
@@ -185,29 +190,63 @@ impl Signals {
         WAKE.store(write.as_raw_fd(), Ordering::SeqCst);
         std::mem::forget(write);
         let mut ours = SigSet::empty();
-        for signal in HANDLED.iter().chain([&Signal::SIGCHLD]) {
-            if *signal != Signal::SIGCHLD && ignored_at_start(*signal) {
+        for signal in HANDLED {
+            if ignored_at_start(signal) {
                 continue;
             }
-            let number = *signal as libc::c_int;
+            let number = signal as libc::c_int;
             // SAFETY: the action only increments an atomic and writes one byte to a pipe,
             // both async-signal-safe.
             unsafe { signal_hook::low_level::register(number, move || on_signal(number)) }?;
-            ours.add(*signal);
+            ours.add(signal);
         }
         // A launcher may start retry with signals blocked (some Python and Java ones do, and
-        // pass the mask on through exec): a blocked SIGCHLD would never wake the loop when an
-        // attempt ends, and a blocked SIGTERM could not stop it. GNU timeout unblocks what it
-        // relies on in the same way. The command still gets the mask retry was started with.
+        // pass the mask on through exec): a blocked SIGTERM could not stop it. GNU timeout
+        // unblocks what it relies on in the same way. The command still gets the mask retry
+        // was started with.
         let mut inherited = SigSet::empty();
         pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&ours), Some(&mut inherited))?;
         let seen = std::array::from_fn(|i| ARRIVED[i].load(Ordering::SeqCst));
-        Ok(Signals {
+        let signals = Signals {
             wake,
             seen,
             cancelled: false,
             inherited,
-        })
+            children: false,
+        };
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        // SAFETY: SIG_DFL installs no handler, and nothing else in retry sets SIGCHLD until
+        // watch_children; the default action keeps an ended child until it is waited for.
+        unsafe { nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl) }?;
+        #[cfg(not(all(target_os = "linux", not(retry_portable))))]
+        let signals = {
+            let mut signals = signals;
+            signals.watch_children()?;
+            signals
+        };
+        Ok(signals)
+    }
+
+    /// From here on SIGCHLD wakes the loop, when a child ends or stops. A child that ended
+    /// before is found by the next wait for it, which looks before it sleeps.
+    pub fn watch_children(&mut self) -> io::Result<()> {
+        if self.children {
+            return Ok(());
+        }
+        let number = libc::SIGCHLD;
+        // SAFETY: as in `install`: an atomic and a one-byte write, async-signal-safe.
+        unsafe { signal_hook::low_level::register(number, move || on_signal(number)) }?;
+        // Unblocked as the others are: blocked, it would never wake the loop.
+        let mut set = SigSet::empty();
+        set.add(Signal::SIGCHLD);
+        pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None)?;
+        self.children = true;
+        Ok(())
+    }
+
+    /// Whether SIGCHLD wakes the loop ([`Signals::watch_children`]).
+    pub fn watches_children(&self) -> bool {
+        self.children
     }
 
     /// The signal mask retry was started with.

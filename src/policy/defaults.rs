@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use super::LogFormat;
 use super::backoff::Jitter;
 use super::breaker::BreakerSettings;
 use super::budget::BudgetSettings;
@@ -13,6 +12,7 @@ use super::key::FailMode;
 use super::output_rules::MatchStream;
 use super::shared::KeyRules;
 use super::status::SIGTERM;
+use super::{ColorChoice, LogFormat};
 use super::{StdinMode, StdoutMode};
 
 /// `--attempts`: total attempts, the first included.
@@ -41,6 +41,8 @@ pub const STDIN: StdinMode = StdinMode::Auto;
 pub const STDOUT: StdoutMode = StdoutMode::Pass;
 /// `--log-format`.
 pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+/// `--color`.
+pub const COLOR: ColorChoice = ColorChoice::Auto;
 /// `--hook-timeout`: the longest a hook may run.
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// `--breaker-failures`: consecutive failed attempts that open the breaker.

@@ -196,6 +196,9 @@ pub struct LogSettings {
     pub file: Option<PathBuf>,
     /// Text lines begin with the local time: `--log-time`, `-v`, or a log file.
     pub time: bool,
+    /// `--color`: when the text log's verdict words (and `--explain --fleet`'s chart) are in
+    /// colour.
+    pub color: ColorChoice,
 }
 
 /// `--stdin`: how the attempts get their input.
@@ -228,6 +231,17 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// `--color`: when to colour what retry writes for a person to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal; NO_COLOR (not empty) turns it off, CLICOLOR_FORCE (not 0) on anywhere.
+    Auto,
+    /// Always, whatever the environment says.
+    Always,
+    /// Never, whatever the environment says.
+    Never,
 }
 
 /// Where a setting came from: a flag, a profile, a config file, a preset, the command, or the

@@ -2,10 +2,19 @@
 //! streams through, in bounded memory (`--retry-if-output`, `--fatal-if-output`).
 
 use clap::ValueEnum;
-use regex::bytes::Regex;
+use regex::bytes::{Regex, RegexBuilder};
 
 /// A line longer than this is matched in pieces of this size.
 pub const MAX_LINE: usize = 64 * 1024;
+
+/// Compiles an output pattern as every rule is compiled, the user's and the presets': on
+/// bytes (output need not be UTF-8), in ASCII mode. `\w`, `\d`, `\s`, `\b`, `[[:alpha:]]` and
+/// `(?i)` mean their ASCII selves, and text of any other script is matched as its UTF-8 bytes,
+/// as written. Unicode classes (`\p{L}`, `(?u)\w`) are refused: the build carries none of
+/// regex's Unicode tables, which the loader would otherwise relocate at every start.
+pub fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern).unicode(false).build()
+}
 
 /// Which of the command's output streams the rules read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -119,7 +128,7 @@ mod tests {
     use super::*;
 
     fn rules(retry: &[&str], fatal: &[&str]) -> Rules {
-        let re = |p: &&str| Regex::new(p).expect("valid regex");
+        let re = |p: &&str| compile(p).expect("valid regex");
         Rules {
             retry: retry.iter().map(re).collect(),
             fatal: fatal.iter().map(re).collect(),
@@ -183,9 +192,37 @@ mod tests {
 
     #[test]
     fn non_utf8_output_is_matched_as_bytes() {
-        let r = rules(&["(?-u)\\xff\\xfe"], &[]);
+        let r = rules(&["\\xff\\xfe"], &[]);
         let mut scan = Scan::default();
         scan.feed(&r, b"\x00\xff\xfe\n");
         assert!(scan.finish(&r).is_some());
+    }
+
+    fn matches(pattern: &str, line: &str) -> bool {
+        compile(pattern)
+            .expect("compiles")
+            .is_match(line.as_bytes())
+    }
+
+    #[test]
+    fn classes_and_case_folding_are_ascii() {
+        assert!(matches(r"^\w+ \d+$", "abc_9 42"));
+        assert!(!matches(r"^\w$", "é"));
+        assert!(!matches(r"^\d$", "٣"));
+        assert!(matches(r"(?i)could NOT resolve", "Could not resolve host"));
+        // Non-ASCII text is matched as written, its bytes, not folded.
+        assert!(matches("échec", "l'échec de la connexion"));
+        assert!(matches("(?i)ÉCHEC", "ÉCHEC"));
+        assert!(!matches("(?i)ÉCHEC", "échec"));
+        assert!(matches("сбой", "сбой сети"));
+        // `.` is any byte but a newline, so one character of two bytes is two dots.
+        assert!(matches("^..$", "é"));
+    }
+
+    #[test]
+    fn unicode_classes_are_refused() {
+        for pattern in [r"\p{L}", r"\pL", r"(?u)\w", r"\P{Greek}", r"[\p{Lu}]"] {
+            assert!(compile(pattern).is_err(), "{pattern}");
+        }
     }
 }

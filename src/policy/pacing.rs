@@ -165,12 +165,9 @@ impl<'a> Pacing<'a> {
 
 #[cfg(test)]
 mod tests {
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
-
     use super::*;
     use crate::policy::adaptive::RULE;
-    use crate::policy::backoff::{Jitter, Shape};
+    use crate::policy::backoff::{Jitter, Shape, seeded};
 
     const S: Duration = Duration::from_secs(1);
 
@@ -205,7 +202,7 @@ mod tests {
     #[test]
     fn an_attempt_that_ran_reset_after_starts_the_schedule_and_the_limit_afresh() {
         let b = backoff();
-        let mut rng = StdRng::seed_from_u64(1);
+        let mut rng = seeded(1);
         let mut pacing = Pacing::new(&b, Some(3), None, None);
         pacing.reset_after = Some(600 * S);
         assert!(!pacing.ran(1, 599 * S));
@@ -227,7 +224,7 @@ mod tests {
     fn a_splay_is_drawn_in_zero_to_its_length_spread_over_it() {
         let splay = 10 * S;
         let draws: Vec<Duration> = (0..2000)
-            .map(|seed| super::splay(splay, &mut StdRng::seed_from_u64(seed)))
+            .map(|seed| super::splay(splay, &mut seeded(seed)))
             .collect();
         assert!(draws.iter().all(|d| *d < splay), "never the splay itself");
         let mean = draws.iter().sum::<Duration>() / 2000;
@@ -238,16 +235,13 @@ mod tests {
             tenths[(d.as_secs_f64() / splay.as_secs_f64() * 10.0) as usize] += 1;
         }
         assert!(tenths.iter().all(|n| (140..=260).contains(n)), "{tenths:?}");
-        assert_eq!(
-            super::splay(Duration::ZERO, &mut StdRng::seed_from_u64(1)),
-            Duration::ZERO
-        );
+        assert_eq!(super::splay(Duration::ZERO, &mut seeded(1)), Duration::ZERO);
     }
 
     #[test]
     fn without_estimates_the_adaptive_delay_falls_back_on_the_schedule() {
         let b = backoff();
-        let mut rng = StdRng::seed_from_u64(1);
+        let mut rng = seeded(1);
         let mut pacing = Pacing::new(&b, None, None, Some(RULE));
         assert!(pacing.learns());
         let delays: Vec<Duration> = (1..=3)

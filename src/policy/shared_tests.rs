@@ -1,7 +1,8 @@
 //! The rules' tests: each operation, and what a success left unrecorded cannot change.
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
+
+use crate::policy::backoff::{SeededRng, seeded};
 
 use super::*;
 
@@ -153,7 +154,7 @@ fn a_state_moved_to_a_new_timeline_keeps_its_times_relative() {
 
 /// Any state: any breaker, a bucket full or not, times from two hours before `now` to two
 /// hours after.
-fn any_state(rng: &mut StdRng, s: &KeyRules, now: u64) -> KeyState {
+fn any_state(rng: &mut SeededRng, s: &KeyRules, now: u64) -> KeyState {
     let mut t = || now - 7_200_000 + rng.random_range(0..14_400_000);
     let breaker = match t() % 4 {
         0 => Breaker::default(),
@@ -190,7 +191,7 @@ fn any_state(rng: &mut StdRng, s: &KeyRules, now: u64) -> KeyState {
 
 #[test]
 fn a_moot_success_left_unrecorded_changes_nothing_any_later_operation_can_tell() {
-    let mut rng = StdRng::seed_from_u64(13);
+    let mut rng = seeded(13);
     let now = 100_000_000;
     let mut moot = [0; 4];
     for case in 0..4000 {

@@ -4,12 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-
 use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, Params};
-use crate::policy::backoff::{Backoff, Jitter, Shape};
+use crate::policy::backoff::{Backoff, Jitter, Shape, seeded};
 use crate::policy::duration::human;
 use crate::policy::key::FailMode;
 use crate::policy::rules::NEVER_BETTER;
@@ -412,7 +409,7 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
         return;
     }
     let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = seeded(seed);
         let mut s = b.schedule();
         (0..retries.unwrap_or(ROWS).min(ROWS))
             .map(|_| s.next_delay(&mut rng))
@@ -510,7 +507,7 @@ pub fn expected(p: &Policy, retries: u32) -> Duration {
     let simulated = retries.min(SIMULATED);
     let (mut sum, mut tail) = (0f64, 0f64);
     for seed in 0..SAMPLES {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = seeded(seed);
         let mut s = p.backoff.schedule();
         let mut last = Duration::ZERO;
         for _ in 0..simulated {

@@ -1,5 +1,6 @@
 //! retry's own log: text lines prefixed `retry:` or JSON lines, on stderr or in a file.
 
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, SystemTime};
@@ -11,7 +12,7 @@ use crate::policy::backoff::Shape;
 use crate::policy::breaker::State;
 use crate::policy::duration::human;
 use crate::policy::status::Status;
-use crate::policy::{LogFormat, LogSettings, Policy};
+use crate::policy::{ColorChoice, LogFormat, LogSettings, Policy};
 use crate::quote;
 
 /// What happened.
@@ -199,7 +200,8 @@ pub struct Log {
     countdown: bool,
     /// A countdown line is on the screen and must be cleared before anything else.
     showing: bool,
-    /// Failure and success words in colour: on a terminal, unless NO_COLOR is set.
+    /// Failure and success words in colour: as `--color` and the environment say ([`colour`]),
+    /// in text on stderr.
     colour: bool,
     /// Text lines begin with the local time: in a log file, which says neither when nor, else,
     /// what; with -v or --log-time, for CI logs that have no time of their own.
@@ -227,12 +229,10 @@ impl Log {
         let mut log = Log::to(settings, sink);
         log.file = settings.file.is_some();
         log.path.clone_from(&settings.file);
-        let terminal = settings.file.is_none()
-            && settings.format == LogFormat::Text
-            && io::stderr().is_terminal();
-        log.countdown = terminal && settings.level >= 1;
-        // https://no-color.org: any non-empty value turns colour off.
-        log.colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let text_on_stderr = settings.file.is_none() && settings.format == LogFormat::Text;
+        let terminal = io::stderr().is_terminal();
+        log.countdown = text_on_stderr && terminal && settings.level >= 1;
+        log.colour = text_on_stderr && colour(settings.color, terminal);
         Ok(log)
     }
 
@@ -372,6 +372,36 @@ impl Log {
 
 fn open_append(path: &std::path::Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// Whether to write colour, by `--color` and the environment, to a stream that is a terminal
+/// or not: the one rule of every writer that colours (the log, `--explain --fleet`'s chart).
+pub fn colour(choice: ColorChoice, terminal: bool) -> bool {
+    colour_in(
+        choice,
+        terminal,
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("CLICOLOR_FORCE").as_deref(),
+    )
+}
+
+/// [`colour`], given NO_COLOR's and CLICOLOR_FORCE's values. The flag wins over the
+/// environment, and NO_COLOR over CLICOLOR_FORCE, as in cargo and ripgrep (anstream's order):
+/// NO_COLOR is what a person sets once for every program, and an empty value is unset
+/// (https://no-color.org); CLICOLOR_FORCE of 0 is unset (https://bixense.com/clicolors/).
+fn colour_in(
+    choice: ColorChoice,
+    terminal: bool,
+    no_color: Option<&OsStr>,
+    force: Option<&OsStr>,
+) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto if no_color.is_some_and(|v| !v.is_empty()) => false,
+        ColorChoice::Auto if force.is_some_and(|v| !v.is_empty() && v != "0") => true,
+        ColorChoice::Auto => terminal,
+    }
 }
 
 /// ANSI colours for the words that say how an attempt went.
@@ -604,6 +634,32 @@ mod tests {
         assert_eq!(v["signal"], "SIGKILL");
         assert_eq!(v["delay_ms"], 1500);
         assert_eq!(v["max_attempts"], 5);
+    }
+
+    #[test]
+    fn the_flag_wins_then_no_color_then_clicolor_force_then_the_terminal() {
+        use ColorChoice::{Always, Auto, Never};
+        let os = |s: &'static str| Some(OsStr::new(s));
+        for terminal in [true, false] {
+            for no_color in [None, os(""), os("1")] {
+                for force in [None, os(""), os("0"), os("1")] {
+                    assert!(colour_in(Always, terminal, no_color, force));
+                    assert!(!colour_in(Never, terminal, no_color, force));
+                }
+            }
+        }
+        // auto: the terminal decides, when neither variable says anything.
+        assert!(colour_in(Auto, true, None, None));
+        assert!(!colour_in(Auto, false, None, None));
+        assert!(colour_in(Auto, true, os(""), os("0")));
+        // NO_COLOR set and not empty: none, even on a terminal, even with CLICOLOR_FORCE.
+        assert!(!colour_in(Auto, true, os("1"), None));
+        assert!(!colour_in(Auto, true, os("1"), os("1")));
+        // CLICOLOR_FORCE set and not 0 (nor empty): colour without a terminal.
+        assert!(colour_in(Auto, false, None, os("1")));
+        assert!(colour_in(Auto, false, os(""), os("yes")));
+        assert!(!colour_in(Auto, false, None, os("0")));
+        assert!(!colour_in(Auto, false, None, os("")));
     }
 
     #[test]

@@ -744,7 +744,6 @@ fn an_attempt_not_started_for_lack_of_resources_is_retried_and_ends_125() {
 /// waiting, and said at -v.
 #[test]
 fn the_splay_waits_a_random_time_before_the_first_attempt_within_max_time() {
-    use rand::SeedableRng;
     let splay = ms(10_000);
     let r = run_with(
         &["-v", "--splay", "10s", "--max-time", "1m"],
@@ -752,7 +751,7 @@ fn the_splay_waits_a_random_time_before_the_first_attempt_within_max_time() {
     );
     assert_eq!(r.exit, Exit::Code(0), "{}", r.log);
     // The fake run's source is seeded with 7: the wait is its first draw.
-    let drawn = crate::policy::pacing::splay(splay, &mut rand::rngs::StdRng::seed_from_u64(7));
+    let drawn = crate::policy::pacing::splay(splay, &mut crate::policy::backoff::seeded(7));
     assert_eq!(r.world.slept, [drawn]);
     assert!(!drawn.is_zero() && drawn < splay, "{drawn:?}");
     // The attempt started after the wait, which the deadline counted.

@@ -5,9 +5,6 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-
 use std::time::Duration;
 
 use crate::policy::status::{SIGINT, SIGKILL, SIGTERM, SIGUSR1};
@@ -241,7 +238,7 @@ pub fn run_shared(args: &[&str], mut world: Fake, store: Option<Box<dyn Store>>)
     let policy = crate::setup::from_flags(args).expect("a valid policy");
     let sink = Sink::default();
     let mut log = Log::to(&policy.log, Box::new(sink.clone()));
-    let mut rng = StdRng::seed_from_u64(7);
+    let mut rng = crate::policy::backoff::seeded(7);
     let mut summary = Summary::new(&policy.name);
     let shared = store.map(|store| {
         let settings = policy.state.as_ref().expect("--key");

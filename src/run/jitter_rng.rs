@@ -11,13 +11,17 @@
 
 use std::convert::Infallible;
 
-use rand::rngs::{StdRng, SysRng};
+use rand::rngs::SysRng;
 use rand::{SeedableRng, TryRng};
 
-/// A [`StdRng`] seeded from `--seed`, or from the system, on first use.
+use crate::policy::backoff::{SeededRng, seeded};
+
+/// The generator of `--seed` ([`SeededRng`]), seeded from `--seed` or from the system, on
+/// first use. Unseeded, it is the same cheap generator: nothing needs its stream to be fixed,
+/// and one type keeps a seeded and an unseeded run on the same code.
 pub struct JitterRng {
     seed: Option<u64>,
-    rng: Option<StdRng>,
+    rng: Option<SeededRng>,
 }
 
 impl JitterRng {
@@ -25,13 +29,13 @@ impl JitterRng {
         JitterRng { seed, rng: None }
     }
 
-    fn get(&mut self) -> &mut StdRng {
+    fn get(&mut self) -> &mut SeededRng {
         let seed = self.seed;
         self.rng.get_or_insert_with(|| match seed {
-            Some(seed) => StdRng::seed_from_u64(seed),
+            Some(seed) => seeded(seed),
             // Seeded from the system directly, not through the thread's generator, which
             // makes a block of output at once.
-            None => StdRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| rand::make_rng()),
+            None => SeededRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| rand::make_rng()),
         })
     }
 }
@@ -69,7 +73,7 @@ mod tests {
     #[test]
     fn a_seed_gives_what_the_seeded_generator_gives() {
         let mut lazy = JitterRng::new(Some(42));
-        let mut eager = StdRng::seed_from_u64(42);
+        let mut eager = seeded(42);
         let drawn: Vec<u64> = (0..8).map(|_| lazy.next_u64()).collect();
         let expected: Vec<u64> = (0..8).map(|_| eager.next_u64()).collect();
         assert_eq!(drawn, expected);

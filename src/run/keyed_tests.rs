@@ -443,9 +443,8 @@ impl Store for NotYet {
 /// The splay spreads the key's store load too: a run asks its key only once the splay is over.
 #[test]
 fn the_splay_comes_before_the_key_is_first_asked() {
-    use rand::SeedableRng;
     // The fake run's source is seeded with 7: the splay's wait is its first draw.
-    let drawn = crate::policy::pacing::splay(ms(10_000), &mut rand::rngs::StdRng::seed_from_u64(7));
+    let drawn = crate::policy::pacing::splay(ms(10_000), &mut crate::policy::backoff::seeded(7));
     let world = Fake::new([exits(0, 5)]).signal_at(drawn / 2, TERM);
     let r = run_shared(&keyed(&["--splay", "10s"]), world, Some(Box::new(NotYet)));
     // Cancelled during the splay, the store never asked.

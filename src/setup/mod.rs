@@ -2,11 +2,11 @@
 //! presets, and the checks of how flags relate.
 
 pub mod cli;
-pub mod completions;
-pub mod config;
+mod completions;
+mod config;
 pub mod generate;
 pub mod man;
-pub mod manual;
+mod manual;
 mod minfrin;
 pub mod presets;
 mod usage;
@@ -19,9 +19,9 @@ use clap::FromArgMatches;
 use clap::parser::ValueSource;
 
 use self::cli::Cli;
-use crate::exit::Exit;
 use crate::policy::rules::Sources;
 use crate::policy::{Fleet, KeySettings, Origin, Origins, Policy, UsageError};
+use crate::report::Error;
 
 /// The flags that shape the fleet `--fleet` simulates, and mean nothing without it.
 const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "call_time", "store_rate"];
@@ -31,7 +31,7 @@ const FLEET_SHAPE: [&str; 5] = ["outage", "every", "hosts", "call_time", "store_
 #[derive(Debug)]
 // Made once and matched once: boxing the policy would only add an allocation to every run.
 #[allow(clippy::large_enum_variant)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Run the command until it succeeds or the policy gives up (the usual case).
     Run(Policy),
     /// `--explain`: print the resolved policy, where each value came from, and its schedule.
@@ -44,49 +44,19 @@ pub enum Mode {
     ResetState(Policy),
     /// `--generate KIND`: print the man page or a shell's completion script.
     Generate(generate::Kind),
+    /// `-h`, `--help`, `-V`, `--version`: the page clap made, to print on stdout.
+    Help(clap::Error),
 }
 
 /// Parses the arguments (the first is the program name), with the config file's settings,
-/// into what retry is to do; or prints why it cannot (or the help, or the version) and
-/// returns how to exit.
-pub fn parse(args: Vec<OsString>) -> Result<Mode, Exit> {
-    // Made before the rest has a frame: clap's definition takes 12 KiB of stack to build, and
-    // the rest's locals below it would make the stack a run touches pages deeper.
-    parse_with(cli::parsing_command(), args)
-}
-
-#[inline(never)]
-fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, Exit> {
+/// into what retry is to do, or why it cannot.
+pub(crate) fn parse(args: Vec<OsString>) -> Result<Mode, Error> {
+    let mut command = cli::parsing_command();
     let mut matches = match command.try_get_matches_from_mut(&args) {
         Ok(matches) => matches,
-        // The help is made again with the text that only it shows: -h a page of what a first
-        // run needs, --help every flag.
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
-            let ours = args.iter().skip(1).take_while(|a| *a != "--");
-            let page = if ours.into_iter().any(|a| a == "--help") {
-                cli::command()
-            } else {
-                cli::short_help_command()
-            };
-            let help = page.try_get_matches_from(&args).err();
-            return Err(clap_error(help.unwrap_or(e)));
-        }
-        // minfrin's retry printed its version for -v: say what -v is here.
-        Err(e)
-            if e.kind() == clap::error::ErrorKind::MissingRequiredArgument
-                && args.get(1..).is_some_and(|rest| rest == ["-v"]) =>
-        {
-            eprintln!("retry: error: {}", minfrin::verbose_alone());
-            return Err(Exit::FAILURE);
-        }
-        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => {
-            return Err(not_utf8(&args));
-        }
-        Err(e) => return Err(clap_error(e)),
+        Err(e) => return refused(e, &args),
     };
-    // The definition and the matches live until retry exits: freeing their thousand small
-    // allocations one by one would cost a run more than parsing the flags did.
-    std::mem::forget(command);
+    drop(command);
     // --generate stands alone, as --help does: nothing else is read.
     if let Some(kind) = matches.get_one::<generate::Kind>("generate") {
         return Ok(Mode::Generate(*kind));
@@ -98,14 +68,13 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
             .find(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
             .map(|id| id.replace('_', "-"))
     {
-        eprintln!(
-            "retry: error: a flag that only shapes a simulated fleet: --{flag} without --fleet; \
-             add --explain --fleet N to simulate one, or leave --{flag} out"
-        );
-        return Err(Exit::FAILURE);
+        return Err(usage(format!(
+            "a flag that only shapes a simulated fleet: --{flag} without --fleet; add \
+             --explain --fleet N to simulate one, or leave --{flag} out"
+        )));
     }
-    let (cli, origins) = match config::resolve(args, &matches) {
-        Ok(None) => {
+    let (cli, origins) = match config::resolve(args, &matches).map_err(Error::Config)? {
+        None => {
             // Where each value came from matters only to --explain; taking the values out
             // of the matches (rather than copying them all) forgets it.
             let origins = if matches.get_flag("explain") {
@@ -116,106 +85,124 @@ fn parse_with(mut command: clap::Command, args: Vec<OsString>) -> Result<Mode, E
             let cli = Cli::from_arg_matches_mut(&mut matches).map_err(clap_error)?;
             (cli, origins)
         }
-        Ok(Some(resolved)) => {
-            let matches = cli::parsing_command()
-                .try_get_matches_from(&resolved.args)
-                .map_err(clap_error)?;
+        Some(resolved) => {
+            let matches = match cli::parsing_command().try_get_matches_from(&resolved.args) {
+                Ok(matches) => matches,
+                Err(e) => return clap_refusal(e),
+            };
             let cli = Cli::from_arg_matches(&matches).map_err(clap_error)?;
             (cli, resolved.origins)
         }
-        Err(e) => {
-            eprintln!("retry: error: {}", crate::quote::clean(&e.to_string()));
-            return Err(Exit::FAILURE);
-        }
     };
-    std::mem::forget(matches);
+    drop(matches);
+    mode(cli, origins)
+}
+
+/// What clap's refusal of the arguments means: the help or the version asked for, or a usage
+/// error in retry's words.
+fn refused(e: clap::Error, args: &[OsString]) -> Result<Mode, Error> {
+    match e.kind() {
+        // The help is made again with the text that only it shows: -h a page of what a first
+        // run needs, --help every flag.
+        clap::error::ErrorKind::DisplayHelp => {
+            let ours = args.iter().skip(1).take_while(|a| *a != "--");
+            let page = if ours.into_iter().any(|a| a == "--help") {
+                cli::command()
+            } else {
+                cli::short_help_command()
+            };
+            let help = page.try_get_matches_from(args).err();
+            clap_refusal(help.unwrap_or(e))
+        }
+        // minfrin's retry printed its version for -v: say what -v is here.
+        clap::error::ErrorKind::MissingRequiredArgument
+            if args.get(1..).is_some_and(|rest| rest == ["-v"]) =>
+        {
+            Err(minfrin::verbose_alone().into())
+        }
+        clap::error::ErrorKind::InvalidUtf8 => Err(not_utf8(args)),
+        _ => clap_refusal(e),
+    }
+}
+
+/// What retry is to do with these flags: the policy they make, checked, and the mode.
+fn mode(cli: Cli, origins: Origins) -> Result<Mode, Error> {
     let (explain, reset_state) = (cli.explain, cli.shared.reset_state);
     let store_rate = cli.simulated.store_rate;
-    let fleet = match cli
+    let fleet = cli
         .simulated
         .fleet
         .map(|processes| fleet(&cli, processes))
-        .transpose()
-    {
-        Ok(fleet) => fleet,
-        Err(why) => {
-            eprintln!("retry: error: {}", crate::quote::clean(&why));
-            return Err(Exit::FAILURE);
-        }
-    };
+        .transpose()?;
     let sources = sources(&cli, &origins);
     let origins = if explain {
         explained(origins, &cli)
     } else {
         origins
     };
-    match validate::build(cli) {
-        Ok((mut policy, listed)) => {
-            policy.rules.sources = sources;
-            // The rate of a shared store, for a fleet whose key is kept on each host: it would
-            // be ignored. (Without --key, the table's row with --key --state uses it.)
-            if let (Some(rate), Some(state)) = (store_rate, &policy.state)
-                && state.store.is_none()
-            {
-                eprintln!(
-                    "retry: error: --store-rate {rate} is the rate of a --state store, and this \
-                     --key keeps its state on each host: give --state URL, or leave \
-                     --store-rate out"
-                );
-                return Err(Exit::FAILURE);
-            }
-            // In this order: `--reset-state` wins over an `--explain` beside it.
-            Ok(match (listed, fleet) {
-                _ if reset_state => Mode::ResetState(policy),
-                (Some(place), _) => Mode::ListKeys { policy, place },
-                (None, Some(fleet)) => Mode::ExplainFleet { policy, fleet },
-                (None, None) if explain => Mode::Explain { policy, origins },
-                (None, None) => Mode::Run(policy),
-            })
-        }
-        Err(e) => {
-            eprintln!("retry: error: {}", crate::quote::clean(&e.to_string()));
-            Err(Exit::FAILURE)
-        }
+    let (mut policy, listed) = validate::build(cli)?;
+    policy.rules.sources = sources;
+    // The rate of a shared store, for a fleet whose key is kept on each host: it would be
+    // ignored. (Without --key, the table's row with --key --state uses it.)
+    if let (Some(rate), Some(state)) = (store_rate, &policy.state)
+        && state.store.is_none()
+    {
+        return Err(usage(format!(
+            "--store-rate {rate} is the rate of a --state store, and this --key keeps its \
+             state on each host: give --state URL, or leave --store-rate out"
+        )));
     }
+    // In this order: `--reset-state` wins over an `--explain` beside it.
+    Ok(match (listed, fleet) {
+        _ if reset_state => Mode::ResetState(policy),
+        (Some(place), _) => Mode::ListKeys { policy, place },
+        (None, Some(fleet)) => Mode::ExplainFleet { policy, fleet },
+        (None, None) if explain => Mode::Explain { policy, origins },
+        (None, None) => Mode::Run(policy),
+    })
+}
+
+/// A usage error in these words.
+fn usage(words: String) -> Error {
+    Error::Usage(UsageError(words))
 }
 
 /// The fleet `--explain --fleet N` simulates, its flags checked against each other.
-fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, String> {
+fn fleet(cli: &Cli, processes: u32) -> Result<Fleet, UsageError> {
     let human = |d: Duration| humantime::format_duration(d).to_string();
     let set = cli.with_defaults();
     let every = set.every;
     let call = set.call_time;
     if every < Duration::from_secs(1) {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--every is too short for a job's interval: {}; give 1s or more",
             human(every)
-        ));
+        )));
     }
     let hosts = cli.simulated.hosts.unwrap_or(processes);
     if hosts > processes {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--hosts {hosts} is more than the --fleet of {processes} processes: give at most \
              {processes} hosts"
-        ));
+        )));
     }
     // The processes start as real runs of this command line would: at the tick, unless
     // --splay spreads them.
     let splay = set.splay;
     if splay > every {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--splay {} is longer than --every {}: a process runs once a tick, so give at most \
              --every",
             human(splay),
             human(every)
-        ));
+        )));
     }
     if call.is_zero() || call > every {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--call-time {} is not a call's time: give more than 0 and at most --every ({})",
             human(call),
             human(every)
-        ));
+        )));
     }
     Ok(Fleet {
         processes,
@@ -298,7 +285,7 @@ fn home_relative(path: &std::path::Path) -> String {
 
 /// A flag's value that is not UTF-8: clap names neither the flag nor the value, so they are
 /// found here (the first such argument before the command), and the value is shown escaped.
-fn not_utf8(args: &[OsString]) -> Exit {
+fn not_utf8(args: &[OsString]) -> Error {
     let mut previous: Option<&str> = None;
     let mut said = None;
     for arg in args.iter().skip(1) {
@@ -326,12 +313,11 @@ fn not_utf8(args: &[OsString]) -> Exit {
         }
     }
     let (flag, value) = said.unwrap_or_else(|| ("an option".into(), "\"\"".into()));
-    eprintln!(
-        "retry: error: {} needs UTF-8: {value}; give it in UTF-8 (only the command's own \
-         arguments may be any bytes)",
+    usage(format!(
+        "{} needs UTF-8: {value}; give it in UTF-8 (only the command's own arguments may be \
+         any bytes)",
         crate::quote::clean(&flag)
-    );
-    Exit::FAILURE
+    ))
 }
 
 /// An environment variable retry reads as text, `None` when it is unset. A value that is not
@@ -349,30 +335,29 @@ fn env_text(name: &str, fix: &str) -> Result<Option<String>, UsageError> {
     }
 }
 
-/// Prints a command-line error in retry's style; --help and --version are not errors.
-fn clap_error(e: clap::Error) -> Exit {
-    if !e.use_stderr() {
-        // --help and --version go to stdout, and a full disk there is an error.
-        return match e
-            .print()
-            .and_then(|()| std::io::Write::flush(&mut std::io::stdout()))
-        {
-            Ok(()) => Exit::Code(0),
-            Err(e) => crate::report::write_error(&e),
-        };
+/// What clap said instead of parsing: the help or the version (`--help`, `-V`), which are no
+/// errors, or a usage error.
+fn clap_refusal(e: clap::Error) -> Result<Mode, Error> {
+    if e.use_stderr() {
+        Err(clap_error(e))
+    } else {
+        Ok(Mode::Help(e))
     }
-    let said = usage::describe(&e, str::to_string).to_string();
-    eprintln!("retry: error: {}", crate::quote::clean(&said));
-    Exit::FAILURE
+}
+
+/// A command-line error in retry's words.
+fn clap_error(e: clap::Error) -> Error {
+    usage::describe(&e, str::to_string).into()
 }
 
 /// The policy these flags give, without a config file or a command (`--` and a placeholder
-/// are added): for the simulator, its benchmarks and tests.
+/// are added): for the simulator, its benchmarks and tests, whose errors are text (no user
+/// sees them).
 pub fn from_flags(flags: &[&str]) -> Result<Policy, String> {
     let args = ["retry"].iter().chain(flags).chain(&["--", "job"]);
     let matches = cli::parsing_command()
         .try_get_matches_from(args)
-        .map_err(|e| e.to_string())?;
-    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        .map_err(|e| clap_error(e).to_string())?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| clap_error(e).to_string())?;
     Policy::try_from(cli).map_err(|e| e.to_string())
 }

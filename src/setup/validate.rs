@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::cli::{BackoffKind, Cli};
+use super::cli::{self, BackoffKind, Cli, WithDefaults};
 use super::minfrin;
 use crate::env;
 use crate::policy::backoff::{Backoff, Jitter, Shape};
@@ -28,27 +28,130 @@ impl TryFrom<Cli> for Policy {
 }
 
 /// The policy of the command line, and with `--list-keys` the place whose keys it lists.
+/// Each help heading's flags become their part of the policy in a function of its own
+/// (`setup/cli/` has a struct for each heading); the checks run in a fixed order, so that of
+/// several mistakes the same one is told first.
 pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageError> {
-    let usage = |msg: String| Err(UsageError(msg));
     // The flags that have a default, as given or else their default: the command line a run
     // parses holds none (cli::parsing_command).
     let set = cli.with_defaults();
-    let delay = set.delay;
-    let backoff = set.backoff;
-    let jitter = set.jitter;
-
     if let Some(message) = minfrin::times_with_a_bare_delay(
         cli.stop.times,
         cli.wait.delay,
         cli.wait.backoff.is_some() || cli.wait.jitter.is_some() || cli.wait.delays.is_some(),
     ) {
-        return usage(message);
+        return Err(UsageError(message));
     }
+    let wait = wait(&cli.wait, &set, cli.shared.key.is_some())?;
+    let stop = stop(&cli.stop);
+    // The splay counts within --max-time, as every wait does, so it must leave the command
+    // time to run. A longer one is refused rather than cut: cut at the deadline, it would
+    // start an attempt with no time left (or none at all), every run, and cut shorter, it
+    // would no longer spread the runs over what was asked; the user chooses which to change.
+    if let Some(max) = stop.max_time.filter(|max| wait.splay >= *max) {
+        return Err(UsageError(format!(
+            "--splay {} is not shorter than --max-time {}: the wait before the first attempt \
+             counts within --max-time and would leave the command no time; give a shorter \
+             --splay or a longer --max-time",
+            human(wait.splay),
+            human(max)
+        )));
+    }
+    // `--attempt-timeout 0` is no timeout: the probe's lease is then the default, never 0 ms,
+    // which would let every run probe.
+    let lease = stop.attempt_timeout.unwrap_or(defaults::LEASE);
+    let keyed = shared(cli.shared, &set, lease, wait.adaptive.is_some())?;
+    let stop_with_parent =
+        stop_with_parent(cli.child.stop_with_parent, cli.child.no_stop_with_parent)?;
+    let results = results(cli.results, &set)?;
+    let hints = hints(cli.http.hints, &cli.command);
+    let nesting = nesting();
+    let log = log(&cli.logging, &set, nesting.level);
+    let policy = Policy {
+        name: name(cli.reports.name.as_deref(), &cli.command),
+        command: cli.command,
+        attempts: stop.attempts,
+        reset_after: stop.reset_after,
+        max_time: stop.max_time,
+        attempt_timeout: stop.attempt_timeout,
+        backoff: wait.backoff,
+        splay: wait.splay,
+        seed: wait.seed,
+        adaptive: wait.adaptive,
+        rules: results.rules,
+        output_rules: results.output_rules,
+        preset: results.preset,
+        kill_signal: set.kill_signal,
+        kill_after: set.kill_after,
+        stdin: set.stdin,
+        stdout: set.stdout,
+        output_on_failure: cli.child.output_on_failure,
+        stop_with_parent,
+        http: HttpRules {
+            retry: set.retry_on_http,
+            given: cli.http.retry_on_http.is_some() || cli.http.fatal_on_http.is_some(),
+            fatal: cli.http.fatal_on_http,
+        },
+        retry_after_max: set.retry_after_max,
+        hints,
+        hooks: Hooks {
+            on_retry: cli.reports.on_retry,
+            on_giveup: cli.reports.on_giveup,
+            timeout: set.hook_timeout,
+        },
+        named: cli.reports.name.is_some(),
+        summary: cli.reports.summary,
+        metrics: cli.reports.metrics,
+        log,
+        state: keyed.state,
+        unkeyed_store: keyed.unkeyed_store,
+        nesting,
+    };
+    Ok((policy, keyed.list_keys))
+}
 
-    // The cap is applied, never refused: a default cap rises to the longest delay
-    // the user asked for, and an explicit one caps it (--explain warns).
-    let asked = cli
-        .wait
+/// 0 is no limit, as timeout(1) reads it.
+fn limit(d: Option<Duration>) -> Option<Duration> {
+    d.filter(|d| !d.is_zero())
+}
+
+/// The policy's part from the flags under "Stop": when the run ends.
+struct Stopping {
+    attempts: Option<u32>,
+    reset_after: Option<Duration>,
+    max_time: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+}
+
+fn stop(stop: &cli::Stop) -> Stopping {
+    let attempts = match (stop.forever, stop.attempts.or(stop.times), stop.retries) {
+        (true, _, _) => None,
+        (false, Some(n), _) => Some(n),
+        // The parser keeps --retries below u32::MAX.
+        (false, None, Some(r)) => Some(r.saturating_add(1)),
+        (false, None, None) => Some(defaults::ATTEMPTS),
+    };
+    Stopping {
+        attempts,
+        reset_after: stop.reset_after,
+        max_time: limit(stop.max_time),
+        attempt_timeout: limit(stop.attempt_timeout),
+    }
+}
+
+/// The policy's part from the flags under "Wait": the delays between attempts.
+struct Waiting {
+    backoff: Backoff,
+    adaptive: Option<adaptive::Params>,
+    splay: Duration,
+    seed: Option<u64>,
+}
+
+fn wait(wait: &cli::Wait, set: &WithDefaults, keyed: bool) -> Result<Waiting, UsageError> {
+    let (delay, jitter) = (set.delay, set.jitter);
+    // The cap is applied, never refused: a default cap rises to the longest delay the user
+    // asked for, and an explicit one caps it (--explain warns).
+    let asked = wait
         .delays
         .iter()
         .flatten()
@@ -56,40 +159,36 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         .max()
         .copied()
         .unwrap_or(delay);
-    let max_delay = cli.wait.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
-    // 0 is no limit, as timeout(1) reads it.
-    let limit = |d: Option<Duration>| d.filter(|d| !d.is_zero());
-    let adaptive = match backoff {
-        BackoffKind::Adaptive if cli.shared.key.is_none() => {
-            return usage(
+    let max_delay = wait.max_delay.unwrap_or(defaults::MAX_DELAY.max(asked));
+    let adaptive = match set.backoff {
+        BackoffKind::Adaptive if !keyed => {
+            return Err(UsageError(
                 "--backoff adaptive needs --key: the delay is learned from the recent \
                  outcomes of the runs that share the key"
                     .into(),
-            );
+            ));
         }
         BackoffKind::Adaptive if jitter == Jitter::Decorrelated => {
-            return usage(
+            return Err(UsageError(
                 "flags that exclude each other: --jitter decorrelated and --backoff \
                  adaptive; decorrelated jitter makes its own schedule, so choose another \
                  jitter"
                     .into(),
-            );
+            ));
         }
         BackoffKind::Adaptive => Some(adaptive::RULE),
         _ => None,
     };
-    let shape = match cli.wait.delays {
-        Some(list) => {
-            if jitter == Jitter::Decorrelated {
-                return usage(
-                    "flags that exclude each other: --jitter decorrelated and --delays; \
-                     decorrelated jitter makes its own schedule, so choose another jitter"
-                        .into(),
-                );
-            }
-            Shape::List(list)
+    let shape = match &wait.delays {
+        Some(_) if jitter == Jitter::Decorrelated => {
+            return Err(UsageError(
+                "flags that exclude each other: --jitter decorrelated and --delays; \
+                 decorrelated jitter makes its own schedule, so choose another jitter"
+                    .into(),
+            ));
         }
-        None => match backoff {
+        Some(list) => Shape::List(list.clone()),
+        None => match set.backoff {
             // The adaptive delay is blended with, and falls back on, the exponential one.
             BackoffKind::Exponential | BackoffKind::Adaptive => {
                 Shape::Exponential { factor: set.factor }
@@ -99,47 +198,116 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
             BackoffKind::Fibonacci => Shape::Fibonacci,
         },
     };
-    let attempts = match (
-        cli.stop.forever,
-        cli.stop.attempts.or(cli.stop.times),
-        cli.stop.retries,
-    ) {
-        (true, _, _) => None,
-        (false, Some(n), _) => Some(n),
-        // The parser keeps --retries below u32::MAX.
-        (false, None, Some(r)) => Some(r.saturating_add(1)),
-        (false, None, None) => Some(defaults::ATTEMPTS),
+    Ok(Waiting {
+        backoff: Backoff {
+            shape,
+            delay,
+            max_delay,
+            jitter,
+        },
+        adaptive,
+        splay: set.splay,
+        seed: wait.seed,
+    })
+}
+
+/// The policy's part from the flags under "Results": what counts as success, retryable or
+/// fatal, a preset's lists joined to the user's.
+struct Judging {
+    rules: Rules,
+    output_rules: output_rules::Rules,
+    preset: Option<&'static str>,
+}
+
+fn results(results: cli::Results, set: &WithDefaults) -> Result<Judging, UsageError> {
+    let preset = results.preset;
+    let rules = match preset {
+        Some(preset) => {
+            let fatal = match &results.retry_on {
+                Some(retried) => preset.fatal_on_except(retried),
+                None => preset.fatal_on(),
+            };
+            Rules::new(
+                results.success_on,
+                results.retry_on.or_else(|| Some(preset.retry_on())),
+                Some(results.fatal_on.map_or(fatal.clone(), |f| f.union(&fatal))),
+            )
+        }
+        None => Rules::new(results.success_on, results.retry_on, results.fatal_on),
     };
-    let splay = set.splay;
-    let max_time = limit(cli.stop.max_time);
-    // The splay counts within --max-time, as every wait does, so it must leave the command
-    // time to run. A longer one is refused rather than cut: cut at the deadline, it would
-    // start an attempt with no time left (or none at all), every run, and cut shorter, it
-    // would no longer spread the runs over what was asked; the user chooses which to change.
-    if let Some(max) = max_time.filter(|max| splay >= *max) {
-        return usage(format!(
-            "--splay {} is not shorter than --max-time {}: the wait before the first attempt \
-             counts within --max-time and would leave the command no time; give a shorter \
-             --splay or a longer --max-time",
-            human(splay),
-            human(max)
-        ));
+    let output_rules = output_rules::Rules {
+        retry: with_preset(results.retry_if_output, preset.map(|p| p.retry_if_output))?,
+        fatal: with_preset(results.fatal_if_output, preset.map(|p| p.fatal_if_output))?,
+        stream: set.match_stream,
+    };
+    Ok(Judging {
+        rules,
+        output_rules,
+        preset: preset.map(|p| p.name),
+    })
+}
+
+/// `--hints`, or a `{hints}` in the arguments, which asks for a hint file as plainly: passed
+/// on as it is, it would make curl write a file named `{hints}`.
+fn hints(flag: bool, command: &[std::ffi::OsString]) -> bool {
+    flag || command.iter().skip(1).any(|a| {
+        a.as_encoded_bytes()
+            .windows(env::HINTS.len())
+            .any(|w| w == env::HINTS.as_bytes())
+    })
+}
+
+/// The flags under "Logging", at this depth of retries within retries.
+fn log(logging: &cli::Logging, set: &WithDefaults, depth: u32) -> LogSettings {
+    let level = 1i16 + i16::from(logging.verbose) - i16::from(logging.quiet);
+    LogSettings {
+        level: level.clamp(-1, 2) as i8,
+        depth,
+        format: set.log_format,
+        time: logging.log_time || level >= 2 || logging.log_file.is_some(),
+        file: logging.log_file.clone(),
+        color: set.color,
     }
-    let level = 1i16 + i16::from(cli.logging.verbose) - i16::from(cli.logging.quiet);
-    let unkeyed_store =
-        cli.shared.state_url.is_some() && cli.shared.key.is_none() && !cli.shared.list_keys;
-    let store = match store_url(
-        cli.shared.state_url.as_deref(),
-        cli.shared.key.is_some() || cli.shared.list_keys,
-    )? {
-        Some(url) => Some(Remote {
-            url,
-            timeout: set.state_timeout,
-            fail: set.state_fail,
-        }),
-        None => None,
-    };
-    let shared = KeyRules {
+}
+
+/// The job's name (`--name`, under "Reports"), else the command's file name.
+fn name(flag: Option<&str>, command: &[std::ffi::OsString]) -> String {
+    match (flag, command.first()) {
+        (Some(name), _) => name.to_string(),
+        (None, Some(c)) => std::path::Path::new(c)
+            .file_name()
+            .unwrap_or(c)
+            .to_string_lossy()
+            .into_owned(),
+        (None, None) => "retry".into(),
+    }
+}
+
+/// The policy's part from the flags under "Shared state": the key, where it is kept, and
+/// with `--list-keys` the place whose keys are listed.
+struct Keyed {
+    state: Option<KeySettings>,
+    list_keys: Option<KeySettings>,
+    unkeyed_store: bool,
+}
+
+fn shared(
+    shared: cli::Shared,
+    set: &WithDefaults,
+    lease: Duration,
+    history: bool,
+) -> Result<Keyed, UsageError> {
+    let unkeyed_store = shared.state_url.is_some() && shared.key.is_none() && !shared.list_keys;
+    let store = store_url(
+        shared.state_url.as_deref(),
+        shared.key.is_some() || shared.list_keys,
+    )?
+    .map(|url| Remote {
+        url,
+        timeout: set.state_timeout,
+        fail: set.state_fail,
+    });
+    let rules = KeyRules {
         breaker: BreakerSettings {
             failures: set.breaker_failures,
             window: set.breaker_window,
@@ -151,129 +319,27 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
             ratio: set.budget_ratio,
             refill: set.budget_refill,
         },
-        // `--attempt-timeout 0` is no timeout: the probe's lease is then the default,
-        // never 0 ms, which would let every run probe.
-        lease: limit(cli.stop.attempt_timeout).unwrap_or(defaults::LEASE),
-        history: adaptive.is_some(),
+        lease,
+        history,
     };
-    let dir = cli.shared.state_dir.or_else(state_dir);
-    let list_keys = cli.shared.list_keys.then(|| KeySettings {
+    let dir = shared.state_dir.or_else(state_dir);
+    let list_keys = shared.list_keys.then(|| KeySettings {
         key: String::new(),
         store: store.clone(),
         dir: dir.clone(),
-        rules: shared.clone(),
+        rules: rules.clone(),
     });
-    let state = cli.shared.key.map(|key| KeySettings {
+    let state = shared.key.map(|key| KeySettings {
         key,
         store,
         dir,
-        rules: shared,
+        rules,
     });
-    let nesting = nesting();
-    let policy = Policy {
-        command: cli.command.clone(),
-        attempts,
-        reset_after: cli.stop.reset_after,
-        max_time,
-        attempt_timeout: limit(cli.stop.attempt_timeout),
-        backoff: Backoff {
-            shape,
-            delay,
-            max_delay,
-            jitter,
-        },
-        splay,
-        seed: cli.wait.seed,
-        rules: match cli.results.preset {
-            Some(preset) => {
-                let fatal = match &cli.results.retry_on {
-                    Some(retried) => preset.fatal_on_except(retried),
-                    None => preset.fatal_on(),
-                };
-                Rules::new(
-                    cli.results.success_on,
-                    cli.results.retry_on.or_else(|| Some(preset.retry_on())),
-                    Some(
-                        cli.results
-                            .fatal_on
-                            .map_or(fatal.clone(), |f| f.union(&fatal)),
-                    ),
-                )
-            }
-            None => Rules::new(
-                cli.results.success_on,
-                cli.results.retry_on,
-                cli.results.fatal_on,
-            ),
-        },
-        kill_signal: set.kill_signal,
-        kill_after: set.kill_after,
-        stdin: set.stdin,
-        stdout: set.stdout,
-        output_on_failure: cli.child.output_on_failure,
-        stop_with_parent: stop_with_parent(
-            cli.child.stop_with_parent,
-            cli.child.no_stop_with_parent,
-        )?,
-        output_rules: output_rules::Rules {
-            retry: with_preset(
-                cli.results.retry_if_output,
-                cli.results.preset.map(|p| p.retry_if_output),
-            )?,
-            fatal: with_preset(
-                cli.results.fatal_if_output,
-                cli.results.preset.map(|p| p.fatal_if_output),
-            )?,
-            stream: set.match_stream,
-        },
-        http: HttpRules {
-            retry: set.retry_on_http,
-            given: cli.http.retry_on_http.is_some() || cli.http.fatal_on_http.is_some(),
-            fatal: cli.http.fatal_on_http,
-        },
-        retry_after_max: set.retry_after_max,
-        // A `{hints}` in the arguments asks for a hint file as plainly as --hints does;
-        // passed on as it is, it would make curl write a file named `{hints}`.
-        hints: cli.http.hints
-            || cli.command.iter().skip(1).any(|a| {
-                a.as_encoded_bytes()
-                    .windows(env::HINTS.len())
-                    .any(|w| w == env::HINTS.as_bytes())
-            }),
-        preset: cli.results.preset.map(|p| p.name),
-        hooks: Hooks {
-            on_retry: cli.reports.on_retry,
-            on_giveup: cli.reports.on_giveup,
-            timeout: set.hook_timeout,
-        },
-        named: cli.reports.name.is_some(),
-        summary: cli.reports.summary,
-        metrics: cli.reports.metrics,
-        name: cli.reports.name.unwrap_or_else(|| {
-            cli.command
-                .first()
-                .map(|c| {
-                    std::path::Path::new(c)
-                        .file_name()
-                        .unwrap_or(c)
-                        .to_string_lossy()
-                        .into_owned()
-                })
-                .unwrap_or_else(|| "retry".into())
-        }),
-        log: LogSettings {
-            level: level.clamp(-1, 2) as i8,
-            depth: nesting.level,
-            format: set.log_format,
-            time: cli.logging.log_time || level >= 2 || cli.logging.log_file.is_some(),
-            file: cli.logging.log_file,
-        },
+    Ok(Keyed {
         state,
+        list_keys,
         unkeyed_store,
-        adaptive,
-        nesting,
-    };
-    Ok((policy, list_keys))
+    })
 }
 
 /// The state directory when --state-dir is not given: $RETRY_STATE_DIR, else
@@ -398,7 +464,7 @@ fn with_preset(
     preset: Option<&[&str]>,
 ) -> Result<Vec<regex::bytes::Regex>, UsageError> {
     for pattern in preset.unwrap_or_default() {
-        let re = regex::bytes::Regex::new(pattern).map_err(|e| {
+        let re = crate::policy::output_rules::compile(pattern).map_err(|e| {
             UsageError(format!(
                 "a preset's pattern is not a regular expression: {pattern}; report it ({e})"
             ))

@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use rand::rngs::ChaCha8Rng;
-
 use super::Nanos;
 use super::group::{Plan, Starts};
 use super::tally::Tally;
+use crate::policy::backoff::SeededRng;
 use crate::policy::pacing::Pacing;
 
 /// A run between two attempts.
@@ -30,11 +29,11 @@ pub struct Apart<'a> {
     starts: Starts,
     /// Runs whose next call falls in a later window.
     waiting: Vec<Run<'a>>,
-    rng: ChaCha8Rng,
+    rng: SeededRng,
 }
 
 impl<'a> Apart<'a> {
-    pub fn new(plan: &'a Plan<'a>, processes: Vec<u32>, rng: ChaCha8Rng) -> Apart<'a> {
+    pub fn new(plan: &'a Plan<'a>, processes: Vec<u32>, rng: SeededRng) -> Apart<'a> {
         Apart {
             plan,
             starts: Starts::new(plan, processes),

@@ -16,7 +16,7 @@ use crate::policy::backoff::Jitter;
 use crate::policy::duration::human;
 use crate::policy::key::FailMode;
 use crate::policy::shared::KeyRules;
-use crate::policy::{Fleet, LogFormat, Policy, defaults};
+use crate::policy::{Fleet, LogFormat, Policy, UsageError, defaults};
 
 /// Columns of the chart.
 const WIDTH: usize = 60;
@@ -33,7 +33,7 @@ fn within_steps(
     fleet: &Fleet,
     world: &World,
     variants: &[Variant],
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     let calls = super::fleet::calls(policy, world);
     let each: Vec<u128> = variants.iter().map(|v| steps(v, world, calls)).collect();
     let steps = each.iter().copied().fold(0u128, u128::saturating_add);
@@ -41,7 +41,7 @@ fn within_steps(
     if steps <= MOST_STEPS && most <= MOST_ROW_STEPS {
         return Ok(());
     }
-    Err(format!(
+    Err(UsageError(format!(
         "--fleet {} with --every {} through --outage {} is about {steps} steps to simulate, \
          {most} for its largest row (about {calls} calls without a key, each a step; with a \
          key, each run or call several, as it reads and writes the key's state); the most is \
@@ -50,7 +50,7 @@ fn within_steps(
         fleet.processes,
         human(fleet.every),
         human(fleet.outage)
-    ))
+    )))
 }
 
 /// The most steps the variants of one explanation may take ([`steps`]): about a minute of
@@ -99,7 +99,7 @@ fn store_model(policy: &Policy, fleet: &Fleet) -> StoreModel {
 
 /// The whole explanation, as printed (text, or JSON lines with `--log-format json`); or,
 /// when the fleet would take too long to simulate, why, with the limit.
-pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
+pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, UsageError> {
     let world = World {
         processes: usize::try_from(fleet.processes).unwrap_or(usize::MAX),
         hosts: usize::try_from(fleet.hosts).unwrap_or(usize::MAX),
@@ -115,14 +115,14 @@ pub fn fleet(policy: &Policy, fleet: Fleet) -> Result<String, String> {
     let keyed = KeyRules::default();
     let runs = super::fleet::runs(policy, state.or(Some(&keyed)), &world);
     if runs > MOST_RUNS {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--fleet {} with --every {} through --outage {} is {runs} runs of the job to \
              simulate; the most is {MOST_RUNS}: give fewer processes, a longer --every or a \
              shorter --outage",
             fleet.processes,
             human(fleet.every),
             human(fleet.outage)
-        ));
+        )));
     }
     // A key is one state for the fleet with --state, else a state per host.
     let sharing = match &policy.state {
@@ -442,8 +442,7 @@ fn text(simulated: &Simulated) -> String {
          the share of calls that succeeded; all back: from the recovery until every process had\n  \
          succeeded once"
     );
-    let colour = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::report::log::colour(policy.log.color, std::io::stdout().is_terminal());
     let _ = writeln!(
         out,
         "\nCalls per second over time, this policy (each column the mean over {})",
@@ -617,7 +616,7 @@ mod tests {
             Variant::new("c", &policy, Sharing::PerHost, Some(&keyed)),
             Variant::new("d", &policy, Sharing::Fleet, Some(&keyed)),
         ];
-        within_steps(&policy, &fleet, &world, &variants)
+        within_steps(&policy, &fleet, &world, &variants).map_err(|e| e.0)
     }
 
     #[test]

@@ -13,11 +13,12 @@ use std::time::Duration;
 use rand::RngExt;
 
 use super::apart::Apart;
+pub use super::group::StoreModel;
 use super::group::{Group, Plan};
+pub use super::tally::Report;
 use super::tally::{Tally, window_end, window_of};
 use super::{Component, Nanos, group_stream, nanos, stream};
 use crate::policy::backoff::Shape;
-use crate::policy::key::FailMode;
 use crate::policy::pacing::Pacing;
 use crate::policy::shared::KeyRules;
 use crate::policy::{Policy, defaults};
@@ -63,18 +64,6 @@ pub struct World {
     pub store: Option<StoreModel>,
 }
 
-/// A `--state` store that answers one key's calls at a rate, and what a run does when it
-/// cannot wait for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StoreModel {
-    /// Script calls a second (`--store-rate`).
-    pub rate: u32,
-    /// How long a run waits for the store, all its calls together (`--state-timeout`).
-    pub timeout: Duration,
-    /// What a run does when it did not wait long enough (`--state-fail`).
-    pub fail: FailMode,
-}
-
 impl World {
     /// `hosts` cron jobs every `every`, one process a host, their first runs spread over it,
     /// against a service down for `outage` whose calls take [`CALL`].
@@ -96,56 +85,6 @@ impl World {
 /// How long one call to the service takes, failed or not, unless a world says otherwise:
 /// `--call-time`'s default.
 pub const CALL: Duration = defaults::CALL_TIME;
-
-/// What the fleet did.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Report {
-    /// Runs of the job started, refused ones included: the unique requests.
-    pub jobs: u64,
-    /// Calls that succeeded: one per run that did.
-    pub successes: u64,
-    /// Calls that reached the service while it was down.
-    pub calls_during: u64,
-    /// Calls after it recovered, to the end of the simulated time.
-    pub calls_after: u64,
-    /// Runs the breaker refused (exit 75).
-    pub refused: u64,
-    /// Runs that lost the shared state: a call to a `--state` store that answers at a rate
-    /// waited past `--state-timeout`. With `--state-fail open` they went on with their host's
-    /// state (from the start) or without the key (after it); with `closed`, those that lost it
-    /// before starting did not run (exit 75).
-    pub lost_store: u64,
-    /// Runs that were a breaker's probe.
-    pub probes: u64,
-    /// Runs that gave up without success.
-    pub gave_up: u64,
-    /// The most calls in one second.
-    pub peak_per_second: u64,
-    /// The most retries (calls after a run's first) in one second: what jitter spreads.
-    pub peak_retries_per_second: u64,
-    /// From the recovery to the first success in the fleet.
-    pub first_success: Option<Duration>,
-    /// From the recovery to the time every process had succeeded once: the time to recover.
-    /// `None` when some process had not by the end of the simulated time.
-    pub last_success: Option<Duration>,
-    /// Calls in each bucket of `bucket`, from time 0.
-    pub timeline: Vec<u64>,
-    pub bucket: Duration,
-    /// The simulated time.
-    pub horizon: Duration,
-}
-
-impl Report {
-    /// Calls made per run of the job (unique request): what retrying multiplies the load by.
-    pub fn amplification(&self) -> f64 {
-        (self.calls_during + self.calls_after) as f64 / self.jobs.max(1) as f64
-    }
-
-    /// The share of calls that succeeded: the part of the load on the service that did work.
-    pub fn goodput(&self) -> f64 {
-        self.successes as f64 / (self.calls_during + self.calls_after).max(1) as f64
-    }
-}
 
 /// The simulated time, the same for every variant of a policy, so that they are compared over
 /// the same time: long enough for a breaker open for its longest to let a probe through after

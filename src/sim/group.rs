@@ -15,19 +15,31 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rand::RngExt;
-use rand::rngs::ChaCha8Rng;
 
 use super::Nanos;
-use super::fleet::StoreModel;
 use super::tally::Tally;
 use crate::policy::Policy;
 use crate::policy::adaptive::Estimates;
+use crate::policy::backoff::SeededRng;
 use crate::policy::judgement::{Judgement, Retryable};
+use crate::policy::key::FailMode;
 use crate::policy::pacing::Pacing;
 use crate::policy::rules::Reason;
 use crate::policy::shared::{KeyRules, Refusal};
 use crate::state::memory::{Line, MemoryStore};
 use crate::state::{Fallback, Shared};
+
+/// A `--state` store that answers one key's calls at a rate, and what a run does when it
+/// cannot wait for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreModel {
+    /// Script calls a second (`--store-rate`).
+    pub rate: u32,
+    /// How long a run waits for the store, all its calls together (`--state-timeout`).
+    pub timeout: Duration,
+    /// What a run does when it did not wait long enough (`--state-fail`).
+    pub fail: FailMode,
+}
 
 /// Runs started between two reports of progress.
 const PROGRESS_EVERY: u64 = 4096;
@@ -112,7 +124,7 @@ impl Plan<'_> {
         attempt: u32,
         elapsed: Duration,
         estimates: Option<&Estimates>,
-        rng: &mut ChaCha8Rng,
+        rng: &mut SeededRng,
     ) -> Judgement {
         if ok {
             return Judgement::Success;
@@ -255,7 +267,7 @@ pub struct Group<'a> {
     /// For each store, whether its state is settled, as its last answer said: a success
     /// recorded would change nothing ([`crate::policy::shared::View::settled`]).
     settled: Vec<bool>,
-    rng: ChaCha8Rng,
+    rng: SeededRng,
 }
 
 impl<'a> Group<'a> {
@@ -267,7 +279,7 @@ impl<'a> Group<'a> {
         stores: usize,
         hosts: usize,
         first_host: usize,
-        rng: ChaCha8Rng,
+        rng: SeededRng,
     ) -> Group<'a> {
         let stores = if plan.state.is_some() { stores } else { 0 };
         // A single queue for the fleet scheduled every process's first start in the order of

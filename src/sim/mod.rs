@@ -14,18 +14,17 @@
 
 mod apart;
 pub mod exact;
-pub mod explain;
+pub(crate) mod explain;
 pub mod fleet;
 mod group;
-pub mod progress;
+mod progress;
 mod tally;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand::rngs::ChaCha8Rng;
+use crate::policy::backoff::{SeededRng, seeded};
 
 /// Virtual time, in nanoseconds since the start of a run.
 pub type Nanos = u64;
@@ -118,10 +117,10 @@ pub enum Component {
     Policy = 4,
 }
 
-/// The random stream of one component under one seed: ChaCha8, whose output is fixed across
-/// versions and platforms (unlike `StdRng`'s), so that a figure can be reproduced.
-pub fn stream(seed: u64, component: Component) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+/// The random stream of one component under one seed: `--seed`'s generator, whose output is
+/// fixed across versions and platforms, so that a figure can be reproduced.
+pub fn stream(seed: u64, component: Component) -> SeededRng {
+    let mut rng = seeded(seed);
     rng.set_stream(component as u64);
     rng
 }
@@ -129,8 +128,8 @@ pub fn stream(seed: u64, component: Component) -> ChaCha8Rng {
 /// The random stream of one component in one group of a fleet's processes: group 0 draws from
 /// the component's own [`stream`], so that a fleet small enough to be one group draws what it
 /// always did.
-pub fn group_stream(seed: u64, component: Component, group: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+pub fn group_stream(seed: u64, component: Component, group: u64) -> SeededRng {
+    let mut rng = seeded(seed);
     rng.set_stream((component as u64).wrapping_add(group << 8));
     rng
 }

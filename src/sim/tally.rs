@@ -8,7 +8,56 @@
 use std::time::Duration;
 
 use super::Nanos;
-use super::fleet::Report;
+
+/// What the fleet did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Runs of the job started, refused ones included: the unique requests.
+    pub jobs: u64,
+    /// Calls that succeeded: one per run that did.
+    pub successes: u64,
+    /// Calls that reached the service while it was down.
+    pub calls_during: u64,
+    /// Calls after it recovered, to the end of the simulated time.
+    pub calls_after: u64,
+    /// Runs the breaker refused (exit 75).
+    pub refused: u64,
+    /// Runs that lost the shared state: a call to a `--state` store that answers at a rate
+    /// waited past `--state-timeout`. With `--state-fail open` they went on with their host's
+    /// state (from the start) or without the key (after it); with `closed`, those that lost it
+    /// before starting did not run (exit 75).
+    pub lost_store: u64,
+    /// Runs that were a breaker's probe.
+    pub probes: u64,
+    /// Runs that gave up without success.
+    pub gave_up: u64,
+    /// The most calls in one second.
+    pub peak_per_second: u64,
+    /// The most retries (calls after a run's first) in one second: what jitter spreads.
+    pub peak_retries_per_second: u64,
+    /// From the recovery to the first success in the fleet.
+    pub first_success: Option<Duration>,
+    /// From the recovery to the time every process had succeeded once: the time to recover.
+    /// `None` when some process had not by the end of the simulated time.
+    pub last_success: Option<Duration>,
+    /// Calls in each bucket of `bucket`, from time 0.
+    pub timeline: Vec<u64>,
+    pub bucket: Duration,
+    /// The simulated time.
+    pub horizon: Duration,
+}
+
+impl Report {
+    /// Calls made per run of the job (unique request): what retrying multiplies the load by.
+    pub fn amplification(&self) -> f64 {
+        (self.calls_during + self.calls_after) as f64 / self.jobs.max(1) as f64
+    }
+
+    /// The share of calls that succeeded: the part of the load on the service that did work.
+    pub fn goodput(&self) -> f64 {
+        self.successes as f64 / (self.calls_during + self.calls_after).max(1) as f64
+    }
+}
 
 /// Seconds in a window: its counts take 2 × 256 KiB; a simulated time shorter than 18 hours is
 /// one window.
@@ -248,12 +297,13 @@ impl Divisor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::rngs::ChaCha8Rng;
-    use rand::{RngExt, SeedableRng};
+    use rand::RngExt;
+
+    use crate::policy::backoff::seeded;
 
     #[test]
     fn the_quick_division_is_the_division() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut rng = seeded(1);
         for d in [
             1,
             2,
@@ -304,7 +354,7 @@ mod tests {
 
     #[test]
     fn calls_are_put_in_their_bucket_and_side_of_the_recovery_as_one_by_one() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut rng = seeded(7);
         // Buckets and a recovery that end within a second, windows that end within a bucket.
         let (outage, bucket) = (3_700_123_456_789, 1_234_567_890_123);
         let buckets = 80;

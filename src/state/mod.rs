@@ -15,9 +15,9 @@
 
 mod clock;
 mod connect;
-pub mod file;
+mod file;
 mod handle;
-pub mod list;
+pub(crate) mod list;
 pub mod memory;
 pub mod redis;
 mod resp;
@@ -311,3 +311,5 @@ impl fmt::Display for Error {
         }
     }
 }
+
+impl std::error::Error for Error {}

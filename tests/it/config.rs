@@ -115,6 +115,43 @@ fn the_settings_apply_to_a_real_run() {
     assert_eq!(out.stdout(), "run\nrun\n");
 }
 
+/// `color` is a setting like any flag: the file's colours a log off a terminal, and the
+/// command line's wins over it.
+#[test]
+fn the_files_color_setting_applies_and_the_flag_wins() {
+    let dir = TempDir::new().expect("temp dir");
+    let config = write(
+        &dir,
+        "c.toml",
+        "color = \"always\"\ndelay = 0\nattempts = 2\n",
+    );
+    let log = |flags: &[&str]| {
+        retry_in(dir.path())
+            .arg("--config")
+            .arg(&config)
+            .args(flags)
+            .args(["--", "false"])
+            .run()
+            .stderr()
+    };
+    let coloured = log(&[]);
+    assert!(
+        coloured.contains("retry: attempt 1/2 \x1b[31mfailed\x1b[0m"),
+        "{coloured:?}"
+    );
+    let plain = log(&["--color", "never"]);
+    assert!(
+        plain.contains("retry: attempt 1/2 failed") && !plain.contains('\x1b'),
+        "{plain:?}"
+    );
+    let explained = retry_in(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["--explain", "--", "true"])
+        .run();
+    assert_eq!(explained.code(), Some(0), "{}", explained.stderr());
+}
+
 #[test]
 fn the_default_file_is_found_under_xdg_config_home_and_its_absence_is_fine() {
     let dir = TempDir::new().expect("temp dir");

@@ -264,3 +264,79 @@ fn git_is_judged_by_what_todays_git_prints_over_https_and_ssh() {
     out.assert().code(128);
     assert_eq!(accepted.join().expect("the listener"), 3, "{}", out.show());
 }
+
+/// Over git://, a missing repository is said in the daemon's words and not retried; and ssh
+/// itself (the ssh preset), refused at a port nothing listens on, is retried as its own error.
+#[test]
+fn a_missing_repository_over_git_protocol_is_not_retried_and_a_refused_ssh_is() {
+    if !support::have("git", "apt-get install git") {
+        return;
+    }
+    let base = tempfile::TempDir::new().expect("temp dir");
+    // A port that was just free, for the daemon to listen on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut daemon = std::process::Command::new("git")
+        .args([
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+        ])
+        .arg(format!("--port={port}"))
+        .arg(format!("--base-path={}", base.path().display()))
+        .arg(base.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("git daemon starts");
+    // Ready once it accepts a connection.
+    let ready = support::within(support::PATIENCE, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let out = git(
+        &["ls-remote", &format!("git://127.0.0.1:{port}/nope.git")],
+        None,
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert!(ready, "git daemon listens");
+    assert!(
+        out.stderr()
+            .contains("access denied or repository not exported"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        out.stderr().contains("giving up after 1 attempt"),
+        "{}",
+        out.show()
+    );
+
+    if !support::have("ssh", "apt-get install openssh-client") {
+        return;
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = support::retry()
+        .args(["--preset", "ssh", "-n", "2", "-d", "0", "--", "ssh"])
+        .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+        .args(["-p", &closed.to_string(), "127.0.0.1", "true"])
+        .run();
+    assert_eq!(out.code(), Some(255), "{}", out.show());
+    assert!(
+        out.stderr().contains("Connection refused"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        out.stderr().contains("attempt 2/2 failed: exit status 255"),
+        "{}",
+        out.show()
+    );
+}

@@ -1,6 +1,7 @@
 //! On a terminal, a long wait is counted down on one line that is cleared before the next
-//! attempt; never when stderr is not a terminal. The terminal is a real pseudo-terminal, made
-//! by script(1).
+//! attempt; never when stderr is not a terminal. The log's colour, by `--color`, NO_COLOR and
+//! CLICOLOR_FORCE, on a terminal and off one. The terminal is a real pseudo-terminal, made by
+//! script(1).
 
 use std::process::Command;
 
@@ -69,6 +70,151 @@ fn no_color_turns_the_colour_off_but_keeps_the_countdown() {
         "{screen:?}"
     );
     assert!(screen.contains("next attempt in"), "{screen:?}");
+}
+
+/// The log of `retry -n 2 ... -- false` with `flags`, run on a pseudo-terminal (what its screen
+/// showed) with the environment `env`; `None` where script(1) is missing.
+fn log_on_terminal(flags: &str, env: &[(&str, &str)]) -> Option<String> {
+    let line = format!(
+        "{} -n 2 -d 1ms --jitter none {flags} -- false",
+        support::bin().display()
+    );
+    let mut script = script()?;
+    script.args(["-qec", &line, "/dev/null"]);
+    script.envs(env.iter().copied());
+    Some(script.run().stdout())
+}
+
+/// The log of the same run with stderr a pipe.
+fn log_off_terminal(flags: &[&str], env: &[(&str, &str)]) -> String {
+    support::retry()
+        .args(["-n", "2", "-d", "1ms", "--jitter", "none"])
+        .args(flags)
+        .args(["--", "false"])
+        .envs(env.iter().copied())
+        .run()
+        .stderr()
+}
+
+const FAILED_IN_RED: &str = "retry: attempt 1/2 \x1b[31mfailed\x1b[0m";
+const GIVING_UP_IN_RED: &str = "retry: \x1b[1;31mgiving up\x1b[0m after 2 attempts";
+
+fn coloured(log: &str) -> bool {
+    log.contains(FAILED_IN_RED) && log.contains(GIVING_UP_IN_RED)
+}
+
+fn plain(log: &str) -> bool {
+    log.contains("retry: attempt 1/2 failed") && !log.contains('\x1b')
+}
+
+#[test]
+fn color_auto_colours_a_terminal_and_an_empty_no_color_is_unset() {
+    let Some(log) = log_on_terminal("", &[]) else {
+        return;
+    };
+    assert!(coloured(&log), "{log:?}");
+    let Some(log) = log_on_terminal("--color auto", &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "0")])
+    else {
+        return;
+    };
+    assert!(coloured(&log), "{log:?}");
+}
+
+#[test]
+fn color_never_keeps_a_terminal_plain_whatever_clicolor_force_says() {
+    let Some(log) = log_on_terminal("--color never", &[("CLICOLOR_FORCE", "1")]) else {
+        return;
+    };
+    assert!(plain(&log), "{log:?}");
+}
+
+#[test]
+fn color_always_colours_a_terminal_though_no_color_is_set() {
+    let Some(log) = log_on_terminal("--color always", &[("NO_COLOR", "1")]) else {
+        return;
+    };
+    assert!(coloured(&log), "{log:?}");
+}
+
+#[test]
+fn color_always_colours_a_pipe_and_never_wins_over_clicolor_force() {
+    assert!(coloured(&log_off_terminal(&["--color", "always"], &[])));
+    assert!(coloured(&log_off_terminal(
+        &["--color=always"],
+        &[("NO_COLOR", "1")]
+    )));
+    assert!(plain(&log_off_terminal(
+        &["--color", "never"],
+        &[("CLICOLOR_FORCE", "1")]
+    )));
+}
+
+#[test]
+fn clicolor_force_colours_a_pipe_unless_it_is_0_or_no_color_is_set() {
+    assert!(coloured(&log_off_terminal(&[], &[("CLICOLOR_FORCE", "1")])));
+    assert!(plain(&log_off_terminal(&[], &[("CLICOLOR_FORCE", "0")])));
+    assert!(plain(&log_off_terminal(&[], &[("CLICOLOR_FORCE", "")])));
+    assert!(plain(&log_off_terminal(
+        &[],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    )));
+    assert!(
+        plain(&log_off_terminal(&[], &[])),
+        "no colour off a terminal"
+    );
+}
+
+#[test]
+fn color_always_leaves_a_log_file_and_json_plain() {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let file = dir.path().join("retry.log");
+    let file = file.to_str().expect("a UTF-8 temp path");
+    let out = log_off_terminal(&["--color", "always", "--log-file", file], &[]);
+    assert!(out.is_empty(), "{out:?}");
+    let log = std::fs::read_to_string(file).expect("the log file");
+    assert!(
+        log.contains("attempt 1/2 failed") && !log.contains('\x1b'),
+        "{log:?}"
+    );
+    let json = log_off_terminal(&["--color", "always", "--log-format", "json"], &[]);
+    assert!(
+        json.contains("\"event\":\"failure\"") && !json.contains('\x1b'),
+        "{json:?}"
+    );
+}
+
+/// `--explain --fleet`'s chart paints the outage red by the same rule, on stdout: on a
+/// terminal unless told never, and off one when told always.
+#[test]
+fn the_fleet_charts_colour_follows_color_on_stdout() {
+    const RED: &str = "\x1b[31m";
+    let chart = |flags: &[&str]| {
+        support::retry()
+            .args(["--explain", "--fleet", "50", "--outage", "10m"])
+            .args(flags)
+            .run()
+            .stdout()
+    };
+    let piped = chart(&[]);
+    assert!(piped.contains("Calls per second over time") && !piped.contains('\x1b'));
+    assert!(chart(&["--color", "always"]).contains(RED));
+    assert!(chart(&[]).len() < chart(&["--color", "always"]).len());
+    let on_terminal = |flags: &str| {
+        let line = format!(
+            "{} --explain --fleet 50 --outage 10m {flags}",
+            support::bin().display()
+        );
+        script().map(|mut s| s.args(["-qec", &line, "/dev/null"]).run().stdout())
+    };
+    let Some(auto) = on_terminal("") else { return };
+    assert!(auto.contains(RED), "{auto:?}");
+    let Some(never) = on_terminal("--color never") else {
+        return;
+    };
+    assert!(
+        never.contains("Calls per second over time") && !never.contains(RED),
+        "{never:?}"
+    );
 }
 
 /// Runs `retry ARGS` on a pseudo-terminal made by script(1), whose keyboard is the returned

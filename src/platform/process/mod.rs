@@ -1,10 +1,11 @@
 //! The real world of the attempt loop: the child in its own process group, its stdin and
-//! stdout, the clock and signals, all waited for in one `ppoll`.
+//! stdout, the clock and signals, all waited for in one `ppoll`. The attempt's end wakes it
+//! through a process descriptor on Linux (`exit_fd`), through SIGCHLD elsewhere and wherever
+//! a child's stop or an orphan's end must wake it too.
 
-use std::borrow::Cow;
-use std::ffi::{CStr, CString};
-use std::io;
-use std::os::fd::AsFd;
+use std::ffi::CString;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -34,25 +35,25 @@ use crate::policy::output_rules::Rules;
 use crate::policy::status::Status;
 use crate::policy::{Policy, StdoutMode};
 
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+mod exit_fd;
 mod job;
 mod spawn;
 #[cfg(all(target_os = "linux", not(retry_portable)))]
 mod tied;
 
-use self::spawn::{
-    entry, inherited_environment, launch, one_string, spawn_attributes, spawn_failure,
-    with_hint_file,
-};
+use self::spawn::{entry, launch, one_string, spawn_attributes, spawn_failure, with_hint_file};
 
 /// Runs the command for real.
 pub struct Process {
     program: CString,
     /// The arguments, the program's name first.
     argv: Vec<CString>,
-    /// retry's environment less any `RETRY_*` of a retry above (its own entries, not
-    /// copies), with this run's idempotency key and depth; each attempt's own variables go on
-    /// the end while it starts.
-    envp: Vec<Cow<'static, CStr>>,
+    /// retry's environment less any `RETRY_*` of a retry above, with this run's idempotency
+    /// key and depth; each attempt's own variables go on the end while it starts.
+    envp: Vec<CString>,
+    /// The buffers of an attempt's own variables, kept from one attempt to the next.
+    spare: Vec<Vec<u8>>,
     attr: PosixSpawnAttr,
     /// `--stop-with-parent`, where the attempt's first process can be tied to retry's life
     /// (Linux): it is started by fork and exec instead, and gets SIGKILL if retry is killed.
@@ -90,6 +91,16 @@ pub struct Process {
     reaper: bool,
     /// The attempt's wait status, when reaping orphans took it first.
     child_end: Option<i32>,
+    /// The attempt's end as a descriptor (Linux, while SIGCHLD is not watched).
+    exit_fd: Option<OwnedFd>,
+    /// The last wait found `exit_fd` readable: the attempt has ended.
+    exit_ready: bool,
+    /// Whether retry's stdout and stderr are still watched for a reader that went away,
+    /// beside `exit_fd`: each stops being watched once it reported anything.
+    output_watched: [bool; 2],
+    /// Whether nobody reads retry's output any more, as the wait that learned of the
+    /// attempt's end saw it; `None` when no such wait looked.
+    output_gone_at_end: Option<bool>,
 }
 
 impl Process {
@@ -104,19 +115,16 @@ impl Process {
         let key =
             inherited(env::IDEMPOTENCY_KEY).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let depth = p.nesting.level;
-        let mut envp: Vec<Cow<'static, CStr>> = inherited_environment()
-            .filter(|entry| {
-                let name = entry.to_bytes().split(|b| *b == b'=').next();
-                !env::GIVEN.iter().any(|own| Some(own.as_bytes()) == name)
-            })
-            .map(Cow::Borrowed)
-            .collect();
+        let mut envp: Vec<CString> = std::env::vars_os()
+            .filter(|(name, _)| !env::GIVEN.iter().any(|own| name == own))
+            .map(|(name, value)| entry(name.as_bytes(), value.as_bytes()))
+            .collect::<nix::Result<_>>()?;
         let run_vars = vec![
             (env::IDEMPOTENCY_KEY.to_string(), key),
             (env::DEPTH.to_string(), depth.to_string()),
         ];
         for (name, value) in &run_vars {
-            envp.push(Cow::Owned(entry(name.as_bytes(), value.as_bytes())?));
+            envp.push(entry(name.as_bytes(), value.as_bytes())?);
         }
         let argv = p
             .command
@@ -143,10 +151,19 @@ impl Process {
         };
         #[cfg(all(target_os = "linux", not(retry_portable)))]
         let tied = p.stop_with_parent.then(|| tied::Tied::new(&program));
+        let terminal = Terminal::detect();
+        let reaper = reaps_orphans();
+        let mut signals = signals;
+        // A process descriptor tells an attempt's end, not its stop (job control, with a
+        // terminal), nor the end of an orphan retry reaps: SIGCHLD does.
+        if terminal.is_some() || reaper {
+            signals.watch_children()?;
+        }
         Ok(Process {
             program,
             argv,
             envp,
+            spare: Vec::new(),
             attr: spawn_attributes(signals.inherited_mask())?,
             #[cfg(all(target_os = "linux", not(retry_portable)))]
             tied,
@@ -163,13 +180,17 @@ impl Process {
             attempt: 0,
             child: None,
             group: None,
-            terminal: Terminal::detect(),
+            terminal,
             holds_terminal: false,
             watcher: None,
             typed: None,
             exited: None,
-            reaper: reaps_orphans(),
+            reaper,
             child_end: None,
+            exit_fd: None,
+            exit_ready: false,
+            output_watched: [true; 2],
+            output_gone_at_end: None,
         })
     }
 
@@ -177,34 +198,38 @@ impl Process {
     /// the `RETRY_*` entries change, where std's `Command` would copy and sort the whole
     /// environment again for every attempt.
     fn start(&mut self, attempt: &AttemptEnv) -> nix::Result<Pid> {
-        let optional = |v: Option<String>| v.unwrap_or_default();
-        let per_attempt = [
-            (env::ATTEMPT, attempt.attempt.to_string()),
-            (
-                env::MAX_ATTEMPTS,
-                optional(attempt.max_attempts.map(|n| n.to_string())),
-            ),
-            (
-                env::PREVIOUS_EXIT,
-                optional(attempt.previous.map(|n| n.to_string())),
-            ),
+        // Each variable is written into a buffer kept from the attempt before: an attempt
+        // allocates nothing for them once the first has started.
+        let base = self.envp.len();
+        let values: [(&str, Option<i128>); 4] = [
+            (env::ATTEMPT, Some(attempt.attempt.into())),
+            (env::MAX_ATTEMPTS, attempt.max_attempts.map(i128::from)),
+            (env::PREVIOUS_EXIT, attempt.previous.map(i128::from)),
             (
                 env::REMAINING_MS,
-                optional(attempt.remaining.map(|d| d.as_millis().to_string())),
+                attempt
+                    .remaining
+                    .map(|d| i128::try_from(d.as_millis()).unwrap_or(i128::MAX)),
             ),
         ];
-        let base = self.envp.len();
-        for (name, value) in per_attempt {
+        for (name, value) in values {
+            let mut bytes = self.spare.pop().unwrap_or_default();
+            bytes.clear();
+            // Writing into a Vec cannot fail.
+            let _ = write!(bytes, "{name}=");
+            if let Some(value) = value {
+                let _ = write!(bytes, "{value}");
+            }
             self.envp
-                .push(Cow::Owned(entry(name.as_bytes(), value.as_bytes())?));
+                .push(CString::new(bytes).map_err(|_| nix::errno::Errno::EINVAL)?);
         }
         let mut argv = None;
         if let Some(hints) = &self.hints {
             let file = hints.path(attempt.attempt);
-            self.envp.push(Cow::Owned(entry(
+            self.envp.push(entry(
                 env::HINT_FILE.as_bytes(),
                 file.as_os_str().as_bytes(),
-            )?));
+            )?);
             argv = Some(
                 self.argv
                     .iter()
@@ -234,7 +259,8 @@ impl Process {
         };
         #[cfg(not(all(target_os = "linux", not(retry_portable))))]
         let spawned = launch(&self.program, &self.attr, argv, &self.envp, stdio);
-        self.envp.truncate(base);
+        let spare = self.envp.drain(base..).map(CString::into_bytes);
+        self.spare.extend(spare);
         spawned
     }
 
@@ -264,6 +290,7 @@ impl Process {
             return None;
         }
         self.child = None;
+        self.exit_fd = None;
         self.stop_watching(None);
         if let Some(replay) = self.input.replay() {
             replay.stop();
@@ -335,6 +362,18 @@ impl World for Process {
                 self.child = Some(pid);
                 self.child_end = None;
                 self.holds_terminal = false;
+                self.exit_ready = false;
+                self.output_gone_at_end = None;
+                self.exit_fd = None;
+                #[cfg(all(target_os = "linux", not(retry_portable)))]
+                if !self.signals.watches_children() {
+                    self.exit_fd = exit_fd::open(pid);
+                    // No process descriptor (a kernel before 5.3, a sandbox): SIGCHLD tells,
+                    // and the first wait looks for an end that came before it was watched.
+                    if self.exit_fd.is_none() {
+                        let _ = self.signals.watch_children();
+                    }
+                }
                 if self
                     .terminal
                     .as_ref()
@@ -422,7 +461,10 @@ impl World for Process {
                 return Event::Exited(status);
             }
             self.reap_orphans();
-            if let Some(status) = self.reap() {
+            // With a process descriptor, the child is waited for once it is readable: no
+            // wait4 finds nothing first.
+            let ended = self.exit_fd.is_none() || self.exit_ready || self.child_end.is_some();
+            if let Some(status) = ended.then(|| self.reap()).flatten() {
                 if self.typed.is_some() {
                     // What the watcher saw comes first: the attempt ended after it.
                     self.exited = Some(status);
@@ -451,33 +493,91 @@ impl World for Process {
                 Need::Drain(after) => Some(timeout.map_or(after, |t| t.min(after))),
                 _ => timeout,
             };
-            let mut fds = vec![PollFd::new(self.signals.fd(), PollFlags::POLLIN)];
+            // At most eight: a fixed array, not an allocation at every wait.
+            let wake = PollFd::new(self.signals.fd(), PollFlags::POLLIN);
+            let mut fds: [PollFd; 8] = std::array::from_fn(|_| wake.clone());
+            let mut n = 1;
             match (need, pipe) {
-                (Need::Room, Some(pipe)) => fds.push(PollFd::new(pipe, PollFlags::POLLOUT)),
-                (Need::Input, _) => fds.push(PollFd::new(stdin, PollFlags::POLLIN)),
+                (Need::Room, Some(pipe)) => {
+                    fds[n] = PollFd::new(pipe, PollFlags::POLLOUT);
+                    n += 1;
+                }
+                (Need::Input, _) => {
+                    fds[n] = PollFd::new(stdin, PollFlags::POLLIN);
+                    n += 1;
+                }
                 _ => {}
             }
-            let output_at = fds.len();
+            let output_at = n;
             // Each stream waits either for the attempt's output or, while what it read waits
             // to be passed on, for room downstream.
             for stream in [&self.stdout, &self.stderr] {
                 if let Some(fd) = stream.fd() {
-                    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                    fds[n] = PollFd::new(fd, PollFlags::POLLIN);
+                    n += 1;
                 } else if let Some(fd) = stream.out_fd() {
-                    fds.push(PollFd::new(fd, PollFlags::POLLOUT));
+                    fds[n] = PollFd::new(fd, PollFlags::POLLOUT);
+                    n += 1;
                 }
             }
-            let watcher_at = fds.len();
+            let watcher_at = n;
             if let Some(watcher) = &self.watcher {
-                fds.push(PollFd::new(watcher.fd(), PollFlags::POLLIN));
+                fds[n] = PollFd::new(watcher.fd(), PollFlags::POLLIN);
+                n += 1;
             }
+            let exit_at = n;
+            // Beside the attempt's end, retry's own stdout and stderr, asked for no event: a
+            // pipe whose reader went away reports POLLERR all the same, so the wait that
+            // learns of the end learns with it whether anybody still reads the output, and
+            // judging a failed attempt needs no poll of its own.
+            let (out, err) = (io::stdout(), io::stderr());
+            if let Some(exit) = &self.exit_fd {
+                fds[n] = PollFd::new(exit.as_fd(), PollFlags::POLLIN);
+                n += 1;
+                for (watched, fd) in self.output_watched.iter().zip([out.as_fd(), err.as_fd()]) {
+                    if *watched {
+                        fds[n] = PollFd::new(fd, PollFlags::empty());
+                        n += 1;
+                    }
+                }
+            }
+            let fds = &mut fds[..n];
             // EINTR is a signal arriving, which the next turn of the loop picks up.
-            let polled = super::pipe::wait(&mut fds, timeout);
-            let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+            let polled = super::pipe::wait(fds, timeout);
+            let revents = |fd: &PollFd| fd.revents().unwrap_or(PollFlags::empty());
+            let ready = |fd: &PollFd| !revents(fd).is_empty();
             let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
             let output_ready = fds[output_at..watcher_at].iter().any(ready);
-            drop(fds);
-            self.signals.drain();
+            if polled.is_ok() && self.exit_fd.is_some() {
+                self.exit_ready = fds.get(exit_at).is_some_and(ready);
+                let mut gone = self.output_gone_at_end.unwrap_or(false);
+                let mut dropped = false;
+                for (at, watched) in
+                    (exit_at + 1..).zip(self.output_watched.iter_mut().filter(|w| **w))
+                {
+                    let seen = fds.get(at).map(revents).unwrap_or(PollFlags::empty());
+                    // A descriptor that reported anything is watched no more, or every wait
+                    // would return at once; POLLERR on a pipe stays.
+                    if !seen.is_empty() {
+                        *watched = false;
+                        gone |= seen.contains(PollFlags::POLLERR);
+                        dropped |= !seen.contains(PollFlags::POLLERR);
+                    }
+                }
+                // What a descriptor no longer watched would say now is not known: asked
+                // again when needed.
+                self.output_gone_at_end = match (self.exit_ready, gone, dropped) {
+                    (_, true, _) => Some(true),
+                    (true, false, false) if self.output_watched.iter().all(|w| *w) => Some(false),
+                    _ => None,
+                };
+            }
+            // Emptied only when it woke the wait (or a signal cut it short): a wait that the
+            // attempt's end or its output ended makes no read that finds nothing.
+            let woken = polled.is_err() || fds.first().is_some_and(ready);
+            if woken {
+                self.signals.drain();
+            }
             if polled.is_err() {
                 continue;
             }
@@ -575,7 +675,7 @@ impl World for Process {
     }
 
     fn output_gone(&self) -> bool {
-        output_has_no_reader()
+        self.output_gone_at_end.unwrap_or_else(output_has_no_reader)
     }
 
     fn unrepeatable(&self) -> Option<String> {

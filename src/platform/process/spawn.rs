@@ -1,9 +1,8 @@
-//! How an attempt is started: posix_spawn with its argument vector and environment (as the
-//! C library holds them, borrowed where they can be), in a process group of its own, its
+//! How an attempt is started: posix_spawn with its argument vector and environment, in a
+//! process group of its own, its
 //! standard streams in place; and why it could not be, in a shell's words.
 
-use std::borrow::Cow;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -23,7 +22,7 @@ pub(super) fn launch(
     program: &CString,
     attr: &PosixSpawnAttr,
     argv: &[CString],
-    envp: &[Cow<'static, CStr>],
+    envp: &[CString],
     stdio: [io::Result<ChildFd>; 3],
 ) -> nix::Result<Pid> {
     let mut actions = PosixSpawnFileActions::init()?;
@@ -50,36 +49,6 @@ pub(super) fn entry(name: &[u8], value: &[u8]) -> nix::Result<CString> {
     bytes.push(b'=');
     bytes.extend_from_slice(value);
     CString::new(bytes).map_err(|_| Errno::EINVAL)
-}
-
-/// The environment retry was started with, each entry as the process holds it (`NAME=value`,
-/// usually), borrowed rather than copied: std's `vars_os` makes two strings of every entry,
-/// which a run then joined into a third, a tenth of what a run of `retry -- true` did.
-pub(super) fn inherited_environment() -> impl Iterator<Item = &'static CStr> {
-    unsafe extern "C" {
-        /// The C library's environment: a null-terminated array of C strings.
-        static environ: *const *const c_char;
-    }
-    // SAFETY: `environ` is the C library's, set before `main`; retry never changes its own
-    // environment (no setenv, putenv or std::env::set_var anywhere in it), so the array and
-    // its strings stay as they are, where they are, for the life of the process.
-    let mut next = unsafe { environ };
-    std::iter::from_fn(move || {
-        if next.is_null() {
-            return None;
-        }
-        // SAFETY: `next` points into the null-terminated array (see above), not past its end.
-        let entry = unsafe { *next };
-        if entry.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null entry is a NUL-terminated string that lives as long as the
-        // process; the next pointer is still within the array, whose end is the null one.
-        unsafe {
-            next = next.add(1);
-            Some(CStr::from_ptr(entry))
-        }
-    })
 }
 
 /// How every attempt starts: in a process group of its own (so that a timeout or a forwarded

@@ -7,7 +7,6 @@
 //! it could not be started comes back as posix_spawn's does, an errno, through a pipe that
 //! exec closes.
 
-use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, c_char};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -59,7 +58,7 @@ impl Tied {
         &self,
         mask: &SigSet,
         argv: &[CString],
-        envp: &[Cow<'static, CStr>],
+        envp: &[CString],
         stdio: [io::Result<ChildFd>; 3],
     ) -> nix::Result<Pid> {
         let mut plan = [Plan::Inherit; 3];

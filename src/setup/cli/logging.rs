@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::ArgAction;
 use clap::Args;
 
-use crate::policy::LogFormat;
+use crate::policy::{ColorChoice, LogFormat};
 
 /// Logging.
 #[derive(Debug, Args)]
@@ -33,4 +33,11 @@ pub struct Logging {
     /// a --log-file, and with -v).
     #[arg(long)]
     pub log_time: bool,
+
+    /// When the text log on stderr colours its verdict words, and --explain --fleet its chart
+    /// on stdout. auto: NO_COLOR set and not empty means no colour, else CLICOLOR_FORCE set and
+    /// not 0 means colour, else colour on a terminal. always and never win over both. A
+    /// --log-file has none.
+    #[arg(long, value_name = "WHEN", value_enum)]
+    pub color: Option<ColorChoice>,
 }

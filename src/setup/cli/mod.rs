@@ -374,6 +374,7 @@ defaults! {
     child.stdin: crate::policy::StdinMode = defaults::STDIN, shown named;
     child.stdout: crate::policy::StdoutMode = defaults::STDOUT, shown named;
     logging.log_format: crate::policy::LogFormat = defaults::LOG_FORMAT, shown named;
+    logging.color: crate::policy::ColorChoice = defaults::COLOR, shown named;
     reports.hook_timeout: Duration = defaults::HOOK_TIMEOUT, shown duration::human;
     shared.breaker_failures: u32 = defaults::BREAKER_FAILURES, shown text;
     shared.breaker_window: Duration = defaults::BREAKER_WINDOW, shown duration::human;

@@ -74,7 +74,7 @@ pub(super) fn preset(s: &str) -> Result<&'static Preset, BadValue> {
 }
 
 pub(super) fn regex(s: &str) -> Result<regex::bytes::Regex, BadValue> {
-    regex::bytes::Regex::new(s).map_err(|e| {
+    crate::policy::output_rules::compile(s).map_err(|e| {
         // The regex crate's message spans lines, with a caret under the fault; its last line
         // says what is wrong.
         let why = e.to_string();
@@ -83,11 +83,19 @@ pub(super) fn regex(s: &str) -> Result<regex::bytes::Regex, BadValue> {
             .last()
             .unwrap_or_default()
             .trim_start_matches("error: ");
-        BadValue::new(
-            "not a regular expression",
-            s,
-            format!("{why} (escape a literal ( [ . * + ? {{ with a backslash)"),
-        )
+        // Without the tables, the crate names the feature that would have them: a build
+        // matter, not the user's.
+        let why = why.split(" (make sure").next().unwrap_or(why);
+        // Patterns are compiled in ASCII mode, without the Unicode tables: a Unicode class is
+        // refused with what a pattern may use instead.
+        let fix = if why.contains("Unicode") {
+            "patterns are matched in ASCII mode: \\w, \\d, \\s, [[:alpha:]] and (?i) are ASCII \
+             only, and other text is matched as written; no \\p{..} or (?u)\\w"
+                .to_string()
+        } else {
+            "escape a literal ( [ . * + ? { with a backslash".to_string()
+        };
+        BadValue::new("not a regular expression", s, format!("{why} ({fix})"))
     })
 }
 

@@ -37,7 +37,9 @@ pub struct Results {
     )]
     pub preset: Option<&'static Preset>,
 
-    /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable).
+    /// Retry when a line of output matches REGEX, even after exit status 0 (repeatable). Output
+    /// is matched as bytes, in ASCII mode: \w, \d, \s, [[:alpha:]] and (?i) are ASCII only,
+    /// other text matches as written, and a Unicode class (\p{L}, (?u)\w) is refused.
     #[arg(long, value_name = "REGEX", value_parser = regex, action = ArgAction::Append)]
     pub retry_if_output: Vec<regex::bytes::Regex>,
 

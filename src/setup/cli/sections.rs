@@ -107,7 +107,11 @@ pub const SECTIONS: [(&str, &[(&str, &str)]); 7] = [
             ),
             (
                 "NO_COLOR",
-                "read: when set, the log on a terminal has no colour",
+                "read: when set and not empty, --color auto writes no colour",
+            ),
+            (
+                "CLICOLOR_FORCE",
+                "read: when set and not 0 (and NO_COLOR is not), --color auto writes colour off a terminal too",
             ),
         ],
     ),

@@ -337,6 +337,15 @@ fn the_same_seed_gives_the_same_delays() {
     assert_ne!(a, c, "another seed, other delays");
 }
 
+/// A seeded run sleeps the same delays in every release of retry (issue 48): these are the
+/// first draws of `--seed 42`'s generator, as --explain shows them too.
+#[test]
+fn a_seeded_run_sleeps_the_same_delays_in_every_release() {
+    let args = ["-d", "30ms", "-n", "5", "--seed", "42"];
+    let r = run_json(&args, "exit 1");
+    assert_eq!(r.delays(), [20, 57, 51, 150], "{}", r.show());
+}
+
 #[test]
 fn the_same_seed_gives_the_same_decorrelated_delays() {
     let args = [

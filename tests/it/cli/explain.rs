@@ -77,7 +77,7 @@ Schedule (the wait before each retry)
   2             0ms       500ms
   3             0ms          1s
 
-  waiting in all: at most 1.75s, expected about 882ms
+  waiting in all: at most 1.75s, expected about 884ms
   the time the attempts themselves take comes on top
 
 "#]],
@@ -111,6 +111,63 @@ fn explain_shows_exact_delays_with_a_seed_and_the_same_each_time() {
     assert_ne!(text, other, "another seed, another schedule");
     let unseeded = explain(&["-n", "6", "-d", "1s"]);
     assert!(schedule(&unseeded).iter().all(|r| r.exact.is_none()));
+}
+
+/// `--seed` promises the same schedule from one release to the next: the whole explanation of
+/// a seeded policy, its delays to the millisecond, stays as it is. A change of generator fails
+/// here (issue 48: rand's standard generator may change in any release of rand).
+#[test]
+fn explain_with_a_seed_shows_the_same_schedule_in_every_release() {
+    assert_output(
+        explain(&[
+            "-n", "6", "-d", "1s", "--seed", "99", "--", "curl", "-f", "URL",
+        ]),
+        str![[r#"
+Policy (where each value came from in brackets)
+  command          curl -f URL
+  attempts         6 (5 retries)  (flag)
+  reset-after      none  (default)
+  max-time         none  (default)
+  attempt-timeout  none  (default)
+  backoff          exponential (factor 2)  (default)
+  delay            1s  (flag)
+  max-delay        1m  (default)
+  jitter           full  (default)
+  seed             99  (flag)
+  success-on       0  (default)
+  retry-on         every other failure  (default)
+  fatal-on         126,127  (default)
+  retry-if-output  none  (default)
+  fatal-if-output  none  (default)
+  on timeout       SIGTERM, then SIGKILL after 10s  (default)
+  hints            off: no HTTP status or Retry-After is known  (default)
+  retry-on-http    408,425,429,500,502-504  (default)
+  fatal-on-http    every other 4xx  (default)
+  retry-after-max  5m  (default)
+  stdin            auto  (default)
+  stdout           pass  (default)
+  held output      none: the command's output passes as it comes  (default)
+  log              text to stderr, a line per failure  (default)
+  on-retry         none  (default)
+  on-giveup        none  (default)
+  hook-timeout     30s  (default)
+  summary          none  (default)
+  metrics          none  (default)
+  name             curl  (the command's name)
+
+Schedule (the wait before each retry)
+  retry         min         max   delay with --seed 99
+  1             0ms          1s   640ms
+  2             0ms          2s   1.7s
+  3             0ms          4s   1.39s
+  4             0ms          8s   6.21s
+  5             0ms         16s   11.03s
+
+  waiting in all: at most 31s, expected about 15.51s
+  the time the attempts themselves take comes on top
+
+"#]],
+    );
 }
 
 #[test]
@@ -359,7 +416,7 @@ Schedule (the wait before each retry)
   3             0ms          4s
   4             0ms          8s
 
-  waiting in all: at most 15s, expected about 7.5s
+  waiting in all: at most 15s, expected about 7.52s
   the time the attempts themselves take comes on top
 
 "#]],

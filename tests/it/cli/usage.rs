@@ -189,6 +189,17 @@ retry: error: not a seed for --seed: lucky; give a whole number from 0 to 184467
 }
 
 #[test]
+fn a_bad_color_is_a_usage_error_naming_the_choices() {
+    assert_usage_error(
+        &["--color", "sometimes"],
+        str![[r#"
+retry: error: not a choice of --color: sometimes; use one of auto, always, never
+
+"#]],
+    );
+}
+
+#[test]
 fn an_unknown_flag_is_a_usage_error() {
     assert_usage_error(
         &["--frobnicate"],
@@ -702,4 +713,21 @@ retry: error: --reset-state forgets the state of one key, and needs --key: --res
     let r = run(&["--reset-state"]);
     r.assert().code(125);
     r.assert().stderr(predicate::str::contains("needs --key"));
+}
+
+#[test]
+fn a_unicode_class_in_an_output_pattern_is_a_usage_error_that_names_it() {
+    // Patterns are compiled in ASCII mode: what would need the Unicode tables is refused,
+    // with what a pattern may use.
+    assert_usage_error(
+        &["--retry-if-output", r"\p{L}+ failed"],
+        str![[r#"
+retry: error: not a regular expression for --retry-if-output: /p{L}+ failed; Unicode not allowed here (patterns are matched in ASCII mode: /w, /d, /s, [[:alpha:]] and (?i) are ASCII only, and other text is matched as written; no /p{..} or (?u)/w)
+
+"#]],
+    );
+    assert_usage_error_naming(
+        &["--fatal-if-output", r"(?u)\w"],
+        r"not a regular expression for --fatal-if-output: (?u)\w",
+    );
 }

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 use serde_json::Value;
 
+use retry::policy::backoff::seeded;
 use retry::policy::breaker::{Attempt, BreakerSettings};
 use retry::policy::budget::BudgetSettings;
 use retry::policy::key::{FailMode, Remote};

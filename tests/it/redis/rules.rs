@@ -47,7 +47,7 @@ fn the_scripts_leave_the_same_state_as_the_rules_run_in_memory_step_by_step() {
             s
         }),
     ] {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = seeded(seed);
         let memory = MemoryStore::default();
         let mut mem: Box<dyn Store> = Box::new(memory.clone());
         // A store is one run's: all its calls together have its --state-timeout. Each step

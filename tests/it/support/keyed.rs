@@ -198,6 +198,12 @@ impl<'a> Setup<'a> {
                 c.args(["--state-fail", "closed"]);
             }
         }
+        // The scenarios are about the rules, not the store's speed: a loaded machine may take
+        // longer than the default 500 ms to start a run and hear from the server, and the run
+        // would then be right to go on without it.
+        if !matches!(self.backend, Backend::File) && !args.contains(&"--state-timeout") {
+            c.args(["--state-timeout", "10s"]);
+        }
         if self.test_clock {
             c.env("RETRY_TEST_CLOCK", self.clock());
         }
