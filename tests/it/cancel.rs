@@ -119,8 +119,8 @@ fn github_cancel(step: &mut Step) {
 }
 
 /// Whether `signal` is pending for process `pid`, sent and not yet taken, as /proc/PID/status
-/// tells (`ShdPnd`, pending for the process). Without /proc, a tenth of a second after it was
-/// sent counts as taken.
+/// tells (`SigPnd` and `ShdPnd`: pending for its main thread, or for the process). Without
+/// /proc (macOS), a tenth of a second after it was sent counts as taken.
 fn pending(pid: u32, signal: Signal) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         std::thread::sleep(Duration::from_millis(100));

@@ -87,7 +87,9 @@ fn nix_is_root() -> bool {
 #[test]
 fn a_read_only_state_directory_is_a_warning_when_not_root() {
     if nix_is_root() {
-        eprintln!("skipped: root can write to a read-only directory");
+        crate::support::skipped(
+            "needs a user that is not root: root writes to a read-only directory",
+        );
         return;
     }
     let s = Setup::file();
