@@ -512,9 +512,9 @@ fn herd(redis: &Redis) -> Outcome<()> {
         },
     ];
     println!(
-        "\nHerds of {} real runs of one key, released together, each waiting its own --splay {} \
-         before its first call; --state-timeout 500ms, --state-fail open, a state directory \
-         each. Load now: {}",
+        "\nHerds of {} real runs of one key, started one after another, each waiting its own \
+         --splay {} before its first call; --state-timeout 500ms, --state-fail open, a state \
+         directory each. Load now: {}",
         herd.runs,
         human_ms(herd.splay),
         load()
