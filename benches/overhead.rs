@@ -42,13 +42,16 @@
 // A benchmark that cannot set up its measurement fails at once, where it stands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/redis.rs"]
+mod redis;
 #[path = "support/wait4.rs"]
 mod support;
+use redis::Redis;
 use support::wait4;
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The retry built: this build's, or another given in `RETRY_BENCH_BIN` (an older build, to
@@ -609,46 +612,7 @@ fn crowd_section(state: &str) -> Outcome<()> {
     Ok(())
 }
 
-/// A redis-server of the bench's own, on a free loopback port; killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
 impl Redis {
-    /// `None` when there is no redis-server to run.
-    fn start() -> Outcome<Option<Redis>> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("no free port: {e}"))?
-            .port();
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot run redis-server: {e}")),
-        };
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let redis = Redis { child, port };
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) if line.contains("Ready to accept connections") => break,
-                Some(Ok(_)) => {}
-                _ => return Err("redis-server did not start".into()),
-            }
-        }
-        // The rest of its log is read and dropped, so that it never writes into a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Ok(Some(redis))
-    }
-
     /// One round trip: PING on an open connection, in µs.
     fn ping(&self) -> Outcome<Spread> {
         let mut con = TcpStream::connect(("127.0.0.1", self.port))
@@ -790,16 +754,9 @@ fn whole_reply(bytes: &[u8]) -> Outcome<bool> {
     Ok(at <= bytes.len())
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What `--state redis://…` adds to `--key` with the local store, in µs, and one round trip.
 fn store_section(state: &str) -> Outcome<Option<(f64, f64, f64)>> {
-    let Some(redis) = Redis::start()? else {
+    let Some(redis) = Redis::start(&[])? else {
         println!(
             "6. --state: skipped, redis-server is not installed (apt-get install redis-server)"
         );
