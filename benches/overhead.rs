@@ -784,6 +784,8 @@ fn startup_section(refs: &References, disk: &(String, String)) -> Outcome<Startu
 /// Prints the peak RSS of the retry commands and of each reference; returns retry's largest.
 fn rss_section(refs: &References, read_back: &str) -> Outcome<f64> {
     println!("3. peak RSS of the process itself (wait4 ru_maxrss, largest of {RSS_RUNS} runs)");
+    // wait4's figure is the larger of the process's own and its waited-for children's.
+    println!("   (a figure at /bin/true's own is the command's, not the wrapper's)");
     let failing = ["-n", "3", "-d", "0", "-qq", "--", "/bin/false"];
     let attempts = rss_row("retry -n 3 -d 0 -qq -- /bin/false", retry(&failing), 1)?;
     let success = rss_row("retry -- /bin/true", retry(&["--", "/bin/true"]), 0)?;
