@@ -21,12 +21,16 @@
 //! change the herds (600 runs, 60 calls a second, 8000 ms, 3 rounds).
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "support/redis.rs"]
+mod redis;
+use redis::Redis;
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -51,7 +55,7 @@ fn main() {
 }
 
 fn run() -> Outcome<()> {
-    let Some(redis) = Redis::start()? else {
+    let Some(redis) = Redis::start(&["--maxclients", "10000"])? else {
         eprintln!("*** SKIPPED: this bench needs redis-server (apt-get install redis-server)");
         return Ok(());
     };
@@ -70,57 +74,6 @@ fn run() -> Outcome<()> {
         println!("  {name:<40} {rate:>8.0} calls/s");
     }
     herd(&redis)
-}
-
-/// A redis-server of the bench's own, on a free loopback port; killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Outcome<Option<Redis>> {
-        let port = free_port()?;
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
-            .args(["--maxclients", "10000"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot run redis-server: {e}")),
-        };
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let redis = Redis { child, port };
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) if line.contains("Ready to accept connections") => break,
-                Some(Ok(_)) => {}
-                _ => return Err("redis-server did not start".into()),
-            }
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Ok(Some(redis))
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> Outcome<u16> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
 }
 
 /// A command as RESP: an array of bulk strings.
