@@ -1,54 +1,62 @@
-//! What retry itself costs, beside what it runs. Three figures:
+//! What retry itself costs, beside what it runs, and how far that is from what C and Rust
+//! themselves cost. In one run:
 //!
 //! 1. Per-attempt overhead at zero delay: `retry -n N -d 0 -qq -- /bin/false` (N failing
-//!    attempts) against a loop in this process that spawns and waits for `/bin/false` N times
-//!    with `std::process::Command`, the least any retry loop can do. Target: retry/loop ≤ 1.03.
+//!    attempts) against a C program that posix_spawns `/bin/false` N times, waiting for each,
+//!    the least any retry loop can do. Target: retry/loop ≤ 1.03.
 //! 2. Start-up, one successful attempt: `retry -- /bin/true`, run from a copy of the build as
-//!    `cargo install` makes it, and again with both read back from disk, against the least a
-//!    wrapper can do, a static C program that posix_spawns its argument and waits for it
-//!    (built here with `cc -static`), with the page faults of each (wait4's ru_minflt, the
-//!    child's included);
-//!    GNU `timeout 60 /bin/true` beside them for scale. Target: ≤ 1.40, for the ordinary build
-//!    (a PIE, glibc linked dynamically).
+//!    `cargo install` makes it, round by round beside the references the bench builds itself:
+//!    a C program that posix_spawns its argument and waits for it, linked statically (the least
+//!    a wrapper can do) and dynamically (as an ordinary C program is), and a Rust program that
+//!    does the same with `Command::status`, built with retry's release profile (what Rust itself
+//!    costs); GNU `timeout 60 /bin/true` for scale. Each with its page faults (wait4's
+//!    ru_minflt, the child's included). Then retry and the static C program again, both read
+//!    back from disk. Target: ≤ 1.55 the static C program, for the ordinary build (a PIE,
+//!    glibc linked dynamically).
 //! 3. retry's own peak RSS, read with wait4 on its pid (RUSAGE_CHILDREN would mix in the
-//!    attempts it ran), beside the C program's and GNU timeout's. Target: ≤ 3 MiB.
+//!    attempts it ran), beside each reference's. Target: ≤ 3.5 MiB.
 //! 4. What `--key` adds: `retry --key K -- /bin/true` against `retry -- /bin/true`, the median
-//!    of per-pair differences. Target: ≤ 0.1 ms. Then 50 processes that update one key at once
-//!    (three failing attempts each, so each takes two tokens: two writes under the key's lock),
-//!    against the same 50 without a key.
-//!
-//! 5. (Printed as 6.) What `--state redis://127.0.0.1:PORT` adds to `retry --key K --
-//!    /bin/true` against the local store, the median of per-pair differences, beside one bare round trip to the same
+//!    of per-pair differences. Target: ≤ 0.1 ms.
+//! 5. 50 processes that update one key at once (three failing attempts each, so each takes two
+//!    tokens: two writes under the key's lock), against the same 50 without a key.
+//! 6. What `--state redis://127.0.0.1:PORT` adds to `retry --key K -- /bin/true` against the
+//!    local store, the median of per-pair differences, beside one bare round trip to the same
 //!    server (PING on an open connection). Target: within 60 µs of the barest client's floor
-//!    (below). Beside
-//!    them, for scale, what a new connection's first round trip costs (connect, then PING, the
-//!    server idle before it), which every run pays and no client can avoid; and what the
-//!    barest client adds to a process for what a run asks: this bench run anew as a process
-//!    that connects, sends the same admission script (written and read by hand over a
-//!    `TcpStream`, no Redis library) and exits, against the same process exiting at once, pair
-//!    by pair. That is the floor for any client that connects once per run. The bench starts
-//!    its own `redis-server` (and says so and skips this when there is none).
+//!    (below). Beside them, for scale, what a new connection's first round trip costs
+//!    (connect, then PING, the server idle before it), which every run pays and no client can
+//!    avoid; and what the barest client adds to a process for what a run asks: this bench run
+//!    anew as a process that connects, sends the same admission script (written and read by
+//!    hand over a `TcpStream`, no Redis library) and exits, against the same process exiting
+//!    at once, pair by pair. That is the floor for any client that connects once per run. The
+//!    bench starts its own `redis-server` (benches/support/redis.rs; and says so and skips
+//!    this when there is none).
+//! 7. Stdin replayed: 64 MiB through a pipe into `retry --stdin replay` whose command reads it
+//!    whole and fails once, against `cat` moving the same bytes twice. Target: ≤ 2× cat's
+//!    time. (`cargo bench --bench replay` measures 256 MiB, and again with every core busy.)
 //!
 //! The cost of one bare spawn and wait of `/bin/true` is printed too, as the unit everything
 //! else is made of.
 //!
-//! A busy machine makes every spawn slower for a while, so the two sides of a comparison are
-//! run pair by pair, in turns (which one goes first alternates too), and the figure reported is
-//! the median of the per-pair ratios: a burst of noise then slows both sides of the pairs it
-//! falls on, rather than one side of the whole comparison. A miss is printed, not fatal; a
+//! A busy machine makes every spawn slower for a while, so the sides of a comparison are run
+//! round by round, in turns (which one goes first moves along too), and the figures reported
+//! are the ratio of the minimums and the median of the per-round ratios: a burst of noise then
+//! slows every side of the rounds it falls on, rather than one side of the whole comparison. A miss is printed, not fatal; a
 //! measured command that cannot be run or ends with an unexpected status ends the bench with
 //! an error, so that it never reports figures for something that did not happen.
 
 // A benchmark that cannot set up its measurement fails at once, where it stands.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/redis.rs"]
+mod redis;
 #[path = "support/wait4.rs"]
 mod support;
+use redis::Redis;
 use support::wait4;
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The retry built: this build's, or another given in `RETRY_BENCH_BIN` (an older build, to
@@ -95,8 +103,14 @@ const RSS_RUNS: usize = 5;
 
 const ATTEMPT_TARGET: f64 = 1.03;
 /// The ordinary build (a PIE, glibc linked dynamically) against the static C program.
-const STARTUP_TARGET: f64 = 1.40;
-const RSS_TARGET_MIB: f64 = 3.0;
+const STARTUP_TARGET: f64 = 1.55;
+const RSS_TARGET_MIB: f64 = 3.5;
+/// MiB of stdin replayed to two attempts.
+const REPLAY_MIB: usize = 64;
+/// Pairs of runs in the replay comparison.
+const REPLAY_PAIRS: usize = 5;
+/// Replay's time against cat moving the same bytes.
+const REPLAY_TARGET: f64 = 2.0;
 /// Pairs of runs in the `--key` comparison.
 const KEY_PAIRS: usize = 201;
 const KEY_TARGET_MICROS: f64 = 100.0;
@@ -140,6 +154,11 @@ impl Compared {
     /// The median of the per-pair ratios a/b.
     fn ratio(&self) -> f64 {
         median(self.a.iter().zip(&self.b).map(|(a, b)| a / b).collect())
+    }
+
+    /// The ratio of the minimums, a/b.
+    fn min_ratio(&self) -> f64 {
+        spread(&self.a).min / spread(&self.b).min
     }
 
     /// The median of the per-pair differences a − b.
@@ -229,31 +248,38 @@ fn spawn_loop(program: &str, times: u32, expected: i32) -> Outcome<Duration> {
     Ok(started.elapsed())
 }
 
+/// One way of running a measured command, its time in µs.
+type Timed<'a> = Box<dyn FnMut() -> Outcome<f64> + 'a>;
+
+/// Times each of `runs` once a round, `count` rounds, after one run each for the page cache
+/// and the dynamic loader. The one that goes first moves along from round to round, so that
+/// each meets a burst of load at every place in the round. The samples, run by run.
+fn rounds(count: usize, runs: &mut [Timed<'_>]) -> Outcome<Vec<Vec<f64>>> {
+    for run in runs.iter_mut() {
+        run()?;
+    }
+    let n = runs.len();
+    let mut samples = vec![Vec::with_capacity(count); n];
+    for round in 0..count {
+        for k in 0..n {
+            let i = (round + k) % n;
+            samples[i].push(runs[i]()?);
+        }
+    }
+    Ok(samples)
+}
+
 /// Times `a` and `b` in `count` pairs, the one that goes first alternating from pair to pair.
 fn pairs(
     count: usize,
-    mut a: impl FnMut() -> Outcome<f64>,
-    mut b: impl FnMut() -> Outcome<f64>,
+    a: impl FnMut() -> Outcome<f64>,
+    b: impl FnMut() -> Outcome<f64>,
 ) -> Outcome<Compared> {
-    // Once each first, for the page cache and the dynamic loader.
-    a()?;
-    b()?;
-    let mut compared = Compared {
-        a: Vec::with_capacity(count),
-        b: Vec::with_capacity(count),
-    };
-    for i in 0..count {
-        let (x, y) = if i % 2 == 0 {
-            let x = a()?;
-            (x, b()?)
-        } else {
-            let y = b()?;
-            (a()?, y)
-        };
-        compared.a.push(x);
-        compared.b.push(y);
+    let mut samples = rounds(count, &mut [Box::new(a), Box::new(b)])?.into_iter();
+    match (samples.next(), samples.next()) {
+        (Some(a), Some(b)) => Ok(Compared { a, b }),
+        _ => Err("a pair without two sides".into()),
     }
-    Ok(compared)
 }
 
 /// One bare spawn and wait of /bin/true, in µs.
@@ -265,8 +291,8 @@ fn bare_spawn() -> Outcome<Spread> {
     Ok(spread(&samples))
 }
 
-/// Time per attempt, in µs: retry's N attempts against the bare loop's N spawns.
-fn per_attempt() -> Outcome<Compared> {
+/// Time per attempt, in µs: retry's N attempts against the C loop's N spawns of the same child.
+fn per_attempt(refs: &References) -> Outcome<Compared> {
     let n = ATTEMPTS.to_string();
     let per = |d: Duration| micros(d) / f64::from(ATTEMPTS);
     pairs(
@@ -275,7 +301,11 @@ fn per_attempt() -> Outcome<Compared> {
             let mut command = retry(&["-n", &n, "-d", "0", "-qq", "--", "/bin/false"]);
             run(&mut command, 1).map(|r| per(r.wall))
         },
-        || spawn_loop("/bin/false", ATTEMPTS, 1).map(per),
+        || {
+            let mut command = Command::new(&refs.spawn_loop);
+            command.args([&n, "/bin/false"]).stdin(Stdio::null());
+            run(&mut command, 1).map(|r| per(r.wall))
+        },
     )
 }
 
@@ -293,58 +323,139 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Builds the C reference, linked statically as retry is, in `dir`; its path.
-fn build_spawn_c(dir: &std::path::Path) -> Outcome<String> {
-    let source = dir.join("spawn.c");
-    let exe = dir.join("spawn");
-    std::fs::write(&source, SPAWN_C).map_err(|e| format!("write spawn.c: {e}"))?;
-    let status = Command::new("cc")
-        .args(["-O2", "-static", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .status()
-        .map_err(|e| format!("cannot run cc for the C reference: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "cc -static could not build the C reference ({status}): it needs glibc's static \
-             library (libc6-dev)"
-        ));
+/// The least a retry loop can do: `spawn-loop N COMMAND [ARG...]` posix_spawns the command N
+/// times, waiting for each; its status is the last one's.
+const SPAWN_LOOP_C: &str = r#"
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    pid_t pid;
+    int status = 0;
+    if (argc < 3) return 127;
+    for (long i = atol(argv[1]); i > 0; i--) {
+        if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0) return 127;
+        while (waitpid(pid, &status, 0) < 0) {}
     }
-    Ok(exe.display().to_string())
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+"#;
+
+/// What Rust itself costs a wrapper: spawn the command with std and wait, nothing else. Built
+/// with retry's release profile, so that retry's distance from it is retry's own.
+const SPAWN_RS: &str = r#"
+use std::process::{Command, ExitCode};
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let Some(program) = args.next() else { return ExitCode::from(127) };
+    match Command::new(program).args(args).status() {
+        Ok(status) => ExitCode::from(status.code().map_or(128, |c| c as u8)),
+        Err(_) => ExitCode::from(127),
+    }
+}
+"#;
+
+/// The references, built by the bench in its own directory.
+struct References {
+    /// [`SPAWN_C`] linked statically: the least any wrapper can cost.
+    static_c: String,
+    /// The same, linked as an ordinary C program is (a PIE, glibc dynamically), as retry is.
+    dynamic_c: String,
+    /// [`SPAWN_RS`] with retry's release profile.
+    rust: String,
+    /// [`SPAWN_LOOP_C`], linked dynamically.
+    spawn_loop: String,
 }
 
-/// The C reference spawning /bin/true, set up as `retry` is.
-fn spawn_c_true(spawn_c: &str) -> Command {
-    let mut command = Command::new(spawn_c);
+/// Runs a compiler; `what` says what for, in the error.
+fn compile(command: &mut Command, what: &str) -> Outcome<()> {
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {command:?} for {what}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} could not build {what} ({status})"))
+    }
+}
+
+/// Builds the references in `dir`.
+fn build_references(dir: &std::path::Path) -> Outcome<References> {
+    let path = |name: &str| dir.join(name).display().to_string();
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("write {name}: {e}"))
+    };
+    write("spawn.c", SPAWN_C)?;
+    write("spawn-loop.c", SPAWN_LOOP_C)?;
+    write("spawn.rs", SPAWN_RS)?;
+    let refs = References {
+        static_c: path("spawn-static"),
+        dynamic_c: path("spawn-dynamic"),
+        rust: path("spawn-rust"),
+        spawn_loop: path("spawn-loop"),
+    };
+    let cc = |flags: &[&str], out: &str, source: &str| {
+        let mut command = Command::new("cc");
+        command
+            .arg("-O2")
+            .args(flags)
+            .args(["-o", out, &path(source)]);
+        command
+    };
+    compile(
+        &mut cc(&["-static"], &refs.static_c, "spawn.c"),
+        "the static C reference (cc -static needs glibc's static library, libc6-dev)",
+    )?;
+    compile(
+        &mut cc(&[], &refs.dynamic_c, "spawn.c"),
+        "the dynamic C reference",
+    )?;
+    compile(
+        &mut cc(&[], &refs.spawn_loop, "spawn-loop.c"),
+        "the C spawn loop",
+    )?;
+    // retry's [profile.release], as rustc flags.
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let mut rust = Command::new(rustc);
+    rust.args(["--edition", "2024", "-C", "opt-level=3", "-C", "lto=fat"])
+        .args([
+            "-C",
+            "codegen-units=1",
+            "-C",
+            "strip=symbols",
+            "-C",
+            "panic=abort",
+        ])
+        .args(["-o", &refs.rust, &path("spawn.rs")]);
+    compile(&mut rust, "the Rust reference")?;
+    Ok(refs)
+}
+
+/// A reference spawning /bin/true, set up as `retry` is.
+fn reference_true(program: &str) -> Command {
+    let mut command = Command::new(program);
     command.arg("/bin/true").stdin(Stdio::null());
     command
 }
 
-/// Time for one successful run, in µs: retry against the C reference; and the page faults of
-/// each, pair by pair.
-fn startup(spawn_c: &str) -> Outcome<(Compared, Compared)> {
-    let mut faults = Compared {
-        a: Vec::new(),
-        b: Vec::new(),
+/// What the start-up section found: retry against each reference, each as (ratio of the
+/// minimums, median of the per-round ratios).
+struct Startup {
+    static_c: (f64, f64),
+    dynamic_c: (f64, f64),
+    rust: (f64, f64),
+    /// retry against the static C program, both read back from disk.
+    read_back: (f64, f64),
+}
+
+/// `a` against `b`, round by round: the ratio of the minimums, the median of the ratios.
+fn against(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let compared = Compared {
+        a: a.to_vec(),
+        b: b.to_vec(),
     };
-    let mut retry_faults = Vec::new();
-    let mut c_faults = Vec::new();
-    let times = pairs(
-        STARTUP_PAIRS,
-        || {
-            let r = run(&mut retry(&["--", "/bin/true"]), 0)?;
-            retry_faults.push(r.faults);
-            Ok(micros(r.wall))
-        },
-        || {
-            let r = run(&mut spawn_c_true(spawn_c), 0)?;
-            c_faults.push(r.faults);
-            Ok(micros(r.wall))
-        },
-    )?;
-    faults.a = retry_faults;
-    faults.b = c_faults;
-    Ok((times, faults))
+    (compared.min_ratio(), compared.ratio())
 }
 
 /// The largest peak RSS, in MiB, over a few runs of `command`.
@@ -376,19 +487,21 @@ fn print_compared(labels: [&str; 2], compared: &Compared) {
     );
     let ratio = compared.ratio();
     row("median of per-pair ratios", &format!("{ratio:>21.3}"));
+    let min = compared.min_ratio();
+    row("ratio of the minimums", &format!("{min:>21.3}"));
 }
 
 /// The figures, each against its target.
 struct Figures {
     attempt_ratio: f64,
-    startup_ratio: f64,
-    /// The same, both read back from disk.
-    startup_paged: f64,
+    startup: Startup,
     rss_mib: f64,
     key_micros: f64,
     /// What `--state` adds, one round trip, and what a bare client adds; `None` without
     /// redis-server.
     store: Option<(f64, f64, f64)>,
+    /// Replay's time against cat's, median of pairs.
+    replay_ratio: f64,
 }
 
 fn print_summary(f: &Figures) {
@@ -406,18 +519,27 @@ fn print_summary(f: &Figures) {
         format!("≤ {ATTEMPT_TARGET:.2}"),
         f.attempt_ratio <= ATTEMPT_TARGET,
     );
+    let (min, med) = f.startup.static_c;
     line(
-        "one run, as just installed / C",
-        format!("{:.3}", f.startup_ratio),
+        "one run, as just installed / static C",
+        format!("{med:.3}"),
         format!("≤ {STARTUP_TARGET:.2}"),
-        f.startup_ratio <= STARTUP_TARGET,
+        med <= STARTUP_TARGET,
     );
+    let (_, paged) = f.startup.read_back;
     line(
-        "one run, read back from disk / C",
-        format!("{:.3}", f.startup_paged),
+        "the same, both read back from disk",
+        format!("{paged:.3}"),
         format!("≤ {STARTUP_TARGET:.2}"),
-        f.startup_paged <= STARTUP_TARGET,
+        paged <= STARTUP_TARGET,
     );
+    // For scale, no target: how far retry is from what C and Rust themselves cost.
+    let scale = |label: &str, (min, med): (f64, f64)| {
+        row(label, &format!("{med:>10.3}   (minimums: {min:.3})"));
+    };
+    scale("  one run / static C", (min, med));
+    scale("  one run / dynamic C", f.startup.dynamic_c);
+    scale("  one run / Rust Command::status", f.startup.rust);
     line(
         "retry's peak RSS",
         format!("{:.2} MiB", f.rss_mib),
@@ -443,6 +565,12 @@ fn print_summary(f: &Figures) {
             &format!("{:>10}", format!("{floor:.0} µs")),
         );
     }
+    line(
+        "stdin replay, time / cat's",
+        format!("{:.2}", f.replay_ratio),
+        format!("≤ {REPLAY_TARGET:.2}"),
+        f.replay_ratio <= REPLAY_TARGET,
+    );
 }
 
 fn reference_section() -> Outcome<()> {
@@ -456,15 +584,98 @@ fn reference_section() -> Outcome<()> {
     Ok(())
 }
 
-fn attempt_section() -> Outcome<f64> {
-    let attempts = per_attempt()?;
+fn attempt_section(refs: &References) -> Outcome<f64> {
+    let attempts = per_attempt(refs)?;
     println!(
         "1. time per attempt at zero delay: {ATTEMPTS} failing attempts, {ATTEMPT_PAIRS} pairs"
     );
     let retry_label = format!("retry -n {ATTEMPTS} -d 0 -qq -- /bin/false");
-    let loop_label = format!("loop of {ATTEMPTS} spawns of /bin/false");
+    let loop_label = format!("C loop of {ATTEMPTS} posix_spawns");
     print_compared([&retry_label, &loop_label], &attempts);
     Ok(attempts.ratio())
+}
+
+/// Runs `command` with `bytes` of data written to its stdin, to its end, which must be exit
+/// status `expected`.
+fn fed(command: &mut Command, bytes: usize, expected: i32) -> Outcome<Run> {
+    // Bytes that no zero page or compression can shortcut.
+    let mut x = 0x9e37_79b9_u32;
+    let block: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    command.stdin(Stdio::piped()).stdout(Stdio::null());
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin pipe")?;
+    let writer = std::thread::spawn(move || -> io::Result<()> {
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(block.len());
+            stdin.write_all(&block[..n])?;
+            left -= n;
+        }
+        Ok(())
+    });
+    let (status, usage) = wait4(child.id())?;
+    let wall = started.elapsed();
+    writer
+        .join()
+        .map_err(|_| "the writer panicked".to_string())?
+        .map_err(|e| format!("writing to {command:?}: {e}"))?;
+    check(command, status, expected)?;
+    Ok(Run {
+        wall,
+        max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        faults: 0.0,
+    })
+}
+
+/// Stdin replayed: `REPLAY_MIB` through a pipe into two attempts that each read it whole,
+/// against cat moving twice as many bytes; the median of the per-pair ratios of their times.
+/// (`cargo bench --bench replay` measures 256 MiB, and again with every core busy.)
+fn replay_section() -> Outcome<f64> {
+    let bytes = REPLAY_MIB << 20;
+    let mut rss: f64 = 0.0;
+    let compared = pairs(
+        REPLAY_PAIRS,
+        || {
+            let mut command = retry(&["-n", "2", "-d", "0", "-qq", "--stdin", "replay", "--"]);
+            command.args(["sh", "-c", "cat >/dev/null; [ \"$RETRY_ATTEMPT\" = 2 ]"]);
+            let r = fed(&mut command, bytes, 0)?;
+            rss = rss.max(r.max_rss_mib);
+            Ok(micros(r.wall) / 1e3)
+        },
+        || fed(&mut Command::new("cat"), 2 * bytes, 0).map(|r| micros(r.wall) / 1e3),
+    )?;
+    println!("7. stdin replay: {REPLAY_MIB} MiB read whole by two attempts, {REPLAY_PAIRS} pairs");
+    row("", &format!("{:>10} {:>10}", "min ms", "median ms"));
+    for (label, samples) in [
+        "retry --stdin replay, 2 attempts",
+        "cat, the same bytes twice",
+    ]
+    .iter()
+    .zip([&compared.a, &compared.b])
+    {
+        let s = spread(samples);
+        row(label, &format!("{:>10.1} {:>10.1}", s.min, s.median));
+    }
+    row(
+        "median of per-pair ratios",
+        &format!("{:>21.3}", compared.ratio()),
+    );
+    row(
+        "ratio of the minimums",
+        &format!("{:>21.3}", compared.min_ratio()),
+    );
+    row("retry's peak RSS", &format!("{rss:>10.2} MiB"));
+    Ok(compared.ratio())
 }
 
 /// A copy of `from` in `dir`, named `name`, that the page cache has let go of: its first run
@@ -486,51 +697,111 @@ fn read_back(from: &str, dir: &std::path::Path, name: &str) -> Outcome<String> {
     Ok(to.display().to_string())
 }
 
-fn startup_section(spawn_c: &str, disk: &(String, String)) -> Outcome<(f64, f64)> {
-    let (start, faults) = startup(spawn_c)?;
-    let timeout = pairs(
-        STARTUP_PAIRS / 4,
-        || run(&mut timeout_true(), 0).map(|r| micros(r.wall)),
-        || run(&mut spawn_c_true(spawn_c), 0).map(|r| micros(r.wall)),
-    )?;
-    println!("2. time for one successful run, {STARTUP_PAIRS} pairs");
-    let reference = "static C posix_spawn+wait /bin/true";
-    print_compared(["retry -- /bin/true", reference], &start);
-    row(
-        "page faults (with /bin/true's), median",
-        &format!(
-            "{:>10.0} {:>10.0}",
-            median(faults.a.clone()),
-            median(faults.b.clone())
+/// How one of the commands compared is made, afresh for each run.
+type Maker<'a> = Box<dyn Fn() -> Command + 'a>;
+
+fn startup_section(refs: &References, disk: &(String, String)) -> Outcome<Startup> {
+    let subjects: [(&str, Maker<'_>); 5] = [
+        (
+            "retry -- /bin/true",
+            Box::new(|| retry(&["--", "/bin/true"])),
         ),
+        (
+            "static C posix_spawn+wait",
+            Box::new(|| reference_true(&refs.static_c)),
+        ),
+        (
+            "dynamic C posix_spawn+wait",
+            Box::new(|| reference_true(&refs.dynamic_c)),
+        ),
+        (
+            "Rust Command::status, release profile",
+            Box::new(|| reference_true(&refs.rust)),
+        ),
+        ("timeout 60 /bin/true", Box::new(timeout_true)),
+    ];
+    let mut faults = vec![Vec::new(); subjects.len()];
+    let mut runs: Vec<Timed<'_>> = subjects
+        .iter()
+        .zip(faults.iter_mut())
+        .map(|((_, make), faults)| {
+            Box::new(move || {
+                let r = run(&mut make(), 0)?;
+                faults.push(r.faults);
+                Ok(micros(r.wall))
+            }) as Timed<'_>
+        })
+        .collect();
+    let times = rounds(STARTUP_PAIRS, &mut runs)?;
+    drop(runs);
+    println!(
+        "2. time for one successful run, {STARTUP_PAIRS} rounds, each running all {} in turn",
+        subjects.len()
     );
     row(
-        "for scale: timeout 60 /bin/true / C",
-        &format!("{:>21.3}", timeout.ratio()),
+        "",
+        &format!(
+            "{:>10} {:>10} {:>7}   {:>16}",
+            "min µs", "median µs", "faults", "÷ static C: min, median of rounds"
+        ),
+    );
+    for (i, (label, _)) in subjects.iter().enumerate() {
+        let s = spread(&times[i]);
+        // The warm-up run's faults (the first) are left out, as its time is.
+        let f = median(faults[i][1..].to_vec());
+        let (min, med) = against(&times[i], &times[1]);
+        row(
+            label,
+            &format!(
+                "{:>10.1} {:>10.1} {f:>7.0}   {min:>8.3} {med:>8.3}",
+                s.min, s.median
+            ),
+        );
+    }
+    let rust = against(&times[0], &times[3]);
+    row(
+        "retry ÷ the Rust program: min, median",
+        &format!("{:>10.3} {:>10.3}", rust.0, rust.1),
     );
     // Both read back from disk (see `install` and `read_back`).
     let read = pairs(
         STARTUP_PAIRS,
         || run(&mut retry_at(&disk.0, &["--", "/bin/true"]), 0).map(|r| micros(r.wall)),
-        || run(&mut spawn_c_true(&disk.1), 0).map(|r| micros(r.wall)),
+        || run(&mut reference_true(&disk.1), 0).map(|r| micros(r.wall)),
     )?;
     row(
-        "both read back from disk: retry / C",
-        &format!("{:>21.3}", read.ratio()),
+        "both read back from disk: retry ÷ static C",
+        &format!("{:>10.3} {:>10.3}", read.min_ratio(), read.ratio()),
     );
-    Ok((start.ratio(), read.ratio()))
+    Ok(Startup {
+        static_c: against(&times[0], &times[1]),
+        dynamic_c: against(&times[0], &times[2]),
+        rust,
+        read_back: (read.min_ratio(), read.ratio()),
+    })
 }
 
-/// Prints the peak RSS of both retry commands, of the C reference and of GNU timeout; returns
-/// retry's larger one.
-fn rss_section(spawn_c: &str, read_back: &str) -> Outcome<f64> {
+/// Prints the peak RSS of the retry commands and of each reference; returns retry's largest.
+fn rss_section(refs: &References, read_back: &str) -> Outcome<f64> {
     println!("3. peak RSS of the process itself (wait4 ru_maxrss, largest of {RSS_RUNS} runs)");
+    // wait4's figure is the larger of the process's own and its waited-for children's.
+    println!("   (a figure at /bin/true's own is the command's, not the wrapper's)");
     let failing = ["-n", "3", "-d", "0", "-qq", "--", "/bin/false"];
     let attempts = rss_row("retry -n 3 -d 0 -qq -- /bin/false", retry(&failing), 1)?;
     let success = rss_row("retry -- /bin/true", retry(&["--", "/bin/true"]), 0)?;
     let read = retry_at(read_back, &["--", "/bin/true"]);
     let read = rss_row("the same, read back from disk", read, 0)?;
-    rss_row("static C posix_spawn+wait", spawn_c_true(spawn_c), 0)?;
+    rss_row(
+        "static C posix_spawn+wait",
+        reference_true(&refs.static_c),
+        0,
+    )?;
+    rss_row(
+        "dynamic C posix_spawn+wait",
+        reference_true(&refs.dynamic_c),
+        0,
+    )?;
+    rss_row("Rust Command::status", reference_true(&refs.rust), 0)?;
     rss_row("timeout 60 /bin/true", timeout_true(), 0)?;
     Ok(attempts.max(success).max(read))
 }
@@ -609,46 +880,7 @@ fn crowd_section(state: &str) -> Outcome<()> {
     Ok(())
 }
 
-/// A redis-server of the bench's own, on a free loopback port; killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
 impl Redis {
-    /// `None` when there is no redis-server to run.
-    fn start() -> Outcome<Option<Redis>> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("no free port: {e}"))?
-            .port();
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot run redis-server: {e}")),
-        };
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let redis = Redis { child, port };
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) if line.contains("Ready to accept connections") => break,
-                Some(Ok(_)) => {}
-                _ => return Err("redis-server did not start".into()),
-            }
-        }
-        // The rest of its log is read and dropped, so that it never writes into a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Ok(Some(redis))
-    }
-
     /// One round trip: PING on an open connection, in µs.
     fn ping(&self) -> Outcome<Spread> {
         let mut con = TcpStream::connect(("127.0.0.1", self.port))
@@ -790,16 +1022,9 @@ fn whole_reply(bytes: &[u8]) -> Outcome<bool> {
     Ok(at <= bytes.len())
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What `--state redis://…` adds to `--key` with the local store, in µs, and one round trip.
 fn store_section(state: &str) -> Outcome<Option<(f64, f64, f64)>> {
-    let Some(redis) = Redis::start()? else {
+    let Some(redis) = Redis::start(&[])? else {
         println!(
             "6. --state: skipped, redis-server is not installed (apt-get install redis-server)"
         );
@@ -865,16 +1090,16 @@ fn measure() -> Outcome<Figures> {
     );
     reference_section()?;
     println!();
-    let attempt_ratio = attempt_section()?;
+    let refs = build_references(scratch.path())?;
+    let attempt_ratio = attempt_section(&refs)?;
     println!();
-    let spawn_c = build_spawn_c(scratch.path())?;
     let disk = (
         read_back(&installed, scratch.path(), "retry-read-back")?,
-        read_back(&spawn_c, scratch.path(), "spawn-read-back")?,
+        read_back(&refs.static_c, scratch.path(), "spawn-read-back")?,
     );
-    let (startup_ratio, startup_paged) = startup_section(&spawn_c, &disk)?;
+    let startup = startup_section(&refs, &disk)?;
     println!();
-    let rss_mib = rss_section(&spawn_c, &disk.0)?;
+    let rss_mib = rss_section(&refs, &disk.0)?;
     println!();
     let state = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let state_dir = state.path().display().to_string();
@@ -884,13 +1109,15 @@ fn measure() -> Outcome<Figures> {
     println!();
     let store = store_section(&state_dir)?;
     println!();
+    let replay_ratio = replay_section()?;
+    println!();
     Ok(Figures {
         attempt_ratio,
-        startup_ratio,
-        startup_paged,
+        startup,
         rss_mib,
         key_micros,
         store,
+        replay_ratio,
     })
 }
 

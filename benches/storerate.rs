@@ -7,27 +7,38 @@
 //!    (an admission, then its failure), driven by several client connections at once, each
 //!    sending EVALSHA with retry's own script and the arguments a real run sends. RESP is
 //!    spoken by hand, so that the bench needs no Redis client.
-//! 2. With `target/release/retry` built (or `RETRY_BENCH_BIN`): a herd of real runs of one key,
-//!    released together, against that server behind a proxy of the bench's own that answers
-//!    at most `RATE` script calls a second, first come, first served; the runs that fell back
-//!    to their host's state (their warning "going on with this host's local state") counted,
-//!    over a few repetitions, beside what the simulator predicts for the same numbers.
+//! 2. With `target/release/retry` built (or `RETRY_BENCH_BIN`): herds of real runs of one key,
+//!    each spreading its first call with its own `--splay`, against that server behind a
+//!    proxy of the bench's own that answers at most `RATE` script calls a second, first come,
+//!    first served; the runs that lost the shared state (their warnings) counted over a few
+//!    rounds, beside what the simulator predicts for the same runs, splay, rate, timeout and
+//!    policy over a few seeds. A round against a store with no limit is the reference (no run
+//!    may lose it, and a run's admission takes milliseconds), and each round says how late
+//!    its runs started and at what interval the proxy answered while calls waited.
 //!
-//! `cargo bench --bench storerate`; `STORERATE_HERD=N`, `STORERATE_RATE=N` and
-//! `STORERATE_ROUNDS=N` change the herd (2000 runs, 2000 calls a second, 3 rounds).
+//! `cargo bench --bench storerate`; `STORERATE_HERD=N`, `STORERATE_RATE=N` (the succeeding
+//! herd's; the failing one's is twice it), `STORERATE_SPLAY_MS=N` and `STORERATE_ROUNDS=N`
+//! change the herds (600 runs, 60 calls a second, 8000 ms, 3 rounds).
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "support/redis.rs"]
+mod redis;
+use redis::Redis;
+
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use retry::policy::breaker::ms;
 use retry::policy::key::FailMode;
 use retry::policy::shared::KeyRules;
 use retry::sim::fleet::{Sharing, StoreModel, World, simulate};
+use retry::state::memory::{Line, MemoryStore};
 
 type Outcome<T> = Result<T, String>;
 
@@ -44,7 +55,7 @@ fn main() {
 }
 
 fn run() -> Outcome<()> {
-    let Some(redis) = Redis::start()? else {
+    let Some(redis) = Redis::start(&["--maxclients", "10000"])? else {
         eprintln!("*** SKIPPED: this bench needs redis-server (apt-get install redis-server)");
         return Ok(());
     };
@@ -63,57 +74,6 @@ fn run() -> Outcome<()> {
         println!("  {name:<40} {rate:>8.0} calls/s");
     }
     herd(&redis)
-}
-
-/// A redis-server of the bench's own, on a free loopback port; killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Outcome<Option<Redis>> {
-        let port = free_port()?;
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
-            .args(["--maxclients", "10000"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot run redis-server: {e}")),
-        };
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let redis = Redis { child, port };
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) if line.contains("Ready to accept connections") => break,
-                Some(Ok(_)) => {}
-                _ => return Err("redis-server did not start".into()),
-            }
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Ok(Some(redis))
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> Outcome<u16> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
 }
 
 /// A command as RESP: an array of bulk strings.
@@ -283,6 +243,14 @@ struct Proxy {
     stop: Arc<AtomicBool>,
     /// When each connection's first script call arrived: the runs' admissions.
     firsts: Arc<Mutex<Vec<Instant>>>,
+    /// Script calls received, which wait their turn at the rate.
+    scripts: Arc<AtomicU64>,
+    /// Other commands received (a connection's set-up: AUTH, SELECT), forwarded in order
+    /// without a turn of their own: the simulator counts none.
+    others: Arc<AtomicU64>,
+    /// Each script call's arrival and answer, in the order served: on a loaded machine the
+    /// proxy's thread, and Redis's, wake late and answer slower than the rate.
+    served: Arc<Mutex<Vec<(Instant, Instant)>>>,
 }
 
 /// A command waiting in the proxy, and where its answer goes.
@@ -290,6 +258,7 @@ struct Waiting {
     bytes: Vec<u8>,
     script: bool,
     to: TcpStream,
+    arrived: Instant,
 }
 
 impl Proxy {
@@ -302,8 +271,10 @@ impl Proxy {
         up.set_nodelay(true).map_err(|e| e.to_string())?;
         // The one server: first come, first served, a script call an interval at least after
         // the one before.
-        let (q, st) = (queue.clone(), stop.clone());
+        let served = Arc::new(Mutex::new(Vec::new()));
+        let (q, st, answered) = (queue.clone(), stop.clone(), served.clone());
         std::thread::spawn(move || {
+            let served = answered;
             let interval = Duration::from_secs(1) / rate.max(1);
             let mut next = Instant::now();
             let Ok(clone) = up.try_clone() else { return };
@@ -339,17 +310,24 @@ impl Proxy {
                 // An error reply is an answer too.
                 let _ = reply(&mut r, &mut answer);
                 let _ = w.to.write_all(&answer);
+                if w.script
+                    && let Ok(mut s) = served.lock()
+                {
+                    s.push((w.arrived, Instant::now()));
+                }
             }
         });
         let firsts = Arc::new(Mutex::new(Vec::new()));
+        let (scripts, others) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (q, st, f) = (queue, stop.clone(), firsts.clone());
+        let (sc, ot) = (scripts.clone(), others.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if st.load(Ordering::Relaxed) {
                     return;
                 }
                 let Ok(client) = client else { continue };
-                let (q, f) = (q.clone(), f.clone());
+                let (q, f, sc, ot) = (q.clone(), f.clone(), sc.clone(), ot.clone());
                 std::thread::spawn(move || {
                     let mut first = true;
                     let _ = client.set_nodelay(true);
@@ -365,6 +343,7 @@ impl Proxy {
                         let head = String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
                             .to_ascii_uppercase();
                         let script = head.contains("EVALSHA") || head.contains("\r\nEVAL\r\n");
+                        if script { &sc } else { &ot }.fetch_add(1, Ordering::Relaxed);
                         if script
                             && std::mem::take(&mut first)
                             && let Ok(mut f) = f.lock()
@@ -374,13 +353,25 @@ impl Proxy {
                         let Ok(to) = client.try_clone() else { return };
                         let (lock, cv) = &*q;
                         let Ok(mut waiting) = lock.lock() else { return };
-                        waiting.push_back(Waiting { bytes, script, to });
+                        waiting.push_back(Waiting {
+                            bytes,
+                            script,
+                            to,
+                            arrived: Instant::now(),
+                        });
                         cv.notify_one();
                     }
                 });
             }
         });
-        Ok(Proxy { port, stop, firsts })
+        Ok(Proxy {
+            port,
+            stop,
+            firsts,
+            scripts,
+            others,
+            served,
+        })
     }
 }
 
@@ -399,7 +390,36 @@ fn env_number(name: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// The herd of real runs through the proxy, beside the simulator's prediction.
+/// The herd's settings, the same for the real runs and the simulator.
+struct Herd {
+    runs: u32,
+    splay: Duration,
+    rounds: u32,
+    timeout: Duration,
+}
+
+/// One way the herd's runs go: their command and flags, the store's rate, and the outage the
+/// simulator is told of (the whole time for a command that fails, none for one that succeeds).
+struct Case {
+    name: &'static str,
+    flags: &'static [&'static str],
+    command: &'static str,
+    rate: u32,
+    outage: Duration,
+}
+
+/// Seeds the simulator is run with, for its own spread.
+const SEEDS: u64 = 5;
+
+/// The herd of real runs through the proxy, beside the simulator's prediction for the same
+/// runs, `--splay`, rate, timeout and policy.
+///
+/// The runs spread their own first calls with `--splay`, over a span long enough that starting
+/// them on a small machine does not bunch them: each run's log (`-v`, JSON) says when it
+/// started, against the moment the herd was released, and so how late its splay began; a
+/// round against a store with no limit (no run may lose it then) is the reference. The proxy's
+/// own record of each run's first call is also replayed through the simulator's store alone
+/// ([`Line`]): that separates the store's queue from the arrivals the simulator draws.
 fn herd(redis: &Redis) -> Outcome<()> {
     let bin = std::env::var("RETRY_BENCH_BIN").unwrap_or_else(|_| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/retry").to_string()
@@ -408,96 +428,256 @@ fn herd(redis: &Redis) -> Outcome<()> {
         eprintln!("*** SKIPPED: the herd needs {bin} (cargo build --release)");
         return Ok(());
     }
-    let (runs, rate, rounds) = (
-        env_number("STORERATE_HERD", 2000),
-        env_number("STORERATE_RATE", 2000),
-        env_number("STORERATE_ROUNDS", 3),
-    );
-    let timeout = Duration::from_millis(500);
-    println!(
-        "\nA herd of {runs} runs of one key released together, the store answering {rate} \
-         script calls/s, --state-timeout 500ms, -n 4 -d 1s, the command failing:"
-    );
-    let (mut real, mut spreads) = (Vec::new(), Vec::new());
-    for round in 1..=rounds {
-        let proxy = Proxy::start(redis.port, rate)?;
-        let key = format!("herd-{}-{round}", std::process::id());
-        let (fell_back, lost_later) = release(&bin, proxy.port, &key, runs)?;
-        println!(
-            "  round {round}: {fell_back} runs fell back to their host's state at their start, \
-             {lost_later} lost the store later: {} in all",
-            fell_back + lost_later
-        );
-        real.push(fell_back + lost_later);
-        let firsts = proxy.firsts.lock().map_err(|_| "the arrivals")?.clone();
-        let spread = match (firsts.iter().min(), firsts.iter().max()) {
-            (Some(a), Some(b)) => *b - *a,
-            _ => Duration::ZERO,
-        };
-        println!(
-            "    their admissions arrived over {:.0} ms",
-            spread.as_secs_f64() * 1000.0
-        );
-        spreads.push(spread);
-    }
-    let policy = retry::setup::from_flags(&["-n", "4", "-d", "1s", "--key", "api"])?;
-    let rules = policy.state.as_ref().ok_or("a key")?.rules.clone();
-    // The real runs' admissions came over a while (starting thousands of processes takes the
-    // machine time): the simulated ones are spread over the same, evenly.
-    let splay = spreads.iter().sum::<Duration>() / spreads.len().max(1) as u32;
-    let mut predicted = Vec::new();
-    for seed in 1..=5 {
-        let world = World {
-            processes: runs as usize,
-            hosts: runs as usize,
-            every: Duration::from_secs(3600),
-            splay,
-            repeat: false,
+    let herd = Herd {
+        runs: env_number("STORERATE_HERD", 600),
+        splay: Duration::from_millis(env_number("STORERATE_SPLAY_MS", 8000).into()),
+        rounds: env_number("STORERATE_ROUNDS", 3),
+        timeout: Duration::from_millis(500),
+    };
+    let rate = env_number("STORERATE_RATE", 60);
+    // Succeeding runs make one call each (the admission; the success changes nothing and is
+    // not sent); failing ones with the breaker off make two or more (the budget refuses most
+    // retries): each at about 1.25 times the store's rate on average, so that it saturates
+    // part of the time.
+    let cases = [
+        Case {
+            name: "succeeding (-- true)",
+            flags: &["-n", "4", "-d", "1s", "--jitter", "none"],
+            command: "true",
+            rate,
+            outage: Duration::ZERO,
+        },
+        Case {
+            name: "failing (-- false, --breaker-failures 0)",
+            flags: &[
+                "-n",
+                "4",
+                "-d",
+                "1s",
+                "--jitter",
+                "none",
+                "--breaker-failures",
+                "0",
+            ],
+            command: "false",
+            rate: rate.saturating_mul(2),
             outage: Duration::from_secs(3600),
-            call: Duration::from_millis(2),
-            seed,
-            store: Some(StoreModel {
-                rate,
-                timeout,
-                fail: FailMode::Open,
-            }),
-        };
-        let r = simulate(&policy, Sharing::Fleet, Some(&rules), &world);
-        predicted.push(r.lost_store);
-    }
+        },
+    ];
     println!(
-        "  simulated (--fleet {runs} --splay {}ms --store-rate {rate} --call-time 2ms, seeds \
-         1-5): {predicted:?} runs lost the shared state",
-        splay.as_millis()
+        "\nHerds of {} real runs of one key, started one after another, each waiting its own \
+         --splay {} before its first call; --state-timeout 500ms, --state-fail open, a state \
+         directory each. Load now: {}",
+        herd.runs,
+        human_ms(herd.splay),
+        load()
     );
-    println!("  real: {real:?} runs lost the shared state");
+    let reference = Case {
+        name: "reference: a store with no limit",
+        rate: 1_000_000,
+        ..cases[0]
+    };
+    let round = real_round(&bin, redis, &herd, &reference, 0)?;
+    println!("  {}:", reference.name);
+    print_round(0, &round);
+    let late = round
+        .admissions
+        .iter()
+        .filter(|a| **a > Duration::from_millis(100))
+        .count();
+    println!(
+        "    a run's admission, from the end of its splay to its first attempt: median {}, 99th \
+         percentile {}, most {}; {late} of {} over 100 ms",
+        human_ms(percentile(&round.admissions, 0.5)),
+        human_ms(percentile(&round.admissions, 0.99)),
+        human_ms(percentile(&round.admissions, 1.0)),
+        round.admissions.len()
+    );
+    for case in &cases {
+        compare(&bin, redis, &herd, case)?;
+    }
     Ok(())
 }
 
-/// Releases `runs` real runs at once (each waits on a FIFO that opens for all of them
-/// together); returns how many fell back to their host's state at their start, and how many
-/// lost the store later ("going on without its breaker and budget").
-fn release(bin: &str, port: u16, key: &str, runs: u32) -> Outcome<(u32, u32)> {
-    let dir = std::env::temp_dir().join(format!("storerate-{}-{key}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let gate = dir.join("gate");
-    let made = Command::new("mkfifo")
-        .arg(&gate)
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !made.success() {
-        return Err("mkfifo failed".into());
+/// The real rounds of one case beside the simulator's seeds.
+fn compare(bin: &str, redis: &Redis, herd: &Herd, case: &Case) -> Outcome<()> {
+    println!(
+        "  {}, the store answering {} script calls/s:",
+        case.name, case.rate
+    );
+    let mut real = Vec::new();
+    for round in 1..=herd.rounds {
+        let r = real_round(bin, redis, herd, case, round)?;
+        print_round(round, &r);
+        if case.outage.is_zero() {
+            // One call a run: the simulator's store alone is the simulator. Fed the calls as
+            // they reached the proxy, it checks the queue; fed this round's starts, each with
+            // a splay of its own drawn as the simulator draws them, the arrivals too, without
+            // the second or so the bench takes to start the runs one after another, which
+            // the simulator's common start has not.
+            let drawn: Vec<u32> = (1..=SEEDS)
+                .map(|seed| {
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    let arrivals: Vec<Duration> = r
+                        .starts
+                        .iter()
+                        .map(|s| *s + herd.splay.mul_f64(rng.random::<f64>()))
+                        .collect();
+                    replay(&arrivals, case.rate, herd.timeout)
+                })
+                .collect();
+            println!(
+                "      the simulator's store fed the calls as they arrived: {} lost; fed these \
+                 starts and splays drawn by seeds 1-{SEEDS}: {drawn:?}",
+                replay(&r.arrivals, case.rate, herd.timeout)
+            );
+        }
+        real.push(r.lost());
     }
-    let url = format!("redis://127.0.0.1:{port}");
+    let mut flags = case.flags.to_vec();
+    let splay = format!("{}ms", herd.splay.as_millis());
+    flags.extend(["--key", "herd", "--splay", &splay]);
+    let policy = retry::setup::from_flags(&flags)?;
+    let rules = policy.state.as_ref().ok_or("a key")?.rules.clone();
+    let simulated: Vec<u64> = (1..=SEEDS)
+        .map(|seed| {
+            let world = World {
+                processes: herd.runs as usize,
+                hosts: herd.runs as usize,
+                every: Duration::from_secs(3600),
+                splay: herd.splay,
+                repeat: false,
+                outage: case.outage,
+                call: Duration::from_millis(2),
+                seed,
+                store: Some(StoreModel {
+                    rate: case.rate,
+                    timeout: herd.timeout,
+                    fail: FailMode::Open,
+                }),
+            };
+            simulate(&policy, Sharing::Fleet, Some(&rules), &world).lost_store
+        })
+        .collect();
+    println!(
+        "    lost the shared state: real {real:?} (rounds 1-{}), simulated {simulated:?} (--fleet \
+         {runs} --hosts {runs} --splay {splay} --store-rate {} --call-time 2ms, seeds 1-{SEEDS})",
+        herd.rounds,
+        case.rate,
+        runs = herd.runs,
+    );
+    Ok(())
+}
+
+/// What one round of real runs did.
+#[derive(Default)]
+struct Round {
+    /// Runs that fell back to their host's state at their start.
+    fell_back: u32,
+    /// Runs that lost the store later ("going on without its breaker and budget").
+    lost_later: u32,
+    /// Script calls and other commands the proxy received.
+    scripts: u64,
+    others: u64,
+    /// When each run's first script call reached the proxy, from the release.
+    arrivals: Vec<Duration>,
+    /// How late each run started (its first log line), from the release: its splay began
+    /// then.
+    starts: Vec<Duration>,
+    /// Each run's time from the end of its splay to its first attempt: its admission.
+    admissions: Vec<Duration>,
+    /// The proxy's mean interval between two answers while calls were waiting (the model's
+    /// is 1/rate).
+    interval: Duration,
+}
+
+impl Round {
+    fn lost(&self) -> u32 {
+        self.fell_back + self.lost_later
+    }
+}
+
+fn print_round(round: u32, r: &Round) {
+    let first = r.arrivals.iter().min().copied().unwrap_or_default();
+    let last = r.arrivals.iter().max().copied().unwrap_or_default();
+    println!(
+        "    round {round}: {} lost the shared state ({} at their start, {} later); {} script \
+         calls, {} other commands, {:.1} ms between \
+         answers in a backlog; first calls from {} to {} after the release, the runs started \
+         (first log line) within {} of it",
+        r.lost(),
+        r.fell_back,
+        r.lost_later,
+        r.scripts,
+        r.others,
+        r.interval.as_secs_f64() * 1000.0,
+        human_ms(first),
+        human_ms(last),
+        human_ms(percentile(&r.starts, 1.0)),
+    );
+}
+
+/// How many of the calls arriving at `arrivals` wait past `timeout` in the simulator's store
+/// answering `rate` calls a second.
+fn replay(arrivals: &[Duration], rate: u32, timeout: Duration) -> u32 {
+    let mut sorted = arrivals.to_vec();
+    sorted.sort();
+    let store = MemoryStore::queued(Line::new(rate, timeout));
+    let mut lost = 0;
+    for at in sorted {
+        store.set_time(u64::try_from(at.as_nanos()).unwrap_or(u64::MAX));
+        if let Some(line) = store.line() {
+            let (_, in_time) = line.serve(&mut 0);
+            lost += u32::from(!in_time);
+        }
+    }
+    lost
+}
+
+/// The value below which a share `p` of `values` lies.
+fn percentile(values: &[Duration], p: f64) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    let i = ((sorted.len() as f64 - 1.0) * p).round().max(0.0) as usize;
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+fn human_ms(d: Duration) -> String {
+    format!("{} ms", d.as_millis())
+}
+
+/// The machine's load averages, from /proc/loadavg where there is one.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Releases `herd.runs` real runs at once (each waits on a FIFO that opens for all of them
+/// together) against a proxy at `case.rate`, and reads what each run's log says.
+fn real_round(bin: &str, redis: &Redis, herd: &Herd, case: &Case, round: u32) -> Outcome<Round> {
+    let proxy = Proxy::start(redis.port, case.rate)?;
+    let key = format!("herd-{}-{}-{round}", std::process::id(), case.rate);
+    let dir = std::env::temp_dir().join(format!("storerate-{key}"));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let url = format!("redis://127.0.0.1:{}", proxy.port);
+    let splay = format!("{}ms", herd.splay.as_millis());
+    let timeout = format!("{}ms", herd.timeout.as_millis());
+    // The runs are started one after another, as fast as the bench can: each sleeps out its
+    // splay as soon as it has started, so the machine runs one or two at a time. Released
+    // together through a gate instead, hundreds start at once on two cores: those whose splay
+    // ends within the second or two that takes are starved of the CPU and call together when
+    // it is over, a burst that no fleet of separate hosts makes.
+    let (released, released_at) = (Instant::now(), std::time::SystemTime::now());
     let mut children = Vec::new();
-    for i in 0..runs {
-        let child = Command::new("sh")
-            .args(["-c", "read _ < \"$0\"; exec \"$@\""])
-            .arg(&gate)
-            .arg(bin)
-            .args(["--key", key, "--state", &url, "--state-timeout", "500ms"])
+    for i in 0..herd.runs {
+        let child = Command::new(bin)
+            .args(["--key", &key, "--state", &url, "--state-timeout", &timeout])
             .args(["--state-dir", &dir.join(format!("h{i}")).to_string_lossy()])
-            .args(["-n", "4", "-d", "1s", "--jitter", "none", "--", "false"])
+            .args(["--splay", &splay, "-v", "--log-format", "json"])
+            .args(case.flags)
+            .args(["--", case.command])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -505,16 +685,7 @@ fn release(bin: &str, port: u16, key: &str, runs: u32) -> Outcome<(u32, u32)> {
             .map_err(|e| format!("cannot start a run: {e}"))?;
         children.push(child);
     }
-    // Every run is waiting to open the FIFO: opening it for writing, and closing it, lets
-    // them all go at once.
-    std::thread::sleep(Duration::from_millis(500));
-    drop(
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&gate)
-            .map_err(|e| e.to_string())?,
-    );
-    let (mut fell_back, mut lost_later) = (0, 0);
+    let mut r = Round::default();
     for mut child in children {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
@@ -522,11 +693,51 @@ fn release(bin: &str, port: u16, key: &str, runs: u32) -> Outcome<(u32, u32)> {
         }
         let _ = child.wait();
         if err.contains("going on with this host's local state") {
-            fell_back += 1;
+            r.fell_back += 1;
         } else if err.contains("going on without its breaker and budget") {
-            lost_later += 1;
+            r.lost_later += 1;
         }
+        read_log(&err, released_at, &mut r);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok((fell_back, lost_later))
+    r.scripts = proxy.scripts.load(Ordering::Relaxed);
+    let served = proxy.served.lock().map_err(|_| "the answers")?.clone();
+    // Between answers in a backlog: the later call had arrived before the earlier's answer.
+    let gaps: Vec<Duration> = served
+        .windows(2)
+        .filter(|w| w[1].0 < w[0].1)
+        .map(|w| w[1].1.saturating_duration_since(w[0].1))
+        .collect();
+    r.interval = gaps.iter().sum::<Duration>() / gaps.len().max(1) as u32;
+    r.others = proxy.others.load(Ordering::Relaxed);
+    let firsts = proxy.firsts.lock().map_err(|_| "the arrivals")?.clone();
+    r.arrivals = firsts
+        .iter()
+        .map(|t| t.saturating_duration_since(released))
+        .collect();
+    Ok(r)
+}
+
+/// A run's start (its first line's time, from `released`) and its admission (from the end of
+/// its splay to its first attempt), from its JSON log.
+fn read_log(log: &str, released: std::time::SystemTime, r: &mut Round) {
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let event = |name: &str| lines.iter().find(|l| l["event"] == name);
+    let started = lines
+        .first()
+        .and_then(|l| l["timestamp"].as_str())
+        .and_then(|t| humantime::parse_rfc3339(t).ok());
+    if let Some(at) = started {
+        r.starts
+            .push(at.duration_since(released).unwrap_or(Duration::ZERO));
+    }
+    let splay = event("splay").and_then(|l| l["delay_ms"].as_u64());
+    let first = event("start").and_then(|l| l["elapsed_ms"].as_u64());
+    if let (Some(splay), Some(first)) = (splay, first) {
+        r.admissions
+            .push(Duration::from_millis(first.saturating_sub(splay)));
+    }
 }

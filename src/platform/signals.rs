@@ -100,10 +100,11 @@ static XFSZ_IGNORED_AT_START: std::sync::OnceLock<bool> = std::sync::OnceLock::n
 /// Call it before retry writes any file.
 pub fn ignore_file_size_limit() {
     XFSZ_IGNORED_AT_START.get_or_init(|| {
-        let was = ignored_at_start(Signal::SIGXFSZ);
+        // The disposition it replaces is the one at start: one sigaction, not a read and then
+        // a write.
         // SAFETY: SIG_IGN installs no handler; nothing else in retry sets SIGXFSZ.
-        let _ = unsafe { nix::sys::signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
-        was
+        let was = unsafe { nix::sys::signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
+        matches!(was, Ok(SigHandler::SigIgn))
     });
 }
 
