@@ -14,11 +14,13 @@
 //!    of our choosing (α ½, β 1: the paper gives none) and `--backoff adaptive`, both with and
 //!    without jitter, each with and without a shared budget. Means over seeds 0..30 with 95%
 //!    confidence intervals, and each rule against exponential backoff with the same jitter.
-//!    `cargo bench --bench fleet -- tune` prints the grid `--backoff adaptive`'s values were
-//!    chosen from, on seeds held out from those (1000..1010), and nothing else.
+//!    `cargo bench --bench fleet --features research -- tune` prints the grid `--backoff
+//!    adaptive`'s values were chosen from, on seeds held out from those (1000..1010), and
+//!    nothing else.
 //! Oracles: Brooker 2022's token bucket and breaker amplification, his metastable collapse, and
 //!    gRPC's retry throttling, each beside retry's budget and breaker in the same model
-//!    (`oracles.rs`); `cargo bench --bench fleet -- oracles` prints them alone.
+//!    (`oracles.rs`); `cargo bench --bench fleet --features research -- oracles` prints them
+//!    alone.
 //! C. A cron fleet through an outage: H hosts (1, 50, 500) each running `retry -n 5` every 5
 //!    minutes at its own phase, against a service down for 10 minutes to 3 hours; without
 //!    state, with a breaker per host, with one shared breaker, one shared budget, both, and both
@@ -34,8 +36,8 @@
 //! Scenarios A and B are research, not product: their models live beside this file
 //! (`brooker.rs`, `spike.rs`, and `rules.rs`, the adaptive rules tried beside retry's own) and
 //! use only retry's public API; scenario C is `retry::sim::fleet`, which `retry --explain
-//! --fleet` runs too. Their unit tests run with `cargo test`, from `tests.rs`, which the
-//! integration tests include as their module `fleet_models`.
+//! --fleet` runs too. Their unit tests are `tests.rs`, the test target `fleet_models`:
+//! `cargo test --features research --test fleet_models`.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -1043,8 +1045,9 @@ fn real_check() -> Result<(), String> {
 /// no setting is chosen on the runs it is then judged by.
 const TUNE_SEEDS: std::ops::Range<u64> = 1000..1010;
 
-/// `cargo bench --bench fleet -- tune`: the grid the adaptive delay's parameters were chosen
-/// from, in scenario B without a budget, beside exponential, full and equal jitter.
+/// `cargo bench --bench fleet --features research -- tune`: the grid the adaptive delay's
+/// parameters were chosen from, in scenario B without a budget, beside exponential, full and
+/// equal jitter.
 fn tune() -> Result<(), String> {
     let base = policy(&["-n", "5", "-d", "100ms", "--max-delay", "5s"])?;
     let mut rows: Vec<(String, Jitter, Delay)> = vec![
@@ -1161,7 +1164,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    // `cargo bench --bench fleet -- oracles`: the external oracles alone.
+    // `cargo bench --bench fleet --features research -- oracles`: the external oracles alone.
     let only_oracles = std::env::args().any(|a| a == "oracles");
     for print in [
         oracles::print_brooker2022,

@@ -1,7 +1,7 @@
 //! The adaptive-delay rules scenario B compares: the paper's recurrence, which is retry's own
 //! (`--backoff adaptive`, [`retry::policy::adaptive`]), and two rules tried beside it while its
-//! parameters were tuned (`cargo bench --bench fleet -- tune`) and not kept in the product: the
-//! odds of failure, and how long the key's failures have lasted.
+//! parameters were tuned (`cargo bench --bench fleet --features research -- tune`) and not
+//! kept in the product: the odds of failure, and how long the key's failures have lasted.
 
 use std::time::Duration;
 

@@ -1,7 +1,9 @@
-//! The unit tests of the fleet bench's models, for `cargo test`, as the module `fleet_models` of
-//! the one integration test binary (tests/it/main.rs): the bench (`main.rs`) is built without a
-//! test harness, so its own build never compiles them. Scenario B's model
-//! (`spike.rs`) has none; it is compiled, and checked by clippy, with the bench.
+//! The unit tests of the fleet bench's models, the test target `fleet_models` (Cargo.toml):
+//! `cargo test --features research --test fleet_models`, which `.ci/run` runs. The bench
+//! (`main.rs`) is built without a test harness, so its own build never compiles them, and
+//! they need the `research` feature's dependencies, which a plain `cargo test` leaves out.
+//! Scenario B's model (`spike.rs`) has none; it is compiled, and checked by clippy, with the
+//! bench.
 
 // The models' items that the bench uses and their tests do not.
 #![allow(dead_code)]

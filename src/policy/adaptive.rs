@@ -50,12 +50,12 @@ impl Default for Params {
     }
 }
 
-/// The parameters `--backoff adaptive` uses. The paper gives no values for α, β or γ; these
-/// are chosen in the simulator's scenario B (`cargo bench --bench fleet -- tune`), over a grid
-/// of α ∈ {0, ½, 0.9}, β ∈ {1, 3, 10, 30, 100, 300} and γ ∈ {½, 1}, on seeds held out from
-/// the ones the bench reports on: the setting with the highest share of all tasks done
-/// within 2 s, the mean over its four cases. It is half the paper's recurrence, half the
-/// exponential delay. (Plain exponential backoff and equal jitter score as high.)
+/// The parameters `--backoff adaptive` uses. The paper gives no values for α, β or γ; these are
+/// chosen in the simulator's scenario B (`cargo bench --bench fleet --features research -- tune`),
+/// over a grid of α ∈ {0, ½, 0.9}, β ∈ {1, 3, 10, 30, 100, 300} and γ ∈ {½, 1}, on seeds held out
+/// from the ones the bench reports on: the setting with the highest share of all tasks done within
+/// 2 s, the mean over its four cases. It is half the paper's recurrence, half the exponential
+/// delay. (Plain exponential backoff and equal jitter score as high.)
 pub const RULE: Params = Params {
     alpha: 0.5,
     beta: 100.0,

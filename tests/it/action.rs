@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::support::http::{Reply, Server};
 use crate::support::{Launch, Run, bin, hermetic, running, within};
+use crate::support::{PredicateBooleanExt, predicate};
 
 /// action.yml's inputs and their defaults, as a runner fills an input that a workflow leaves
 /// out; [`the_table_is_action_yml`] holds it to the file.
@@ -229,7 +230,7 @@ fn three_failures_fail_the_step_with_total_attempts_3_and_exit_code_1() {
         ("max_attempts", "3"),
         ("retry_wait_seconds", "0"),
     ]);
-    assert_eq!(run.code(), Some(1), "{}", run.show());
+    run.assert().code(1);
     assert_eq!(run.lines().iter().filter(|l| *l == "attempt").count(), 3);
     assert_eq!(job.output("total_attempts"), "3");
     assert_eq!(job.output("exit_code"), "1");
@@ -255,7 +256,7 @@ fn a_success_at_the_second_attempt_passes_with_total_attempts_2() {
         ),
         ("retry_wait_seconds", "0"),
     ]);
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert_eq!(job.output("total_attempts"), "2");
     assert_eq!(job.output("exit_code"), "0");
     assert_eq!(job.output("exit_error"), "");
@@ -272,7 +273,7 @@ fn a_timeout_stops_the_command_and_its_children_within_seconds() {
         ("timeout_seconds", "1"),
         ("max_attempts", "1"),
     ]);
-    assert_eq!(run.code(), Some(124), "{}", run.show());
+    run.assert().code(124);
     assert!(run.took < Duration::from_secs(8), "{}", run.show());
     for file in ["bg", "fg"] {
         let pid: i32 = std::fs::read_to_string(job.work().join(file))
@@ -302,7 +303,7 @@ fn continue_on_error_passes_the_step_with_the_failure_in_the_outputs() {
         ("retry_wait_seconds", "0"),
         ("continue_on_error", "true"),
     ]);
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert_eq!(job.output("total_attempts"), "2");
     assert_eq!(job.output("exit_code"), "3");
     assert_eq!(
@@ -323,7 +324,7 @@ fn warning_on_retry_writes_a_warning_line_for_each_retry_and_runs_the_hook() {
         ("retry_wait_seconds", "0.25"),
         ("on_retry_command", "echo cleaned >> hook"),
     ]);
-    assert_eq!(run.code(), Some(1), "{}", run.show());
+    run.assert().code(1);
     // The hook's output is on retry's stderr, which the runner reads for commands too.
     let warnings: Vec<String> = run
         .stderr()
@@ -350,7 +351,8 @@ fn warning_on_retry_writes_a_warning_line_for_each_retry_and_runs_the_hook() {
         ("retry_wait_seconds", "0"),
         ("warning_on_retry", "false"),
     ]);
-    assert!(!run.stderr().contains("::warning::"), "{}", run.show());
+    run.assert()
+        .stderr(predicate::str::contains("::warning::").not());
 }
 
 #[test]
@@ -379,7 +381,7 @@ fn new_command_on_retry_runs_from_the_second_attempt_on() {
         ("new_command_on_retry", "echo again; exit 0"),
         ("retry_wait_seconds", "0"),
     ]);
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert_eq!(run.lines(), ["first", "again"]);
     assert_eq!(job.output("total_attempts"), "2");
 }
@@ -392,7 +394,7 @@ fn retry_on_timeout_does_not_retry_an_error_nor_retry_on_error_a_timeout() {
         ("retry_on", "timeout"),
         ("retry_wait_seconds", "0"),
     ]);
-    assert_eq!(run.code(), Some(1), "{}", run.show());
+    run.assert().code(1);
     assert_eq!(job.output("total_attempts"), "1");
     let job = Job::new();
     let run = job.run(&[
@@ -401,7 +403,7 @@ fn retry_on_timeout_does_not_retry_an_error_nor_retry_on_error_a_timeout() {
         ("retry_on", "error"),
         ("retry_wait_seconds", "0"),
     ]);
-    assert_eq!(run.code(), Some(124), "{}", run.show());
+    run.assert().code(124);
     assert_eq!(job.output("total_attempts"), "1");
 }
 
@@ -451,9 +453,10 @@ fn args_reach_retry_as_flags() {
             "--attempts 2 --delay 0 --name 'my job' --fatal-on 7",
         ),
     ]);
-    assert_eq!(run.code(), Some(7), "{}", run.show());
+    run.assert().code(7);
     assert_eq!(job.output("total_attempts"), "1");
-    assert!(run.stderr().contains("job 'my job'"), "{}", run.show());
+    run.assert()
+        .stderr(predicate::str::contains("job 'my job'"));
 }
 
 #[test]
@@ -548,7 +551,7 @@ fn the_release_for_the_runner_is_downloaded_with_its_checksum_checked() {
     let run = job
         .step("install", &[("download_url", &server.url("/releases"))])
         .run();
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     let installed = job.temp().join("retry-action").join(&release.name);
     assert_eq!(
         job.output("bin"),
@@ -577,7 +580,7 @@ fn the_release_for_the_runner_is_downloaded_with_its_checksum_checked() {
         .step("install", &[("download_url", &server.url("/releases"))])
         .env("RETRY_ACTION_REF", format!("v{}", release.version))
         .run();
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert!(!server.request_paths().iter().any(|p| p.ends_with("latest")));
 }
 
@@ -590,7 +593,7 @@ fn an_archive_that_does_not_match_its_checksum_is_refused() {
     let run = job
         .step("install", &[("download_url", &server.url("/releases"))])
         .run();
-    assert_eq!(run.code(), Some(1), "{}", run.show());
+    run.assert().code(1);
     assert!(
         run.stdout().starts_with(&format!(
             "::error::retry action: {}.tar.gz does not match its checksum",
@@ -610,7 +613,7 @@ fn this_retry_on_path_is_used_and_minfrins_is_not() {
     let run = job
         .step("install", &[("download_url", "http://127.0.0.1:9/none")])
         .run();
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert_eq!(
         job.output("bin"),
         job.bin().join("retry").display().to_string()
@@ -633,7 +636,7 @@ fn this_retry_on_path_is_used_and_minfrins_is_not() {
     let run = job
         .step("install", &[("download_url", &server.url("/releases"))])
         .run();
-    assert_eq!(run.code(), Some(0), "{}", run.show());
+    run.assert().code(0);
     assert_eq!(
         job.output("bin"),
         job.temp()
@@ -649,7 +652,7 @@ fn this_retry_on_path_is_used_and_minfrins_is_not() {
 fn a_windows_runner_is_told_what_to_use_instead() {
     let job = Job::bare();
     let run = job.step("install", &[]).env("RUNNER_OS", "Windows").run();
-    assert_eq!(run.code(), Some(1), "{}", run.show());
+    run.assert().code(1);
     assert!(
         run.stdout().starts_with("::error::retry action: retry runs on Linux and macOS runners, not on Windows: there, use nick-fields/retry"),
         "{}",

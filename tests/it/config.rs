@@ -7,7 +7,7 @@ use snapbox::str;
 use tempfile::TempDir;
 
 use crate::support;
-use crate::support::{Launch, assert_output};
+use crate::support::{Launch, assert_output, predicate};
 
 /// [`support::retry`] with `XDG_CONFIG_HOME` in `home` (and no `RETRY_CONFIG`, as always).
 fn retry_in(home: &Path) -> std::process::Command {
@@ -94,7 +94,7 @@ fn a_flag_hides_the_files_settings_it_excludes() {
             "--explain",
         ])
         .run();
-    assert_eq!(out.code(), Some(0), "{}", out.stderr());
+    out.assert().code(0);
     assert!(row(&out.stdout, "attempts").contains("unlimited"));
     assert!(row(&out.stdout, "backoff").contains("list 1s,2s"));
 }
@@ -156,7 +156,7 @@ fn the_files_color_setting_applies_and_the_flag_wins() {
 fn the_default_file_is_found_under_xdg_config_home_and_its_absence_is_fine() {
     let dir = TempDir::new().expect("temp dir");
     let out = retry_in(dir.path()).args(["--explain"]).run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(row(&out.stdout, "attempts").contains("5 (4 retries)"));
     write(&dir, "retry/config.toml", "attempts = 9\n");
     let out = retry_in(dir.path()).args(["--explain"]).run();
@@ -176,12 +176,12 @@ fn retry_config_names_the_file_when_no_flag_does() {
         .args(["--explain"])
         .run();
     assert!(row(&out.stdout, "attempts").contains("6 (5 retries)"));
-    let out = retry_in(dir.path())
+    retry_in(dir.path())
         .env("RETRY_CONFIG", dir.path().join("missing.toml"))
         .args(["--", "true"])
-        .run();
-    assert_eq!(out.code(), Some(125));
-    assert!(out.stderr().contains("(from RETRY_CONFIG): "));
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("(from RETRY_CONFIG): "));
 }
 
 #[test]
@@ -286,14 +286,13 @@ retry: error: no such profile or preset: nope; add [profiles.nope] to [TMP]/bad.
 #[test]
 fn a_missing_config_file_named_by_the_flag_is_a_usage_error() {
     let dir = TempDir::new().expect("temp dir");
-    let out = retry_in(dir.path())
+    retry_in(dir.path())
         .args(["--config", "/nonexistent/retry.toml", "--", "true"])
-        .run();
-    assert_eq!(out.code(), Some(125));
-    assert!(
-        out.stderr()
-            .contains("(from --config): /nonexistent/retry.toml;")
-    );
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(
+            "(from --config): /nonexistent/retry.toml;",
+        ));
 }
 
 #[test]
@@ -427,7 +426,7 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
     );
     // A run without the profile runs, and says once that the profile is broken.
     let out = retry_in(home.path()).args(["--", "echo", "hi"]).run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert_eq!(out.stdout, b"hi\n");
     let said = out.stderr();
     assert_eq!(said.matches("warning: profile ci").count(), 1, "{said}");
@@ -436,12 +435,12 @@ fn a_broken_profile_stops_only_the_runs_that_use_it() {
     let out = retry_in(home.path())
         .args(["-p", "fast", "--", "echo", "hi"])
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     // The run that uses it stops, naming the file, the line and the value, and runs nothing.
     let out = retry_in(home.path())
         .args(["-p", "ci", "--", "echo", "hi"])
         .run();
-    assert_eq!(out.code(), Some(125));
+    out.assert().code(125);
     assert!(out.stdout.is_empty());
     let said = out.stderr();
     assert!(
@@ -491,7 +490,7 @@ fn a_missing_config_file_whose_name_is_not_utf8_is_shown_escaped() {
         )
         .args(["--", "true"])
         .run();
-    assert_eq!(out.code(), Some(125));
+    out.assert().code(125);
     let err = out.stderr();
     assert!(
         err.starts_with("retry: error: no config file there (from --config): $'")
@@ -564,7 +563,7 @@ fn a_count_set_to_true_is_one_and_a_flag_hides_the_files_opposite() {
     assert_eq!(said.lines().count(), 1, "{said}");
     write(&home, "retry/config.toml", "verbose = \"yes\"\n");
     let out = run(&[]);
-    assert_eq!(out.code(), Some(125));
+    out.assert().code(125);
     assert!(out.stdout.is_empty(), "nothing ran");
 }
 
@@ -591,7 +590,7 @@ fn explain_warns_when_the_file_makes_fatal_a_status_the_profile_retries() {
             "u",
         ])
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     let text = out.stdout();
     assert!(
         text.lines().any(

@@ -45,7 +45,7 @@ fn a_forged_line_in_an_argument_stays_inside_the_give_up_line_of_the_log_file() 
         .arg(&log)
         .args(["--", "sh", "-c", "exit 1", HOSTILE[0]]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(1));
+    out.assert().code(1);
     let text = fs::read_to_string(&log).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(
@@ -101,7 +101,7 @@ fn explain_shows_every_value_from_outside_escaped() {
         ])
         .args(["--on-retry", value, "--", "true", value]);
         let out = c.run();
-        assert_eq!(out.status.code(), Some(0));
+        out.assert().code(0);
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(hostile(&out.stdout), None, "{value:?}: {text}");
         assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");
@@ -128,7 +128,7 @@ fn a_name_that_is_not_utf8_is_a_usage_error_naming_the_option_and_the_value() {
         let mut c = retry();
         c.args(&args).args(["--", "true"]);
         let out = c.run();
-        assert_eq!(out.status.code(), Some(125));
+        out.assert().code(125);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.starts_with(r"retry: error: --name needs UTF-8: $'\377'"),
@@ -225,7 +225,7 @@ fn list_keys_shows_hostile_key_names_escaped_from_a_state_folder_and_from_redis(
         let mut c = retry();
         c.args(place).arg("--list-keys");
         let out = c.run();
-        assert_eq!(out.status.code(), Some(0));
+        out.assert().code(0);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert_eq!(hostile(&out.stdout), None, "{text}");
         // The heading, the column names, one row.
@@ -296,7 +296,7 @@ fn the_hint_folder_is_private_whatever_the_umask() {
         let out = retry_in_sh(&format!(
             "umask {umask}; exec \"$0\" --hints -n1 -- sh -c 'stat -c %a \"${{RETRY_HINT_FILE%/*}}\"'"
         ));
-        assert_eq!(out.status.code(), Some(0));
+        out.assert().code(0);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
             "700",
@@ -332,7 +332,7 @@ fn hints_without_a_usable_tmpdir_warn_and_run_the_command() {
     c.env("TMPDIR", "/nonexistent/retry-tests")
         .args(["--hints", "-n1", "--", "sh", "-c", "echo ran"]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -358,7 +358,7 @@ fn output_that_cannot_be_held_passes_through_and_the_end_of_the_run_is_never_los
         "head -c 1500000 /dev/zero; echo \"last error of $RETRY_ATTEMPT\" >&2; exit 1",
     ]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(1));
+    out.assert().code(1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot hold more output"), "{err}");
     for line in [
@@ -387,7 +387,7 @@ fn held_output_is_bounded_and_the_printout_says_how_many_attempts_were_left_out(
         "head -c 1048576 /dev/zero; echo \"end of $RETRY_ATTEMPT\" >&2; exit 1",
     ]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(1));
+    out.assert().code(1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.stdout.len() <= 16 << 20, "{}", out.stdout.len());
     assert!(out.stdout.len() >= 7 << 20, "{}", out.stdout.len());
@@ -421,7 +421,7 @@ fn the_printout_ends_with_the_give_up_line_also_when_the_log_goes_to_a_file() {
         .arg(&log)
         .args(["--", "sh", "-c", "echo oops >&2; exit 3"]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(3));
+    out.assert().code(3);
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err
         .trim_end()
@@ -456,7 +456,7 @@ fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_f
     ])
     .args(["--", "true"]);
     let out = c.run();
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let err = String::from_utf8_lossy(&out.stderr);
     let summary: serde_json::Value = serde_json::from_str(err.trim()).expect("the summary");
     assert_eq!(summary["attempt_count"], 1, "{err}");
@@ -469,7 +469,7 @@ fn a_summary_to_dev_stderr_is_written_into_a_pipe_and_appended_to_a_redirected_f
         "\"$0\" --summary /dev/stderr -qq -- true 2>> '{}'",
         log.display()
     ));
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let text = fs::read_to_string(&log).unwrap();
     assert!(text.starts_with("yesterday\n{"), "{text}");
     // A regular file named as it is, is still replaced.

@@ -27,7 +27,7 @@ fn a_fleet_of_a_thousand_is_simulated_without_running_anything() {
     let (out, _) = explain(&[
         "--fleet", "1000", "--outage", "10m", "-n", "5", "--", "sh", "-c", &touch,
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     assert!(!marker.exists(), "nothing ran");
     let text = String::from_utf8_lossy(&out.stdout);
     // The table and the chart of seed 1, whole; a thousand is one group, stepped as one queue
@@ -55,7 +55,7 @@ fn calls_in_outage(text: &str, row: &str) -> u64 {
 #[test]
 fn one_store_for_the_fleet_sends_far_fewer_calls_into_the_outage() {
     let (out, _) = explain(&["--fleet", "200", "--outage", "30m", "--key", "api"]);
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let text = String::from_utf8_lossy(&out.stdout);
     let with = calls_in_outage(&text, "this policy");
     let without = calls_in_outage(&text, "without --key");
@@ -85,7 +85,7 @@ fn the_adaptive_delay_is_simulated_beside_its_exponential_fallback() {
         "--splay",
         "5m",
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("retry's own adaptive delay"), "{text}");
     // As the key's failures pile up, each host waits longer than exponential backoff would.
@@ -119,12 +119,12 @@ fn with_a_shared_store_the_fleet_has_one_breaker() {
 #[test]
 fn fleet_needs_explain_and_a_sane_interval() {
     let out = support::retry().args(["--fleet", "10", "--", "true"]).run();
-    assert_eq!(out.status.code(), Some(125));
+    out.assert().code(125);
     let (out, _) = explain(&["--fleet", "10", "--every", "10ms"]);
-    assert_eq!(out.status.code(), Some(125));
+    out.assert().code(125);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--every"));
     let (out, _) = explain(&["--fleet", "0"]);
-    assert_eq!(out.status.code(), Some(125));
+    out.assert().code(125);
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn a_fleet_too_long_to_simulate_is_refused_at_once_naming_the_limit() {
     ]);
     // Refused before it simulates: a simulation would outlast the patience.
     let out = c.run();
-    assert_eq!(out.status.code(), Some(125));
+    out.assert().code(125);
     support::assert_output(
         out.stderr(),
         str![[r#"
@@ -158,7 +158,7 @@ fn a_fleet_stepped_in_groups_says_so_above_the_table_and_nothing_on_stderr() {
     let (out, _) = explain(&[
         "--fleet", "3000", "--hosts", "30", "--key", "api", "--", "true",
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let text = String::from_utf8_lossy(&out.stdout);
     let head: String = text.lines().take(8).collect::<Vec<_>>().join("\n");
     assert!(
@@ -187,7 +187,7 @@ fn a_fleet_whose_runs_would_retry_through_the_outage_is_refused_naming_the_limit
         "--",
         "true",
     ]);
-    assert_eq!(out.status.code(), Some(125));
+    out.assert().code(125);
     support::assert_output(
         out.stderr(),
         str![[r#"
@@ -433,7 +433,7 @@ fn the_table_states_its_assumptions_above_it() {
         "--",
         "true",
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    out.assert().code(0);
     let text = String::from_utf8_lossy(&out.stdout);
     let head: String = text.lines().take(5).collect::<Vec<_>>().join("\n");
     for said in [

@@ -234,7 +234,7 @@ fn render_again() -> String {
 #[test]
 fn the_short_help_answers_the_common_questions_on_its_first_screen() {
     let out = support::retry().arg("-h").env("COLUMNS", "80").run();
-    assert_eq!(out.code(), Some(0), "{}", out.show());
+    out.assert().code(0);
     let help = out.stdout();
     support::assert_output(&help, snapbox::file!["snapshots/short-help.txt"]);
     // A preset added later is listed too.

@@ -120,7 +120,7 @@ fn on_retry_gets_the_attempt_its_status_the_next_delay_and_the_run_variables() {
             r#"env > "$OUT/cmd.$RETRY_ATTEMPT"; exit 3"#,
         ],
     );
-    assert_eq!(r.code(), Some(3), "{}", r.stderr());
+    r.assert().code(3);
     assert_eq!(files(&dir, "retry."), ["retry.1", "retry.2"]);
     let first = read(dir.path().join("retry.1"));
     let second = read(dir.path().join("retry.2"));
@@ -170,7 +170,7 @@ fn an_inherited_idempotency_key_reaches_the_hooks_too() {
             "false",
         ])
         .run();
-    assert_eq!(out.code(), Some(1));
+    out.assert().code(1);
     for hook in ["retry", "giveup"] {
         let env = read(dir.path().join(hook));
         assert_eq!(
@@ -190,7 +190,7 @@ fn on_giveup_gets_the_last_status_and_the_reason() {
         &["--on-giveup", r#"env > "$OUT/giveup""#],
         "exit 4",
     );
-    assert_eq!(r.code(), Some(4), "{}", r.stderr());
+    r.assert().code(4);
     let env = read(dir.path().join("giveup"));
     assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("2"));
     assert_eq!(var(&env, "RETRY_MAX_ATTEMPTS"), Some("2"));
@@ -220,7 +220,7 @@ fn on_giveup_runs_on_a_fatal_status_with_its_reason() {
         ],
         "exit 9",
     );
-    assert_eq!(r.code(), Some(9), "{}", r.stderr());
+    r.assert().code(9);
     assert_eq!(read(dir.path().join("retries")), "", "nothing was retried");
     let env = read(dir.path().join("giveup"));
     assert_eq!(var(&env, "RETRY_ATTEMPT"), Some("1"));
@@ -253,7 +253,7 @@ fn a_timed_out_attempt_is_status_124_for_the_hooks() {
             "30",
         ],
     );
-    assert_eq!(r.code(), Some(124), "{}", r.stderr());
+    r.assert().code(124);
     assert_eq!(read(dir.path().join("retry")), "124\n");
     assert_eq!(read(dir.path().join("giveup")), "124\n");
 }
@@ -274,7 +274,7 @@ fn on_retry_runs_once_per_wait_and_never_after_the_last_attempt() {
         ],
         r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; exit 1"#,
     );
-    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+    r.assert().code(1);
     assert_eq!(
         read(dir.path().join("log")),
         "attempt 1\nretry 1\nattempt 2\nretry 2\nattempt 3\nretry 3\nattempt 4\ngiveup 4\n"
@@ -295,7 +295,7 @@ fn on_retry_runs_before_the_retry_that_then_succeeds_and_on_giveup_does_not_run(
         ],
         r#"echo "attempt $RETRY_ATTEMPT" >> "$OUT/log"; [ "$RETRY_ATTEMPT" = 2 ]"#,
     );
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert_eq!(
         read(dir.path().join("log")),
         "attempt 1\nretry 1\nattempt 2\n"
@@ -318,7 +318,7 @@ fn no_hook_runs_when_the_first_attempt_succeeds() {
             "true",
         ],
     );
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert!(files(&dir, "").is_empty(), "{:?}", files(&dir, ""));
 }
 
@@ -394,7 +394,7 @@ fn hook_stdout_goes_to_stderr_not_to_retrys_stdout() {
         ],
         "echo from-command; exit 1",
     );
-    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+    r.assert().code(1);
     assert_eq!(r.stdout(), "from-command\nfrom-command\n");
     assert_output(
         r.stderr(),
@@ -442,7 +442,7 @@ retry: attempt 3/3 succeeded after 2 attempts failed; [ELAPSED] in all; command:
 fn a_failing_on_giveup_hook_is_logged_and_the_exit_status_is_the_commands() {
     let dir = TempDir::new().expect("temp dir");
     let r = run_hooked(&dir, "2", &["--on-giveup", "exit 1"], "exit 5");
-    assert_eq!(r.code(), Some(5), "{}", r.stderr());
+    r.assert().code(5);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -464,7 +464,7 @@ fn a_hook_killed_by_a_signal_is_logged_as_a_failure() {
         &["--on-retry", "kill -KILL $$"],
         r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
     );
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -485,7 +485,7 @@ fn a_hook_that_cannot_be_run_is_logged_and_changes_nothing() {
         &["--on-giveup", "/nonexistent/retry-test-hook"],
         "exit 6",
     );
-    assert_eq!(r.code(), Some(6), "{}", r.stderr());
+    r.assert().code(6);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -516,7 +516,7 @@ fn a_hanging_hook_is_stopped_by_hook_timeout_and_the_run_goes_on() {
         r#"echo x >> "$OUT/runs"; exit 2"#,
     );
     assert!(r.took < QUICK, "took {:?}", r.took);
-    assert_eq!(r.code(), Some(2), "{}", r.stderr());
+    r.assert().code(2);
     assert_eq!(read(dir.path().join("runs")), "x\nx\nx\n");
     assert_output(
         r.stderr(),
@@ -549,7 +549,7 @@ fn a_hook_that_ignores_term_is_killed_a_second_later() {
     );
     // The output is read to its end: nothing of the hook holds retry's stderr open.
     assert!(r.took < QUICK, "took {:?}", r.took);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     // After the SIGKILL, the hook's sleep may still be a zombie its new parent has not reaped;
     // where retry cannot look in /proc (the portable build) it then adds "some of its
     // processes outlived SIGKILL", which is what it can see.

@@ -37,7 +37,7 @@ fn a_503_then_a_200_succeeds_on_the_second_attempt() {
 fn a_404_stops_after_one_attempt() {
     let server = Server::start(vec![Reply::new(404)]);
     let out = curl(&["-d", "0"], &["-f"], &server.url("/"));
-    assert_eq!(out.code(), Some(22));
+    out.assert().code(22);
     assert_eq!(server.requests(), 1);
     assert!(
         stderr(&out).contains("HTTP status 404 is fatal"),
@@ -124,7 +124,7 @@ fn a_retry_after_past_max_time_stops_the_run_at_once() {
         started.elapsed()
     );
     assert_eq!(server.requests(), 1);
-    assert_eq!(out.code(), Some(22));
+    out.assert().code(22);
     let log = stderr(&out);
     assert!(
         log.contains("come back in 2m, after the --max-time deadline"),
@@ -148,7 +148,7 @@ fn a_redirect_chain_is_judged_by_its_last_response() {
         ("/gone", vec![Reply::new(404)]),
     ]);
     let out = curl(&["-d", "0"], &["-f", "-L"], &server.url("/start"));
-    assert_eq!(out.code(), Some(22));
+    out.assert().code(22);
     assert_eq!(server.requests(), 2);
 }
 
@@ -272,7 +272,7 @@ fn the_commands_output_arrives_byte_exact_through_output_rules() {
         ])
         .arg(server.url("/"))
         .run();
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(out.stdout == body, "stdout has {} bytes", out.stdout.len());
 }
 
@@ -367,7 +367,7 @@ fn the_curl_preset_retries_what_todays_curl_says_of_a_network_failure_and_not_a_
             "http://[bad",
         ])
         .run();
-    assert_eq!(out.code(), Some(3));
+    out.assert().code(3);
     assert!(
         stderr(&out).contains("giving up after 1 attempt"),
         "{}",

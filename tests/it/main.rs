@@ -21,10 +21,6 @@ mod config;
 mod docs;
 mod edges;
 mod fleet;
-// The unit tests of the fleet bench's research models (scenarios A and B): the bench has no
-// test harness, so they run here, in the one test binary.
-#[path = "../../benches/fleet/tests.rs"]
-mod fleet_models;
 mod generated;
 mod hooks;
 mod http;

@@ -3,6 +3,7 @@
 
 use crate::support;
 use crate::support::Launch;
+use crate::support::{PredicateBooleanExt, predicate};
 
 /// Runs `sh -c script` under `retry --preset NAME -n 3 -d 0`; returns how many attempts ran.
 fn attempts(preset: &str, script: &str) -> usize {
@@ -112,7 +113,7 @@ fn an_unknown_preset_is_a_usage_error_naming_the_known_ones() {
     let out = support::retry()
         .args(["--preset", "nope", "--", "true"])
         .run();
-    assert_eq!(out.code(), Some(125));
+    out.assert().code(125);
     let err = out.stderr();
     assert!(
         err.contains(": nope;") && err.contains("curl, sysexits, ssh, git, apt"),
@@ -132,7 +133,7 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
         )
     };
     let (n, said, out) = warned(&["--preset", "curl", "-n", "1", "--", "true"]);
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert_eq!(n, 1, "{said}");
     assert!(said.contains("-D {hints}"), "gives the fix: {said}");
     let (n, said, _) = warned(&["--preset", "curl", "-n", "1", "--", "true", "-D", "{hints}"]);
@@ -159,18 +160,19 @@ fn the_curl_preset_without_a_header_dump_says_the_http_status_is_unknown() {
         let out = support::retry()
             .args([list, "503", "--hints", "-n", "1", "--", "sh", "-c", script])
             .run();
-        assert!(!out.stderr().contains("header dump"), "{}", out.show());
+        out.assert()
+            .stderr(predicate::str::contains("header dump").not());
         // Without --hints there is no file to write to.
         let out = support::retry()
             .args([list, "503", "-n", "1", "--", "sh", "-c", script])
             .run();
-        assert!(out.stderr().contains("header dump"), "{}", out.show());
+        out.assert().stderr(predicate::str::contains("header dump"));
         let out = support::retry()
             .args([
                 list, "503", "--hints", "-n", "1", "--", "curl", "-fsS", "URL",
             ])
             .run();
-        assert!(out.stderr().contains("header dump"), "{}", out.show());
+        out.assert().stderr(predicate::str::contains("header dump"));
     }
     // --explain says it too, and runs nothing.
     let (_, _, out) = warned(&["--explain", "--preset", "curl", "--", "curl", "-fsS", "URL"]);
@@ -210,12 +212,12 @@ fn git_is_judged_by_what_todays_git_prints_over_https_and_ssh() {
     let unavailable = Server::start(vec![Reply::new(503)]);
     let out = git(&["ls-remote", &unavailable.url("/r.git")], None);
     assert_eq!(unavailable.requests(), 3, "{}", out.show());
-    assert_eq!(out.code(), Some(128), "{}", out.show());
+    out.assert().code(128);
 
     let missing = Server::start(vec![Reply::new(404)]);
     let out = git(&["ls-remote", &missing.url("/r.git")], None);
     assert_eq!(missing.requests(), 1, "{}", out.show());
-    assert!(out.stderr().contains("not found"), "{}", out.show());
+    out.assert().stderr(predicate::str::contains("not found"));
 
     if !support::have("ssh", "apt-get install openssh-client") {
         return;
@@ -256,13 +258,10 @@ fn git_is_judged_by_what_todays_git_prints_over_https_and_ssh() {
         Some(&ssh),
     );
     done.store(true, std::sync::atomic::Ordering::SeqCst);
-    assert!(
-        out.stderr()
-            .contains("kex_exchange_identification: Connection closed"),
-        "{}",
-        out.show()
-    );
-    assert_eq!(out.code(), Some(128), "{}", out.show());
+    out.assert().stderr(predicate::str::contains(
+        "kex_exchange_identification: Connection closed",
+    ));
+    out.assert().code(128);
     assert_eq!(accepted.join().expect("the listener"), 3, "{}", out.show());
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
+use crate::support::predicate;
 use crate::support::{self, Launch, PATIENCE, retry, start, wait};
 
 fn send(child: &std::process::Child, signal: Signal) {
@@ -376,7 +377,7 @@ fn ignored_by_the_command(command: &mut Command) -> u64 {
     let out = command
         .args(["--", "grep", "^SigIgn:", "/proc/self/status"])
         .run();
-    assert_eq!(out.code(), Some(0), "{}", out.show());
+    out.assert().code(0);
     let line = out.stdout();
     line.trim()
         .strip_prefix("SigIgn:")
@@ -406,7 +407,8 @@ fn the_command_starts_with_sigxfsz_at_its_default_and_dies_by_it_past_a_file_siz
         "{}",
         out.show()
     );
-    assert!(out.stderr().contains("killed by SIGXFSZ"), "{}", out.show());
+    out.assert()
+        .stderr(predicate::str::contains("killed by SIGXFSZ"));
 }
 
 /// A SIGXFSZ ignored when retry starts stays ignored for the command.
@@ -444,14 +446,14 @@ fn a_state_file_past_a_file_size_limit_is_a_warning_and_stays_as_it_was() {
         .map(String::from)
     };
     let first = retry().args(args("1")).args(["--", "false"]).run();
-    assert_eq!(first.code(), Some(1), "{}", first.show());
+    first.assert().code(1);
     let file = state.join("limited.json");
     let before = std::fs::read(&file).expect("the state file");
     let out = support::retry_under_file_limit(0)
         .args(args("3"))
         .args(["--", "sh", "-c", "echo ran; exit 1"])
         .run();
-    assert_eq!(out.code(), Some(1), "{}", out.show());
+    out.assert().code(1);
     assert_eq!(out.stdout(), "ran\nran\nran\n", "{}", out.show());
     let warnings: Vec<String> = out
         .log()

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use nix::sys::resource::{Resource, setrlimit};
 use nix::unistd::{Gid, Uid, setgid, setuid};
 
-use crate::support::{self, Launch, Lines};
+use crate::support::{self, Launch, Lines, predicate};
 
 /// A user of this test process's own, `n` telling a test's from another's: RLIMIT_NPROC counts
 /// all of a user's processes, so no other process on the machine may be one of them, neither
@@ -43,7 +43,7 @@ fn a_spawn_that_fails_for_lack_of_processes_is_retried_until_there_is_room() {
             std::env::var_os("CI").is_none(),
             "running as another user under RLIMIT_NPROC needs root, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: RLIMIT_NPROC binds only a user that is not root. ***");
+        crate::support::skipped("needs root: RLIMIT_NPROC binds only a user that is not root");
         return;
     }
     // Two processes of the user's at most: this one and retry, so that retry cannot start an
@@ -96,7 +96,7 @@ fn out_of_processes_to_the_last_attempt_ends_125() {
             std::env::var_os("CI").is_none(),
             "running as another user under RLIMIT_NPROC needs root, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: RLIMIT_NPROC binds only a user that is not root. ***");
+        crate::support::skipped("needs root: RLIMIT_NPROC binds only a user that is not root");
         return;
     }
     // One process of the user's at most: retry itself.
@@ -105,8 +105,9 @@ fn out_of_processes_to_the_last_attempt_ends_125() {
         .args(["-n", "3", "-d", "0", "--", "true"])
         .current_dir("/")
         .run();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{log}");
+    let log = out.stderr();
     assert_eq!(log.matches("lack of resources").count(), 3, "{log}");
-    assert!(log.contains("giving up after 3 attempts"), "{log}");
+    out.assert()
+        .code(125)
+        .stderr(predicate::str::contains("giving up after 3 attempts"));
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::keyed::{self, Setup, output, stderr, with};
+use crate::support::{PredicateBooleanExt, predicate};
 
 /// The scenarios every store runs (tests/it/support/keyed.rs), here on the state directory.
 macro_rules! on_files {
@@ -41,11 +42,8 @@ fn a_corrupt_state_file_is_moved_aside_and_the_run_goes_on_as_for_a_new_key() {
     let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 3);
     assert_eq!(out.status.code(), Some(3), "the outcome stands");
     assert_eq!(s.ran(), 2);
-    assert!(
-        stderr(&out).contains("could not be read"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert()
+        .stderr(predicate::str::contains("could not be read"));
     let aside = fs::read(s.state().join("api.json.corrupt")).expect("moved aside");
     assert_eq!(aside, b"{\"version\":1,\"state\":");
     let state: Value =
@@ -64,7 +62,7 @@ fn an_unwritable_state_directory_is_a_warning_and_changes_no_outcome() {
     let s = Setup::file();
     fs::write(s.state(), b"a file where the directory should be").expect("write");
     let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 6);
-    assert_eq!(out.status.code(), Some(6));
+    out.assert().code(6);
     assert_eq!(s.ran(), 2, "the run went on without state");
     let log = stderr(&out);
     assert!(
@@ -77,7 +75,7 @@ fn an_unwritable_state_directory_is_a_warning_and_changes_no_outcome() {
         "one warning, not one per attempt: {log}"
     );
     let ok = s.run(&["--key", "api", "-n", "1"], 0);
-    assert_eq!(ok.status.code(), Some(0));
+    ok.assert().code(0);
 }
 
 fn nix_is_root() -> bool {
@@ -89,22 +87,24 @@ fn nix_is_root() -> bool {
 #[test]
 fn a_read_only_state_directory_is_a_warning_when_not_root() {
     if nix_is_root() {
-        eprintln!("skipped: root can write to a read-only directory");
+        crate::support::skipped(
+            "needs a user that is not root: root writes to a read-only directory",
+        );
         return;
     }
     let s = Setup::file();
     fs::create_dir_all(s.state()).expect("state dir");
     fs::set_permissions(s.state(), fs::Permissions::from_mode(0o500)).expect("chmod");
     let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 6);
-    assert_eq!(out.status.code(), Some(6));
-    assert!(stderr(&out).contains("warning"), "{}", stderr(&out));
+    out.assert().code(6);
+    out.assert().stderr(predicate::str::contains("warning"));
 }
 
 #[test]
 fn a_key_never_reaches_outside_the_state_directory() {
     let s = Setup::file();
     let out = s.run(&["--key", "../../escape", "-n", "2", "-d", "1ms"], 1);
-    assert_eq!(out.status.code(), Some(1));
+    out.assert().code(1);
     let names: Vec<String> = fs::read_dir(s.state())
         .expect("state dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -271,7 +271,7 @@ fn output_within(mut c: Command, limit: Duration) -> Output {
 /// A valid state file of key `api` whose breaker is open for an hour, moved to `to`.
 fn open_state_at(s: &Setup, to: &Path) {
     s.run(&with(&keyed::breaker("1h"), &["-n", "3"]), 1);
-    assert_eq!(s.run(&keyed::breaker("1h"), 0).status.code(), Some(75));
+    s.run(&keyed::breaker("1h"), 0).assert().code(75);
     fs::rename(s.file_of("api"), to).expect("moved");
 }
 
@@ -284,13 +284,10 @@ fn a_link_planted_as_the_state_file_is_neither_followed_nor_written_through() {
     std::os::unix::fs::symlink(&victim, s.file_of("api")).expect("linked");
     // Followed, the victim's open breaker would refuse the run.
     let out = s.run(&with(&keyed::breaker("1h"), &["-n", "1"]), 0);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
     assert_eq!(s.ran(), 4);
-    assert!(
-        stderr(&out).contains("it is a symbolic link"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert()
+        .stderr(predicate::str::contains("it is a symbolic link"));
     assert_eq!(fs::read(&victim).expect("victim"), before, "untouched");
     let aside = fs::symlink_metadata(s.state().join("api.json.corrupt")).expect("aside");
     assert!(
@@ -344,7 +341,7 @@ fn a_directory_as_the_state_file_is_moved_aside_and_the_key_works_again() {
     fs::create_dir_all(s.file_of("api")).expect("a directory in its place");
     let flags = with(&keyed::breaker("1h"), &["-n", "1"]);
     let out = s.run(&flags, 1);
-    assert_eq!(out.status.code(), Some(1));
+    out.assert().code(1);
     let log = stderr(&out);
     assert!(
         log.contains("it is a directory") && log.contains("api.json.corrupt"),
@@ -355,7 +352,7 @@ fn a_directory_as_the_state_file_is_moved_aside_and_the_key_works_again() {
     // The key keeps its breaker again: two more failures open it.
     s.run(&flags, 1);
     s.run(&flags, 1);
-    assert_eq!(s.run(&flags, 0).status.code(), Some(75));
+    s.run(&flags, 0).assert().code(75);
     assert_eq!(s.ran(), 3);
 }
 
@@ -381,7 +378,8 @@ fn a_state_directory_others_can_write_is_refused_with_one_warning_saying_how_to_
     // Sticky, and this user's: used.
     fs::set_permissions(s.state(), fs::Permissions::from_mode(0o1777)).expect("chmod");
     let out = s.run(&with(&keyed::breaker("1h"), &["-n", "1"]), 5);
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    out.assert()
+        .stderr(predicate::str::contains("warning").not());
     assert!(s.file_of("api").exists());
 }
 
@@ -399,12 +397,12 @@ fn explain_reads_a_corrupt_state_without_changing_anything_and_says_what_a_run_w
     let explain = || output(s.retry(&with(&keyed::breaker("1h"), &["--explain"])));
     // No directory: none is made.
     let out = explain();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
     assert!(!s.state().exists(), "no directory made");
     fs::create_dir_all(s.state()).expect("state dir");
     fs::write(s.file_of("api"), b"{\"version\":1,\"state\":").expect("write");
     let out = explain();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("cannot be read") && text.contains("the next run moves it aside"),
@@ -437,25 +435,19 @@ fn reset_state_of_a_key_with_no_state_says_so_and_makes_nothing() {
     let s = Setup::file();
     let reset = || output(s.retry(&["--key", "api", "--reset-state"]));
     let out = reset();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("there was no state for key 'api'"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert().code(0);
+    out.assert()
+        .stderr(predicate::str::contains("there was no state for key 'api'"));
     assert!(!s.state().exists());
     fs::create_dir_all(s.state()).expect("state dir");
     let out = reset();
-    assert!(stderr(&out).contains("no state"), "{}", stderr(&out));
+    out.assert().stderr(predicate::str::contains("no state"));
     assert_eq!(fs::read_dir(s.state()).expect("listed").count(), 0);
     // With state: forgotten, as before.
     s.run(&with(&keyed::breaker("1h"), &["-n", "1"]), 1);
     let out = reset();
-    assert!(
-        stderr(&out).contains("forgot the state of key 'api'"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert()
+        .stderr(predicate::str::contains("forgot the state of key 'api'"));
     assert!(!s.file_of("api").exists());
 }
 

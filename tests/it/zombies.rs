@@ -156,13 +156,22 @@ const COUNT_ZOMBIES: &str = r#"cat /proc/[0-9]*/status 2>/dev/null | awk -v p="$
 /^Name:/ { s = "" } /^State:/ { s = $2 }
 /^PPid:/ { if ($2 == p && s == "Z") n++ } END { print "zombies " n + 0 }'"#;
 
+/// Counts the processes whose parent is `$1` but this attempt (`$$`), zombies or not: the
+/// orphans of the earlier attempts that retry has not reaped yet.
+const COUNT_ORPHANS: &str = r#"cat /proc/[0-9]*/status 2>/dev/null | awk -v p="$1" -v me="$$" '
+/^Pid:/ { pid = $2 } /^PPid:/ { if ($2 == p && pid != me) n++ } END { print n + 0 }'"#;
+
 /// The attempts of the reaping tests: each of the first 29 leaves two orphans, which end at
-/// once, and fails with 1; the 30th lets the last orphans end, counts the zombies left to
-/// retry (`$PPID`), and exits 3.
+/// once, and fails with 1; the 30th waits (20 s at most) until the last orphans have ended and
+/// been reaped, so that it waits on what it checks and not on a guessed time, then counts the
+/// zombies left to retry (`$PPID`), and exits 3. A retry that never reaps leaves them there:
+/// the wait runs out and the count is not 0.
 fn orphaning_attempts(parent: &str) -> String {
     format!(
         r#"if [ "$RETRY_ATTEMPT" -lt 30 ]; then true & true & exit 1; fi
-sleep 0.5; set -- {parent}; {COUNT_ZOMBIES}; exit 3"#
+set -- {parent}; i=0
+while [ "$i" -lt 400 ] && [ "$({COUNT_ORPHANS})" != 0 ]; do sleep 0.05; i=$((i + 1)); done
+{COUNT_ZOMBIES}; exit 3"#
     )
 }
 
@@ -189,7 +198,7 @@ fn as_pid_1_retry_reaps_the_orphans_of_its_attempts_and_keeps_their_statuses() {
             std::env::var_os("CI").is_none(),
             "a PID namespace needs root here, and CI must run every test"
         );
-        eprintln!("\n*** SKIPPED: a PID namespace needs root (unshare --pid). ***");
+        crate::support::skipped("needs root for a PID namespace (unshare --pid)");
         return;
     }
     let out = crate::support::hermetic(&mut std::process::Command::new("unshare"))

@@ -34,7 +34,7 @@ fn arguments_reach_the_command_byte_for_byte() {
     let mut cmd = retry();
     cmd.args(["-n", "1", "--", "printf", "%s\\0"]).args(&args);
     let r = cmd.run();
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(r.out.stdout, nul_separated(&args), "{}", r.show());
 }
 
@@ -69,7 +69,7 @@ fn flags_after_the_command_belong_to_the_command() {
     let r = run(&[
         "-n", "1", "printf", "%s\\n", "-n", "5", "-v", "--help", "--", "-d",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(
         r.lines(),
         ["-n", "5", "-v", "--help", "--", "-d"],
@@ -97,7 +97,7 @@ fn retry_max_attempts_is_empty_with_forever() {
         &["--forever", "-d", "0"],
         r#"echo "[${RETRY_MAX_ATTEMPTS-unset}] $RETRY_ATTEMPT"; [ "$RETRY_ATTEMPT" -ge 2 ]"#,
     );
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(r.lines(), ["[] 1", "[] 2"], "{}", r.show());
 }
 
@@ -212,7 +212,7 @@ fn retry_depth_is_1_and_2_inside_a_nested_retry() {
         OsStr::new("sh"),
         support::bin().as_os_str(),
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let lines = r.lines();
     assert_eq!(lines.len(), 2, "{}", r.show());
     let outer: Vec<&str> = lines[0].split(' ').collect();
@@ -252,7 +252,7 @@ fn nested(outer: &str, args: &[&str]) -> Run {
 #[test]
 fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
     let r = nested("3", &["-n", "3", "-d", "0", "--", "false"]);
-    assert_eq!(r.code(), Some(1), "{}", r.show());
+    r.assert().code(1);
     let log = r.log();
     let warned: Vec<&String> = log.iter().filter(|l| l.contains("multiply")).collect();
     assert_eq!(warned.len(), 1, "{}", r.show());
@@ -269,11 +269,9 @@ fn a_nested_retry_warns_once_that_attempts_multiply_and_says_its_level() {
         quiet.show()
     );
     let unlimited = nested("", &["-n", "2", "-d", "0", "--", "false"]);
-    assert!(
-        unlimited.stderr().contains("multiply"),
-        "{}",
-        unlimited.show()
-    );
+    unlimited
+        .assert()
+        .stderr(predicate::str::contains("multiply"));
 }
 
 /// `retry -- retry -- cmd`, both real: the inner one runs in each of the outer's attempts, and
@@ -294,7 +292,7 @@ fn a_retry_inside_a_retry_warns_once_naming_each_level_once() {
         OsStr::new("--"),
         OsStr::new("false"),
     ]);
-    assert_eq!(r.code(), Some(1), "{}", r.show());
+    r.assert().code(1);
     let inner = support::bin().display().to_string();
     assert_output(
         r.stderr().replace(&inner, "[RETRY]"),
@@ -319,7 +317,7 @@ retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit stat
 #[test]
 fn explain_shows_that_a_nested_retry_multiplies_attempts() {
     let r = nested("4", &["--explain", "-n", "2"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let w = warnings(&r.stdout());
     assert!(
         w.iter().any(|l| l.contains("4 there × 2 here = 8")),

@@ -41,7 +41,7 @@ fn a_run_that_gives_up_never_exits_zero() {
         "--",
         "true",
     ]);
-    assert_eq!(r.code(), Some(1), "{}", r.show());
+    r.assert().code(1);
     let s: Value =
         serde_json::from_str(&std::fs::read_to_string(summary).expect("summary")).expect("JSON");
     assert_eq!(
@@ -51,8 +51,8 @@ fn a_run_that_gives_up_never_exits_zero() {
     );
     // A fatal 0 gives up at once, and still does not exit 0.
     let r = run(&["--success-on", "3", "--fatal-on", "0", "--", "true"]);
-    assert_eq!(r.code(), Some(1), "{}", r.show());
-    assert!(r.stderr().contains("exit status 0"), "{}", r.show());
+    r.assert().code(1);
+    r.assert().stderr(predicate::str::contains("exit status 0"));
 }
 
 #[test]
@@ -89,13 +89,13 @@ fn retry_on_retries_only_the_listed_statuses() {
         "echo run; exit 75",
     );
     assert_eq!(r.lines(), ["run"; 3], "{}", r.show());
-    assert_eq!(r.code(), Some(75));
+    r.assert().code(75);
     let r = run_sh(
         &["--retry-on", "75", "-n", "3", "-d", "0"],
         "echo run; exit 1",
     );
     assert_eq!(r.lines(), ["run"], "not listed: fatal: {}", r.show());
-    assert_eq!(r.code(), Some(1));
+    r.assert().code(1);
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn fatal_status_is_not_retried() {
         "echo run; exit 2",
     );
     assert_eq!(r.lines(), ["run"], "{}", r.show());
-    assert_eq!(r.code(), Some(2));
+    r.assert().code(2);
     let log = r.log().join("\n");
     assert!(log.contains("--fatal-on"), "the reason: {}", r.show());
 }
@@ -165,7 +165,7 @@ fn fatal_on_wins_over_retry_on() {
         "echo run; exit 5",
     );
     assert_eq!(r.lines(), ["run"], "{}", r.show());
-    assert_eq!(r.code(), Some(5));
+    r.assert().code(5);
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn success_wins_over_fatal_on() {
         "echo run; exit 2",
     );
     assert_eq!(r.lines(), ["run"], "{}", r.show());
-    assert_eq!(r.code(), Some(2));
+    r.assert().code(2);
     assert!(
         r.log().is_empty(),
         "a success logs no give-up: {}",
@@ -231,15 +231,15 @@ fn run_missing(args: &[&str]) -> Run {
 #[test]
 fn a_missing_command_is_fatal_by_default() {
     let r = run_missing(&[]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
+    r.assert().code(127);
     assert_eq!(r.failures(), 1, "not retried: {}", r.show());
 }
 
 #[test]
 fn a_command_not_on_path_exits_127() {
     let r = run(&["-n", "3", "-d", "0", "--", "retry-test-no-such-command-zz9"]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
-    assert!(r.out.stdout.is_empty(), "{}", r.show());
+    r.assert().code(127);
+    r.assert().stdout("");
     let log = r.log().join("\n");
     assert!(
         log.contains("retry-test-no-such-command-zz9"),
@@ -252,7 +252,7 @@ fn a_command_not_on_path_exits_127() {
 #[test]
 fn retry_on_127_retries_a_missing_command() {
     let r = run_missing(&["--retry-on", "127"]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
+    r.assert().code(127);
     assert_eq!(r.failures(), 3, "{}", r.show());
 }
 

@@ -2,30 +2,36 @@
 //! be run, and the signal that killed the command raised again.
 
 use super::*;
+use crate::support::PredicateBooleanExt;
 
 #[test]
 fn success_exits_zero() {
-    let r = run(&["-n", "3", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
-    assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
+    run(&["-n", "3", "--", "true"])
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("");
 }
 
 #[test]
 fn success_after_retries_exits_zero() {
-    let r = run_sh(&["-n", "5", "-d", "0"], r#"[ "$RETRY_ATTEMPT" -ge 3 ]"#);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    run_sh(&["-n", "5", "-d", "0"], r#"[ "$RETRY_ATTEMPT" -ge 3 ]"#)
+        .assert()
+        .code(0);
 }
 
 #[test]
 fn attempts_used_up_exits_with_the_last_attempts_status() {
-    let r = run_sh(&["-n", "3", "-d", "0"], r#"exit $((10 + RETRY_ATTEMPT))"#);
-    assert_eq!(r.code(), Some(13), "{}", r.show());
+    run_sh(&["-n", "3", "-d", "0"], r#"exit $((10 + RETRY_ATTEMPT))"#)
+        .assert()
+        .code(13);
 }
 
 #[test]
 fn a_fatal_status_is_retrys_exit_status() {
-    let r = run_sh(&["--fatal-on", "42", "-d", "0"], "exit 42");
-    assert_eq!(r.code(), Some(42), "{}", r.show());
+    run_sh(&["--fatal-on", "42", "-d", "0"], "exit 42")
+        .assert()
+        .code(42);
 }
 
 #[test]
@@ -43,8 +49,7 @@ fn a_non_executable_file_exits_126_without_retrying() {
         OsStr::new("--"),
         script.as_os_str(),
     ]);
-    assert_eq!(r.code(), Some(126), "{}", r.show());
-    assert!(r.out.stdout.is_empty(), "{}", r.show());
+    r.assert().code(126).stdout("");
     assert_eq!(r.failures(), 1, "{}", r.show());
 }
 
@@ -59,7 +64,7 @@ fn a_directory_as_command_exits_126() {
         OsStr::new("--"),
         dir.path().as_os_str(),
     ]);
-    assert_eq!(r.code(), Some(126), "{}", r.show());
+    r.assert().code(126);
 }
 
 #[test]
@@ -75,12 +80,10 @@ fn a_child_killed_by_a_real_time_signal_makes_retry_end_by_it_too() {
     let rt = nix::libc::SIGRTMIN() + 1;
     let r = run_sh(&["-n", "1"], &format!("kill -{rt} $$"));
     assert_eq!(r.out.status.signal(), Some(rt), "{}", r.show());
-    assert!(
-        r.stderr()
-            .contains(&format!("killed by SIGRTMIN+1 (status {})", 128 + rt)),
-        "{}",
-        r.show()
-    );
+    r.assert().stderr(predicate::str::contains(format!(
+        "killed by SIGRTMIN+1 (status {})",
+        128 + rt
+    )));
 }
 
 #[test]
@@ -115,6 +118,7 @@ fn the_give_up_line_says_retry_ends_by_the_commands_signal() {
         r.show()
     );
     // Not after a cancel, nor for SIGINT, of which a shell says nothing.
-    let r = run_sh(&["-n", "1"], "kill -INT $$");
-    assert!(!r.stderr().contains("retry ends by"), "{}", r.show());
+    run_sh(&["-n", "1"], "kill -INT $$")
+        .assert()
+        .stderr(predicate::str::contains("retry ends by").not());
 }

@@ -15,9 +15,9 @@ fn explain_runs_nothing_and_exits_zero() {
     ];
     args.extend(cmd);
     let r = run(&args);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert!(!mark.exists(), "the command ran");
-    assert!(r.stdout().contains("Schedule"), "{}", r.show());
+    r.assert().stdout(predicate::str::contains("Schedule"));
     assert!(
         r.stdout().contains("touch"),
         "it names the command: {}",
@@ -35,9 +35,9 @@ fn explain_needs_no_command() {
 #[test]
 fn explain_exits_zero_even_for_a_command_that_would_fail() {
     let r = run(&["--explain", "--", "false"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let r = run(&["--explain", "--", "retry-test-no-such-command-zz9"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
 }
 
 #[test]
@@ -269,15 +269,15 @@ fn explain_has_no_warnings_for_the_defaults() {
 #[test]
 fn explain_reports_usage_errors_like_a_run() {
     let r = run(&["--explain", "--factor", "0.5"]);
-    assert_eq!(r.code(), Some(125), "{}", r.show());
-    assert!(r.stderr().contains("0.5"), "{}", r.show());
+    r.assert().code(125);
+    r.assert().stderr(predicate::str::contains("0.5"));
 }
 
 #[test]
 fn explain_prints_to_stdout_only() {
     let r = run(&["--explain", "--jitter", "none", "--forever"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
-    assert!(r.stdout().contains("Warnings"), "{}", r.show());
+    r.assert().code(0);
+    r.assert().stdout(predicate::str::contains("Warnings"));
     assert_eq!(r.stderr(), "");
 }
 
@@ -285,7 +285,7 @@ fn explain_prints_to_stdout_only() {
 fn a_duration_too_long_to_hold_says_so() {
     let out = run(&["-d", "18446744073709551616", "--", "true"]);
     let stderr = out.stderr();
-    assert_eq!(out.code(), Some(125));
+    out.assert().code(125);
     assert!(stderr.contains("too long"), "{stderr}");
 }
 

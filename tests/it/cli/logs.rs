@@ -49,7 +49,7 @@ fn each_failed_attempt_logs_status_time_reason_and_next_delay() {
         &["-n", "3", "-d", "20ms", "--jitter", "none"],
         r#"[ "$RETRY_ATTEMPT" -ge 3 ] || exit 7"#,
     );
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -150,7 +150,7 @@ retry: giving up after 3 attempts in [ELAPSED]: attempts used up; last exit stat
 "#]],
     );
     let r = run_sh(&["-q", "-n", "3", "-d", "0"], r#"[ "$RETRY_ATTEMPT" = 2 ]"#);
-    assert_eq!(r.code(), Some(0));
+    r.assert().code(0);
     assert_eq!(r.stderr(), "", "no give-up, no line: {}", r.show());
 }
 
@@ -160,7 +160,7 @@ fn double_quiet_prints_nothing() {
         let mut all = args.to_vec();
         all.extend(["-n", "2", "-d", "0"]);
         let r = run_sh(&all, "exit 1");
-        assert_eq!(r.code(), Some(1));
+        r.assert().code(1);
         assert_eq!(r.stderr(), "", "{args:?}: {}", r.show());
     }
 }
@@ -283,7 +283,7 @@ fn log_file_takes_the_log_and_stderr_keeps_only_the_childs_lines() {
         ],
         "echo child-err >&2; echo child-out; exit 1",
     );
-    assert_eq!(r.code(), Some(1), "{}", r.show());
+    r.assert().code(1);
     assert_eq!(r.stderr(), "child-err\nchild-err\n", "{}", r.show());
     assert_eq!(r.stdout(), "child-out\nchild-out\n", "{}", r.show());
     // Each line after its local time.
@@ -318,7 +318,7 @@ fn log_file_can_hold_json_lines() {
         "--",
         "false",
     ]);
-    assert_eq!(r.code(), Some(1));
+    r.assert().code(1);
     assert_eq!(r.stderr(), "", "{}", r.show());
     let events = json_lines(&std::fs::read_to_string(&path).expect("log file"));
     assert_eq!(events.len(), 3, "{events:?}");
@@ -337,7 +337,7 @@ fn a_log_file_records_a_run_that_succeeds_at_once() {
         let mut args = quiet.to_vec();
         args.extend(["--log-file", file, "--", "true"]);
         let r = run(&args);
-        assert_eq!(r.code(), Some(0), "{}", r.show());
+        r.assert().code(0);
         assert_eq!(r.stderr(), "", "{}", r.show());
     }
     let log = std::fs::read_to_string(&path).expect("the log file");
@@ -353,7 +353,7 @@ fn a_log_file_records_a_run_that_succeeds_at_once() {
         );
     }
     let r = run(&["-qq", "--log-file", file, "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(
         std::fs::read_to_string(&path).expect("log").lines().count(),
         2
@@ -370,7 +370,7 @@ fn a_log_file_records_a_run_that_succeeds_at_once() {
         "--",
         "true",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
     let events = json_lines(&std::fs::read_to_string(&json).expect("log file"));
     assert_eq!(events.len(), 1, "{events:?}");
@@ -393,7 +393,7 @@ fn a_log_file_that_cannot_be_opened_is_one_warning_and_the_job_runs_logging_to_s
     ];
     args.extend(cmd);
     let r = run(&args);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert!(mark.exists(), "the command ran: {}", r.show());
     let warned: Vec<String> = r
         .log()
@@ -417,12 +417,10 @@ fn a_log_file_that_cannot_be_opened_is_one_warning_and_the_job_runs_logging_to_s
         "--",
         "false",
     ]);
-    assert_eq!(failing.code(), Some(1), "{}", failing.show());
-    assert!(
-        failing.stderr().contains("giving up after 2 attempts"),
-        "{}",
-        failing.show()
-    );
+    failing.assert().code(1);
+    failing
+        .assert()
+        .stderr(predicate::str::contains("giving up after 2 attempts"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,7 +458,7 @@ fn log_file_lines_start_with_a_local_timestamp_and_the_give_up_names_the_command
         OsStr::new("exit 4"),
     ]);
     let r = cmd.run();
-    assert_eq!(r.code(), Some(4), "{}", r.show());
+    r.assert().code(4);
     let log = std::fs::read_to_string(&file).expect("log file");
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 3, "{log}");
@@ -593,7 +591,7 @@ fn a_breaker_open_time_past_its_longest_is_warned_of_once_and_changes_nothing() 
     let state = dir.path().to_str().expect("a UTF-8 path");
     let keyed = ["--key", "api", "--state-dir", state];
     let r = run_sh(&[&keyed[..], &["--breaker-open", "1h"]].concat(), "exit 0");
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let warned: Vec<String> = r
         .log()
         .into_iter()
@@ -617,7 +615,7 @@ fn success_lines_name_the_job_and_a_first_try_success_is_said_with_v_only() {
     let flag = dir.path().join("flag").display().to_string();
     let script = format!("[ -e {flag} ] || {{ touch {flag}; exit 1; }}");
     let r = run_sh(&["-d", "0"], &script);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let last = r.log().last().cloned().unwrap_or_default();
     assert!(
         last.contains("attempt 2/5 succeeded")

@@ -183,7 +183,7 @@ retry: error: --until is an option of minfrin's retry, not of this one: 3,5-7; g
     );
     // And what it names works: 3 ends the run, with its status.
     let r = run_sh(&["--success-on", "3,5-7", "-d", "0"], "exit 3");
-    assert_eq!(r.code(), Some(3), "{}", r.show());
+    r.assert().code(3);
 }
 
 #[test]
@@ -238,14 +238,11 @@ retry: error: not a kind of jitter for --jitter: 5; -j names a kind of jitter he
 #[test]
 fn a_jitter_cut_at_its_percent_by_cron_says_a_crontab_needs_it_escaped() {
     let r = run(&["-j", "20"]);
-    assert_eq!(r.code(), Some(125), "{}", r.show());
+    r.assert().code(125);
     // The snapshot below reads a backslash as a path's separator, `/`.
-    assert!(
-        r.stderr()
-            .contains(r"in a crontab, % must be written \%, as -j 20\%"),
-        "{}",
-        r.show()
-    );
+    r.assert().stderr(predicate::str::contains(
+        r"in a crontab, % must be written \%, as -j 20\%",
+    ));
     assert_output(
         r.stderr(),
         str![[r#"
@@ -258,8 +255,8 @@ retry: error: not a kind of jitter for --jitter: 20; -j names a kind of jitter h
 #[test]
 fn v_alone_says_what_it_is_here_and_names_version() {
     let r = run(&["-v"]);
-    assert_eq!(r.code(), Some(125), "{}", r.show());
-    assert!(r.out.stdout.is_empty(), "{}", r.show());
+    r.assert().code(125);
+    r.assert().stdout("");
     let err = r.stderr();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
@@ -269,21 +266,22 @@ fn v_alone_says_what_it_is_here_and_names_version() {
     assert!(err.contains("give --version or -V"), "{err}");
     for flag in ["--version", "-V"] {
         let r = run(&[flag]);
-        assert_eq!(r.code(), Some(0), "{}", r.show());
+        r.assert().code(0);
         assert!(r.stdout().starts_with("retry "), "{}", r.show());
     }
     // -v with a command is --verbose, as before.
     let r = run(&["-v", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
-    assert!(r.stderr().contains("succeeded"), "{}", r.show());
+    r.assert().code(0);
+    r.assert().stderr(predicate::str::contains("succeeded"));
 }
 
 #[test]
 fn h_is_the_help_as_there() {
     let r = run(&["-h"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
-    assert!(r.stdout().contains("Usage: retry"), "{}", r.show());
-    assert!(r.stdout().contains("-t, --times <N>"), "{}", r.show());
+    r.assert().code(0);
+    r.assert().stdout(predicate::str::contains("Usage: retry"));
+    r.assert()
+        .stdout(predicate::str::contains("-t, --times <N>"));
 }
 
 #[test]

@@ -31,7 +31,7 @@ mod timeouts;
 mod usage;
 
 pub(crate) use crate::support::{
-    Launch, Run, assert_output, is_local_time, json_lines, retry, run, run_sh,
+    Launch, Run, assert_output, is_local_time, json_lines, predicate, retry, run, run_sh,
 };
 
 /// `retry ARGS --log-format json -- sh -c SCRIPT`.
@@ -45,7 +45,7 @@ fn explain(args: &[&str]) -> String {
     let mut all = vec!["--explain"];
     all.extend(args);
     let r = run(&all);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     r.stdout()
 }
 

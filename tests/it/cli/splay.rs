@@ -24,7 +24,7 @@ fn drawn(log: &str) -> Duration {
 #[test]
 fn a_run_with_a_splay_waits_it_says_so_at_v_and_succeeds() {
     let r = run(&["-v", "--splay", "200ms", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     let log = r.stderr();
     let waited = drawn(&log);
     assert!(waited < Duration::from_millis(200), "{log}");
@@ -41,7 +41,7 @@ fn a_run_with_a_splay_waits_it_says_so_at_v_and_succeeds() {
     assert!(splay < start, "{log}");
     // Without -v the wait is silent.
     let r = run(&["--splay", "200ms", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert!(r.stderr().is_empty(), "{}", r.show());
 }
 
@@ -88,7 +88,7 @@ retry: error: --splay 1m is not shorter than --max-time 30s: the wait before the
     );
     // --max-time 0 is no deadline.
     let r = run(&["--splay", "10ms", "--max-time", "0", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_splay_from_the_config_file_is_waited_and_explained() {
     );
     let path = config.display().to_string();
     let r = run(&["--config", &path, "-v", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert!(
         drawn(&r.stderr()) < Duration::from_millis(100),
         "{}",

@@ -9,7 +9,7 @@ fn attempt_timeout_ends_an_attempt_with_124_and_retries_it() {
         &["--attempt-timeout", "200ms", "-n", "3", "-d", "0"],
         r#"echo "attempt $RETRY_ATTEMPT previous $RETRY_PREVIOUS_EXIT"; exec sleep 10"#,
     );
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert_eq!(
         r.lines(),
         [
@@ -29,7 +29,7 @@ fn an_attempt_after_a_timed_out_one_can_succeed() {
         &["--attempt-timeout", "200ms", "-n", "3", "-d", "0"],
         r#"if [ "$RETRY_ATTEMPT" = 1 ]; then exec sleep 10; fi; echo done"#,
     );
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(r.lines(), ["done"], "{}", r.show());
     assert!(r.took < Duration::from_secs(5), "{}", r.show());
 }
@@ -48,7 +48,7 @@ fn attempts_that_time_out_are_retried_until_max_time_ends_the_run_with_124() {
         ],
         "exec sleep 10",
     );
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert!(r.failures() >= 3, "{}", r.show());
     assert!(r.took < Duration::from_secs(4), "{}", r.show());
 }
@@ -64,7 +64,7 @@ fn a_deadline_before_the_attempt_timeout_stops_the_attempt_with_124() {
         "sleep",
         "10",
     ]);
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert!(r.took < Duration::from_secs(5), "{}", r.show());
     let give_up = r.log().last().cloned().unwrap_or_default();
     assert!(give_up.contains("--max-time"), "{}", r.show());
@@ -74,7 +74,7 @@ fn a_deadline_before_the_attempt_timeout_stops_the_attempt_with_124() {
 fn the_give_up_line_of_a_timed_out_attempt_names_status_124() {
     // The attempt counts as 124 and retry exits 124: the log says so too.
     let r = run(&["-n", "1", "--attempt-timeout", "100ms", "--", "sleep", "10"]);
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     let give_up = r.log().last().cloned().unwrap_or_default();
     assert!(give_up.contains("giving up"), "{}", r.show());
     assert!(give_up.contains("124"), "{}", r.show());
@@ -96,7 +96,7 @@ fn a_timed_out_attempt_is_fatal_when_fatal_on_names_124() {
         ],
         "echo run; exec sleep 10",
     );
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert_eq!(r.lines(), ["run"], "{}", r.show());
 }
 
@@ -117,7 +117,7 @@ fn kill_signal_is_what_a_timed_out_attempt_receives() {
         ],
         script,
     );
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert_eq!(r.lines(), ["got INT"], "{}", r.show());
 }
 
@@ -126,7 +126,7 @@ fn the_default_kill_signal_is_term() {
     let script = r#"trap 'echo got INT; exit 7' INT; trap 'echo got TERM; exit 7' TERM
         while :; do sleep 0.05; done"#;
     let r = run_sh(&["--attempt-timeout", "200ms", "-n", "1"], script);
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert_eq!(r.lines(), ["got TERM"], "{}", r.show());
 }
 
@@ -144,7 +144,7 @@ fn kill_after_sends_sigkill_to_an_attempt_that_ignores_the_kill_signal() {
         ],
         "trap '' TERM; sleep 20",
     );
-    assert_eq!(r.code(), Some(124), "{}", r.show());
+    r.assert().code(124);
     assert!(r.took < Duration::from_secs(10), "{}", r.show());
 }
 
@@ -174,7 +174,7 @@ fn kill_signal_and_kill_after_take_names_numbers_and_durations() {
         "--",
         "true",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn max_time_and_attempt_timeout_of_zero_mean_no_limit_as_in_timeout() {
         ],
         "echo run; exit 1",
     );
-    assert_eq!(r.code(), Some(1), "{}", r.show());
+    r.assert().code(1);
     assert_eq!(r.lines(), ["run"; 2], "{}", r.show());
     let text = explain(&["--max-time", "0", "--attempt-timeout", "0"]);
     assert!(row(&text, "max-time").contains("none"), "{text}");

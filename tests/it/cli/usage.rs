@@ -1,6 +1,7 @@
 //! Usage errors: exit 125, the bad value named, nothing run, and one style for every message.
 
 use super::*;
+use crate::support::PredicateBooleanExt;
 
 #[test]
 fn the_adaptive_delay_without_a_key_or_with_decorrelated_jitter_is_a_usage_error() {
@@ -406,7 +407,7 @@ fn a_negative_value_is_named_with_its_flag_not_taken_for_an_unknown_flag() {
     }
     // A value that begins with a dash is a value: a pattern, say.
     let r = run(&["--retry-if-output", "-ERR", "-n", "1", "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
 }
 
 #[test]
@@ -523,16 +524,14 @@ fn a_command_that_cannot_run_is_said_as_a_shell_says_it() {
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().display().to_string();
     let r = run(&["-n", "3", "--", &path]);
-    assert_eq!(r.code(), Some(126), "{}", r.show());
-    assert!(
-        r.stderr()
-            .contains(&format!("cannot run '{path}': Is a directory")),
-        "{}",
-        r.show()
-    );
+    r.assert().code(126);
+    r.assert().stderr(predicate::str::contains(format!(
+        "cannot run '{path}': Is a directory"
+    )));
     let r = run(&["-n", "3", "--", "retry-test-no-such-command"]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
-    assert!(r.stderr().contains("command not found"), "{}", r.show());
+    r.assert().code(127);
+    r.assert()
+        .stderr(predicate::str::contains("command not found"));
 }
 
 #[test]
@@ -543,7 +542,7 @@ fn a_whole_command_in_one_argument_that_names_no_file_is_said_to_be_one_with_bot
         "--",
         "retry-test-no-such-command -fsS http://127.0.0.1:9/",
     ]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
+    r.assert().code(127);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -555,7 +554,7 @@ retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; co
     );
     // A pipe is no word: the shell line alone.
     let r = run(&["-n", "3", "--", "retry-test-no-such-command | wc -l"]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
+    r.assert().code(127);
     assert_output(
         r.stderr(),
         str![[r#"
@@ -573,14 +572,15 @@ fn a_file_named_with_a_space_runs_and_one_whose_interpreter_is_missing_gets_no_s
     let job = dir.path().join("nightly job");
     write_file(&job, "#!/bin/sh\necho ran\n", 0o755);
     let r = run(&["-n", "3", "--", &job.display().to_string()]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert_eq!(r.lines(), ["ran"], "{}", r.show());
     // ENOENT from a missing interpreter: the file exists, and is no command line.
     let broken = dir.path().join("broken job");
     write_file(&broken, "#!/nonexistent/sh\necho ran\n", 0o755);
     let r = run(&["-n", "3", "--", &broken.display().to_string()]);
-    assert_eq!(r.code(), Some(127), "{}", r.show());
-    assert!(!r.stderr().contains("one argument"), "{}", r.show());
+    r.assert().code(127);
+    r.assert()
+        .stderr(predicate::str::contains("one argument").not());
 }
 
 #[test]
@@ -623,7 +623,7 @@ retry: error: flags that exclude each other: --quiet and --verbose; keep one of 
         "--every",
         "1m",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
 }
 
 #[test]
@@ -634,14 +634,11 @@ fn reset_state_with_a_command_says_the_command_is_not_run() {
     let mut args = vec!["--state-dir", &state, "--key", "k", "--reset-state", "--"];
     args.extend(cmd.iter().map(String::as_str));
     let r = run(&args);
-    assert_eq!(r.code(), Some(0), "{}", r.show());
+    r.assert().code(0);
     assert!(!mark.exists(), "the command ran");
-    assert!(
-        r.stderr()
-            .contains("--reset-state runs nothing; the command was not run: touch"),
-        "{}",
-        r.show()
-    );
+    r.assert().stderr(predicate::str::contains(
+        "--reset-state runs nothing; the command was not run: touch",
+    ));
 }
 
 /// humantime alone reads "5 10m" as 8h 30m and "1 30s" as 2m 10s: every duration flag, the
@@ -714,8 +711,8 @@ retry: error: --reset-state forgets the state of one key, and needs --key: --res
 "#]],
     );
     let r = run(&["--reset-state"]);
-    assert_eq!(r.code(), Some(125), "{}", r.show());
-    assert!(r.stderr().contains("needs --key"), "{}", r.show());
+    r.assert().code(125);
+    r.assert().stderr(predicate::str::contains("needs --key"));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! store settings, and TLS (`rediss://`, with the `tls` feature).
 
 use super::*;
+use crate::support::{PredicateBooleanExt, predicate};
 
 #[test]
 fn no_output_ever_shows_the_password() {
@@ -47,7 +48,7 @@ fn no_output_ever_shows_the_password() {
     ] {
         let out = s.run(&["--key", "api", "--state", &bad], 0);
         assert_eq!(out.status.code(), Some(125), "{bad}");
-        assert!(stderr(&out).contains("retry:***@"), "{}", stderr(&out));
+        out.assert().stderr(predicate::str::contains("retry:***@"));
         outputs.push(out);
     }
     for out in &outputs {
@@ -88,8 +89,9 @@ fn the_url_can_come_from_the_environment_or_a_profile() {
     .arg("--")
     .args(s.command(1));
     let out = output(c);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    out.assert().code(1);
+    out.assert()
+        .stderr(predicate::str::contains("warning").not());
     assert!(!s.file_of("api").exists(), "the state is in Redis");
     let state: String = server.query(cmd("HGET").arg("retry:api").arg("s"));
     assert_eq!(state, "open");
@@ -104,8 +106,8 @@ fn the_url_can_come_from_the_environment_or_a_profile() {
     .expect("config");
     let config_s = config.display().to_string();
     let profile = ["--config", config_s.as_str(), "-p", "fleet"];
-    assert_eq!(s.run(&profile, 1).status.code(), Some(1));
-    assert_eq!(s.run(&profile, 0).status.code(), Some(75));
+    s.run(&profile, 1).assert().code(1);
+    s.run(&profile, 0).assert().code(75);
     let exists: bool = server.query(cmd("EXISTS").arg("retry:db"));
     assert!(exists);
 }
@@ -138,12 +140,10 @@ fn bad_store_settings_are_usage_errors_naming_the_value() {
         .arg("--")
         .args(s.command(0));
     let out = output(c);
-    assert_eq!(out.status.code(), Some(125));
-    assert!(
-        stderr(&out).contains("for $RETRY_STATE_URL: redis://h:0;"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert().code(125);
+    out.assert().stderr(predicate::str::contains(
+        "for $RETRY_STATE_URL: redis://h:0;",
+    ));
     assert_eq!(s.ran(), 0);
 }
 
@@ -152,7 +152,7 @@ fn a_store_without_a_key_is_one_warning_and_the_run_goes_on() {
     let s = Setup::file();
     let url = format!("redis://127.0.0.1:{}", free_port());
     let out = s.run(&["--state", &url, "-n", "2", "-d", "1ms"], 3);
-    assert_eq!(out.status.code(), Some(3));
+    out.assert().code(3);
     assert_eq!(s.ran(), 2);
     let log = stderr(&out);
     assert_eq!(log.matches("warning").count(), 1, "{log}");
@@ -171,8 +171,9 @@ fn a_store_without_a_key_is_one_warning_and_the_run_goes_on() {
     let mut c = s.retry(&["-n", "1"]);
     c.env("RETRY_STATE_URL", &url).arg("--").args(s.command(0));
     let out = output(c);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    out.assert().code(0);
+    out.assert()
+        .stderr(predicate::str::contains("warning").not());
 }
 
 /// Every piece of three characters or more of `secret`.
@@ -334,7 +335,7 @@ fn rediss_verifies_the_server_against_the_hosts_certificates() {
             .arg("--")
             .args(s.command(1));
         let out = output(c);
-        assert_eq!(out.status.code(), Some(1));
+        out.assert().code(1);
         assert!(
             !stderr(&out).contains("warning"),
             "{host}: {}",
@@ -350,12 +351,9 @@ fn rediss_verifies_the_server_against_the_hosts_certificates() {
             .arg("--")
             .args(s.command(1));
         let out = output(c);
-        assert_eq!(out.status.code(), Some(1));
-        assert!(
-            stderr(&out).contains("warning: key 'api'"),
-            "{}",
-            stderr(&out)
-        );
+        out.assert().code(1);
+        out.assert()
+            .stderr(predicate::str::contains("warning: key 'api'"));
         assert!(s.file_of("api").exists());
     }
 }

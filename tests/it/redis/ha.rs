@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::support::redis::{Cluster, Sentinels};
+use crate::support::{PredicateBooleanExt, predicate};
 
 macro_rules! on_cluster {
     ($($name:ident),* $(,)?) => {
@@ -62,8 +63,10 @@ fn keys_on_different_nodes_share_their_breakers_from_any_node() {
         // Two failures, through two different nodes, open the key's breaker.
         assert_eq!(run(key, 0, 1).status.code(), Some(1));
         let second = run(key, 1, 1);
-        assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
-        assert!(!stderr(&second).contains("warning"), "{}", stderr(&second));
+        second.assert().code(1);
+        second
+            .assert()
+            .stderr(predicate::str::contains("warning").not());
         let refused = run(key, 2, 0);
         assert_eq!(
             refused.status.code(),
@@ -81,7 +84,7 @@ fn keys_on_different_nodes_share_their_breakers_from_any_node() {
         "json",
     ]);
     let out = output(c);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
     let listed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("JSON"))
@@ -111,7 +114,7 @@ fn after_a_failover_the_next_runs_share_one_breaker_on_the_new_master() {
         s.run(&with(&breaker("1h"), &["-n", "3"]), 1).status.code(),
         Some(1)
     );
-    assert_eq!(s.run(&breaker("1h"), 0).status.code(), Some(75));
+    s.run(&breaker("1h"), 0).assert().code(75);
     drop(s);
     set.master.kill();
     let started = Instant::now();
@@ -131,12 +134,14 @@ fn after_a_failover_the_next_runs_share_one_breaker_on_the_new_master() {
     // The new master holds what was replicated before the failover, or nothing: start the key
     // afresh there, then open its breaker again.
     let reset = output(s.retry(&["--key", "api", "--reset-state"]));
-    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    reset.assert().code(0);
     let failed = s.run(&with(&breaker("1h"), &["-n", "3"]), 1);
-    assert_eq!(failed.status.code(), Some(1));
-    assert!(!stderr(&failed).contains("warning"), "{}", stderr(&failed));
+    failed.assert().code(1);
+    failed
+        .assert()
+        .stderr(predicate::str::contains("warning").not());
     let refused = s.run(&breaker("1h"), 0);
-    assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
+    refused.assert().code(75);
     assert!(s.stored("api"), "the state is on the new master");
 }
 

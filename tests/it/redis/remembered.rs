@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::support::redis::Admin;
+use crate::support::{PredicateBooleanExt, predicate};
 
 /// What the server counted: the script calls made (EVALSHA and EVAL), and the connections
 /// accepted (this admin connection, opened once, among them).
@@ -41,11 +42,8 @@ fn cost(admin: &mut Admin, f: impl FnOnce()) -> (u64, u64) {
 /// Opens the breaker of `api` for `open`, from the host `s`: three failures.
 fn open(s: &Setup, open: &str) {
     let out = s.run(&with(&breaker(open), &["-n", "3"]), 1);
-    assert!(
-        stderr(&out).contains("the breaker opened for"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert()
+        .stderr(predicate::str::contains("the breaker opened for"));
 }
 
 /// A run of `api` on host `s`, refused from its memory: 75, the command not run, no call.
@@ -102,12 +100,9 @@ fn runs_of_a_host_that_knows_the_breaker_is_open_make_no_store_call_until_its_en
     s.advance(60_000);
     let (calls, _) = cost(&mut admin, || {
         let out = s.run(&flags, 0);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(
-            stderr(&out).contains("the breaker closed"),
-            "{}",
-            stderr(&out)
-        );
+        out.assert().code(0);
+        out.assert()
+            .stderr(predicate::str::contains("the breaker closed"));
     });
     assert_eq!(calls, 2, "admitted as the probe, its success told");
     assert!(
@@ -179,7 +174,7 @@ fn a_reset_on_the_store_is_heard_at_the_remembered_end_and_reset_state_here_forg
     let flags = breaker("60s");
     // Another host resets the store: its runs go on, this host keeps refusing, no call.
     let reset = b.run(&["--key", "api", "--reset-state"], 0);
-    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    reset.assert().code(0);
     assert_eq!(b.run(&flags, 0).status.code(), Some(0));
     advance(&[&a, &b], 47_000);
     assert_eq!(
@@ -189,15 +184,15 @@ fn a_reset_on_the_store_is_heard_at_the_remembered_end_and_reset_state_here_forg
     // At the end it asks, and runs.
     advance(&[&a, &b], 13_000);
     let out = a.run(&flags, 0);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
     // --reset-state on this host forgets its memory with the store's state.
     open(&a, "60s");
     refused_from_memory(&a, &flags);
     let reset = a.run(&["--key", "api", "--reset-state"], 0);
-    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    reset.assert().code(0);
     assert!(!a.state().join("api.open").exists());
     let out = a.run(&flags, 0);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out.assert().code(0);
 }
 
 #[test]
@@ -218,11 +213,9 @@ fn a_shorter_open_time_elsewhere_is_kept_to_the_remembered_end_and_a_longer_one_
     open(&b, "10s");
     advance(&[&a, &b], 30_000);
     let probe = b.run(&breaker("10s"), 0);
-    assert!(
-        stderr(&probe).contains("the breaker closed"),
-        "{}",
-        stderr(&probe)
-    );
+    probe
+        .assert()
+        .stderr(predicate::str::contains("the breaker closed"));
     refused_from_memory(&a, &flags);
     // The other host opens it again, for 4 to 5 minutes: longer than this host remembers.
     open(&b, "5m");
@@ -245,18 +238,13 @@ fn a_shorter_open_time_elsewhere_is_kept_to_the_remembered_end_and_a_longer_one_
     // cuts the open time to 1 s for the fleet; then it is remembered, and over in 1 s.
     let capped = with(&breaker("1s"), &["--breaker-open-max", "1s"]);
     let cut = a.run(&capped, 0);
-    assert_eq!(cut.status.code(), Some(75), "{}", stderr(&cut));
-    assert!(
-        !stderr(&cut).contains("this host knows it"),
-        "{}",
-        stderr(&cut)
-    );
+    cut.assert().code(75);
+    cut.assert()
+        .stderr(predicate::str::contains("this host knows it").not());
     refused_from_memory(&a, &capped);
     advance(&[&a, &b], 1_000);
     let probe = a.run(&capped, 0);
-    assert!(
-        stderr(&probe).contains("this run probes"),
-        "{}",
-        stderr(&probe)
-    );
+    probe
+        .assert()
+        .stderr(predicate::str::contains("this run probes"));
 }

@@ -3,6 +3,7 @@
 //! run makes, and the key's expiry.
 
 use super::*;
+use crate::support::{PredicateBooleanExt, predicate};
 
 /// A full bucket is full whenever it was last brought up to date: the local store keeps the
 /// time of the key's first use, Redis (which writes only what changed) the time of the read.
@@ -163,7 +164,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         "--state-fail",
         "closed",
     ];
-    assert_eq!(s.run(&flags, 1).status.code(), Some(1));
+    s.run(&flags, 1).assert().code(1);
     assert_eq!(s.ran(), 1);
     s.advance(300);
     // The probe holds its lease until the test lets it go, after every other host has been
@@ -248,7 +249,7 @@ fn two_hundred_hosts_sharing_one_key_make_exactly_one_probe() {
         "{codes:?}"
     );
     // The probe succeeded: the breaker is closed for everyone.
-    assert_eq!(s.run(&flags, 0).status.code(), Some(0));
+    s.run(&flags, 0).assert().code(0);
 }
 
 #[test]
@@ -266,13 +267,11 @@ fn a_hash_that_cannot_be_read_is_started_afresh_with_a_warning() {
             .arg("x"),
     );
     let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 3);
-    assert_eq!(out.status.code(), Some(3));
+    out.assert().code(3);
     assert_eq!(s.ran(), 2);
-    assert!(
-        stderr(&out).contains("could not be read; started the key afresh"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert().stderr(predicate::str::contains(
+        "could not be read; started the key afresh",
+    ));
     let state: String = server.query(cmd("HGET").arg("retry:api").arg("s"));
     assert_eq!(state, "closed");
 }
@@ -486,7 +485,7 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
         "--breaker-open",
         "1h",
     ];
-    assert_eq!(s.run(&with(&opens, &["-n", "1"]), 1).status.code(), Some(1));
+    s.run(&with(&opens, &["-n", "1"]), 1).assert().code(1);
     assert_eq!(
         s.open_for("api"),
         15 * 60 * 1000,
@@ -501,17 +500,15 @@ fn an_open_time_cut_to_the_open_max_is_written_so_a_later_run_probes() {
         "1s",
     ];
     let refused = s.run(&cut, 0);
-    assert_eq!(refused.status.code(), Some(75), "{}", stderr(&refused));
+    refused.assert().code(75);
     assert_eq!(s.open_for("api"), 1000, "the cut is written");
     // The open time it announced is over: the next run probes.
     s.advance(2000);
     let probe = s.run(&cut, 0);
-    assert_eq!(probe.status.code(), Some(0), "{}", stderr(&probe));
-    assert!(
-        stderr(&probe).contains("this run probes"),
-        "{}",
-        stderr(&probe)
-    );
+    probe.assert().code(0);
+    probe
+        .assert()
+        .stderr(predicate::str::contains("this run probes"));
     assert_eq!(s.ran(), 2);
 }
 
@@ -560,7 +557,8 @@ fn a_run_that_succeeds_at_once_on_a_settled_key_makes_one_call() {
     let run = |args: &[&str], code: i32| {
         let before = server_counts(&server);
         let out = s.run(args, code);
-        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+        out.assert()
+            .stderr(predicate::str::contains("warning").not());
         let after = server_counts(&server);
         connections.set(after.1 - before.1 - 1);
         (out.status.code(), after.0 - before.0)

@@ -20,7 +20,7 @@ fn a_summary_through_a_symlink_updates_its_target_and_keeps_the_link() {
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink("real.json", &link).expect("symlink");
     let out = summary_to(&link);
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(
         fs::symlink_metadata(&link).expect("link").is_symlink(),
         "the link was replaced"
@@ -60,7 +60,7 @@ fn a_summary_to_a_fifo_is_written_into_it_or_refused_never_replaced() {
         .open(&fifo)
         .expect("open the fifo");
     let out = summary_to(&fifo);
-    assert_eq!(out.code(), Some(0));
+    out.assert().code(0);
     assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
     let mut json = String::new();
     reader.read_to_string(&mut json).expect("read the fifo");
@@ -87,12 +87,14 @@ fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
         nix::sys::stat::makedev(1, 3),
     );
     if let Err(e) = made {
-        eprintln!("SKIPPED the device-node case: cannot mknod here ({e}); it needs root");
+        crate::support::skipped(&format!(
+            "skips its device-node case: it needs root to mknod ({e})"
+        ));
         return;
     }
     for flag in ["--summary", "--metrics"] {
         let out = retry().arg(flag).arg(&node).args(["--", "true"]).run();
-        assert_eq!(out.code(), Some(0));
+        out.assert().code(0);
         assert!(
             fs::metadata(&node)
                 .expect("node")
@@ -111,7 +113,7 @@ fn a_report_that_cannot_be_written_is_named_without_a_temporary_file() {
         "--",
         "true",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     let stderr = r.stderr();
     let line = stderr.trim_end();
     assert!(line.starts_with("retry: error: "), "{line}");
@@ -134,7 +136,7 @@ fn double_quiet_silences_a_report_error_and_a_log_file_takes_it() {
         "--",
         "true",
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert_eq!(r.stderr(), "", "-qq prints nothing");
     let dir = TempDir::new().expect("temp dir");
     let log = dir.path().join("retry.log");
@@ -166,7 +168,7 @@ fn a_summary_and_metrics_past_a_file_size_limit_are_one_warning_each_and_stay_as
         .run();
     let stderr = r.stderr();
     // Not killed by SIGXFSZ: the command's status, and its output.
-    assert_eq!(r.code(), Some(3), "{}", r.show());
+    r.assert().code(3);
     assert_eq!(r.stdout(), "out\nout\n");
     for flag in ["--summary", "--metrics"] {
         let said: Vec<&str> = stderr
@@ -203,7 +205,7 @@ fn a_log_file_past_a_file_size_limit_warns_once_and_the_log_goes_on_on_stderr() 
         .args(["--", "sh", "-c", "echo out; exit 3"])
         .run();
     let stderr = r.stderr();
-    assert_eq!(r.code(), Some(3), "{}", r.show());
+    r.assert().code(3);
     assert_eq!(r.stdout(), "out\nout\nout\n");
     let warnings: Vec<&str> = stderr
         .lines()

@@ -51,7 +51,7 @@ fn the_summary_of_a_failed_run_has_every_field() {
     let (r, s) = summarised(&[
         "-n", "3", "-d", "10ms", "-j", "none", "--", "sh", "-c", "exit 3",
     ]);
-    assert_eq!(r.code(), Some(3), "{}", r.stderr());
+    r.assert().code(3);
     // The name is the command's file name by default.
     assert_output(
         shown(&s),
@@ -120,7 +120,7 @@ fn the_summary_of_a_run_that_succeeds_after_a_retry() {
         "-c",
         r#"[ "$RETRY_ATTEMPT" = 2 ] || exit 7"#,
     ]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert_output(
         shown(&s),
         str![[r#"
@@ -173,7 +173,7 @@ fn a_timed_out_attempt_is_marked_timed_out_with_status_124() {
         "sleep",
         "30",
     ]);
-    assert_eq!(r.code(), Some(124), "{}", r.stderr());
+    r.assert().code(124);
     assert_eq!(s["outcome"], "failure");
     assert_eq!(s["exit"], 124);
     assert_eq!(statuses(&s), [124, 124]);
@@ -209,7 +209,7 @@ fn a_killed_attempt_has_its_signal_name() {
 #[test]
 fn a_command_not_found_is_one_attempt_of_status_127() {
     let (r, s) = summarised(&["-n", "3", "--", "/nonexistent/retry-test-command"]);
-    assert_eq!(r.code(), Some(127), "{}", r.stderr());
+    r.assert().code(127);
     assert_eq!(s["outcome"], "failure");
     assert_eq!(s["exit"], 127);
     assert_eq!(statuses(&s), [127]);
@@ -275,7 +275,7 @@ fn a_summary_that_cannot_be_written_is_logged_and_the_exit_status_stands() {
         ],
         "exit 3",
     );
-    assert_eq!(r.code(), Some(3), "{}", r.stderr());
+    r.assert().code(3);
     assert!(
         r.stderr()
             .contains("retry: error: cannot write the --summary file"),
@@ -290,7 +290,7 @@ fn the_summary_replaces_an_older_file_whole() {
     let file = dir.path().join("summary.json");
     fs::write(&file, "x".repeat(10_000)).expect("an older, longer file");
     let r = run(&["--summary", &path_arg(&file), "--", "true"]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    r.assert().code(0);
     assert_eq!(read_summary(&file)["outcome"], "success");
     assert_eq!(listing(dir.path()), ["summary.json"]);
 }
@@ -305,7 +305,7 @@ fn summary_of(args: &[&str]) -> serde_json::Value {
         .args(args)
         .args(["--", "false"])
         .run();
-    assert_eq!(out.code(), Some(1));
+    out.assert().code(1);
     serde_json::from_slice(&fs::read(&path).expect("summary")).expect("JSON")
 }
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use super::redis::{Cluster, Cmd, FromReply, Sentinels, Server, cmd};
+use super::{Launch, Run};
 
 /// Calls `$run!` with the name of every scenario below: each store's test module runs them all.
 macro_rules! scenarios {
@@ -228,7 +229,7 @@ impl<'a> Setup<'a> {
         ]
     }
 
-    pub fn run(&self, args: &[&str], code: i32) -> Output {
+    pub fn run(&self, args: &[&str], code: i32) -> Run {
         let mut c = self.retry(args);
         c.arg("--").args(self.command(code));
         output(c)
@@ -289,14 +290,9 @@ impl<'a> Setup<'a> {
     }
 }
 
-pub fn output(mut c: Command) -> Output {
-    let child = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("retry starts");
-    child.wait_with_output().expect("retry ends")
+/// Runs `c` to the end, stdin empty, within the tests' patience ([`Launch::run`]).
+pub fn output(mut c: Command) -> Run {
+    c.run()
 }
 
 pub fn stderr(o: &Output) -> String {

@@ -2,24 +2,36 @@
 //! test starts it with ([`retry`], then [`Launch`] to run or start it), a finished [`Run`], and
 //! reading a child's output line by line, all under one time limit that turns a hang into a
 //! failure.
+//!
+//! It stands on the assert-rs crates: assert_cmd finds the binary (`cargo_bin!`) and checks a
+//! finished run ([`Launch::assert`], [`Run::assert`]: its status, and with predicates the part
+//! of an output a test is about, `predicate::str::contains(..)`), and snapbox checks an output
+//! that is the behaviour whole ([`assert_output`]). The builder stays a std `Command`, which
+//! assert_cmd's own wraps without its `spawn`: the tests also start retry and talk to it as it
+//! runs (signals, a terminal, readiness lines), and a run is bounded by [`PATIENCE`].
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use assert_cmd::assert::Assert;
+pub use predicates::prelude::{PredicateBooleanExt, predicate};
+
 /// The one time limit of the tests: long enough for a loaded machine; it only turns a hang
 /// into a failure, and never synchronises anything.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// The built binary's path, for a test that has another program start it.
+/// The built binary's path, as assert_cmd finds it (the path Cargo gives the tests at build
+/// time), for the builder and for a test that has another program start it.
 pub fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_retry"))
+    assert_cmd::cargo::cargo_bin!("retry")
 }
 
 /// Keeps `command`, retry or a program that starts it, away from the user's own config file
@@ -79,8 +91,8 @@ pub fn retry() -> Command {
 
 /// Whether `tool` is on PATH, for a test that needs a program a fresh machine may lack. When it
 /// is missing the test should return at once: this says so loudly on stderr, with how to
-/// install it. Under CI (`CI` set), where `.ci/run` installs every tool, a missing tool fails
-/// the test instead.
+/// install it, and the run's end counts it ([`skipped`]). Under CI (`CI` set), where `.ci/run`
+/// installs every tool, a missing tool fails the test instead.
 pub fn have(tool: &str, install: &str) -> bool {
     let found = std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| {
@@ -97,13 +109,67 @@ pub fn have(tool: &str, install: &str) -> bool {
         std::env::var_os("CI").is_none(),
         "`{tool}` is not on PATH, and CI must run every test: `{install}` (.ci/run does it)"
     );
-    // Straight to stderr: the test harness captures eprintln! of a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED: this test needs `{tool}`, which is not on PATH. Install it \
-         (`{install}`) to run it; with CI set, a missing tool fails the test. ***"
-    );
+    skipped(&format!(
+        "needs `{tool}`, which is not on PATH: install it (`{install}`) to run it; with CI set, \
+         a missing tool fails the test"
+    ));
     false
+}
+
+/// The tests of this run that returned early without testing what they are for, each with why.
+static SKIPPED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// Tells that the calling test skips (all or part of what it tests) for `why`, as it returns:
+/// at once on stderr, and again in a list at the end of the run, after libtest's own summary,
+/// which counts it as passed since libtest has no status for a skip. The list is printed when
+/// the test process exits (`atexit`): every integration test runs in this one process, so it
+/// sees them all, whatever filter or number of threads the run was given, with plain `cargo
+/// test` and nothing to install.
+pub fn skipped(why: &str) {
+    let test = thread::current().name().unwrap_or("a test").to_owned();
+    // Straight to stderr: the test harness captures eprintln! of a passing test.
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {test} {why}. ***");
+    let mut list = SKIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if list.is_empty() {
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        AT_EXIT.call_once(|| {
+            // SAFETY: `tell_skipped` is an `extern "C" fn()` that neither unwinds (it catches
+            // nothing, and what it calls does not panic) nor calls exit; registering it has no
+            // other requirement.
+            let _ = unsafe { nix::libc::atexit(tell_skipped) };
+        });
+    }
+    list.push((test, why.to_owned()));
+}
+
+/// Prints the tests [`skipped`] in this run, grouped by why, once every test has ended.
+extern "C" fn tell_skipped() {
+    let list = SKIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut why: Vec<&str> = list.iter().map(|(_, why)| why.as_str()).collect();
+    why.sort_unstable();
+    why.dedup();
+    let mut text = format!(
+        "\n*** {} test{} of this run SKIPPED, and counted as passed above: ***\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
+    for reason in why {
+        let mut tests: Vec<&str> = list
+            .iter()
+            .filter(|(_, w)| w == reason)
+            .map(|(test, _)| test.as_str())
+            .collect();
+        tests.sort_unstable();
+        text.push_str(&format!("  {} {reason}:\n", tests.len()));
+        for test in tests {
+            text.push_str(&format!("    {test}\n"));
+        }
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// Lines of a stream, read on a thread of their own.
@@ -161,6 +227,11 @@ pub trait Launch {
     fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run;
     /// Starts it, stdin empty, its stdout and stderr read line by line.
     fn start(&mut self) -> (Started, Lines, Lines);
+    /// Runs it to the end, stdin empty, and hands its output to assert_cmd's [`Assert`]: for a
+    /// test that checks its status and parts of its output.
+    fn assert(&mut self) -> Assert {
+        self.run().assert()
+    }
 }
 
 impl Launch for Command {
@@ -297,6 +368,12 @@ impl std::ops::Deref for Run {
 }
 
 impl Run {
+    /// The run's output, for assert_cmd's checks of its status and, with predicates, of parts
+    /// of its output; a failed check shows the whole output and how long the run took.
+    pub fn assert(&self) -> Assert {
+        Assert::new(self.out.clone()).append_context("took", format!("{:?}", self.took))
+    }
+
     pub fn code(&self) -> Option<i32> {
         self.out.status.code()
     }
@@ -488,22 +565,20 @@ pub fn dev_full() -> Option<std::fs::File> {
     match std::fs::File::options().write(true).open("/dev/full") {
         Ok(f) => Some(f),
         Err(e) => {
-            eprintln!("SKIPPED: no /dev/full to write to ({e})");
+            skipped(&format!(
+                "needs /dev/full to write to, which this machine lacks ({e})"
+            ));
             None
         }
     }
 }
 
-/// Runs `script` in `sh -c`, with the built retry as `$0`, and waits for its output: for a
-/// test that starts retry the way a shell does (closed or redirected descriptors).
-pub fn retry_in_sh(script: &str) -> std::process::Output {
+/// Runs `script` in `sh -c`, with the built retry as `$0`, to the end (within [`PATIENCE`]):
+/// for a test that starts retry the way a shell does (closed or redirected descriptors).
+pub fn retry_in_sh(script: &str) -> Run {
     let mut sh = Command::new("sh");
     hermetic(&mut sh);
-    sh.args(["-c", script])
-        .arg(bin())
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh runs")
+    sh.args(["-c", script]).arg(bin()).run()
 }
 
 /// The built retry, started by `sh` under a file size limit of `blocks` blocks of 512 bytes

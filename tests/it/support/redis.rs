@@ -230,6 +230,13 @@ impl Cluster {
     /// killed, and their directories removed, at once. (A test that killed or failed over a
     /// node would need a cluster of its own: none does.)
     pub fn shared() -> Option<&'static Cluster> {
+        // Asked here, on the test's own thread, so that each test that cannot run is told of
+        // and counted as skipped, not only the one that first asked for the cluster.
+        if !super::have("redis-server", "apt-get install redis-server")
+            || !super::have("redis-cli", "apt-get install redis-tools")
+        {
+            return None;
+        }
         SHARED
             .get_or_init(|| {
                 let (tx, rx) = mpsc::channel();
