@@ -245,7 +245,9 @@ impl Signals {
         Ok(())
     }
 
-    /// Whether SIGCHLD wakes the loop ([`Signals::watch_children`]).
+    /// Whether SIGCHLD wakes the loop ([`Signals::watch_children`]). Only Linux's build asks:
+    /// elsewhere SIGCHLD always does.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
     pub fn watches_children(&self) -> bool {
         self.children
     }
