@@ -59,34 +59,19 @@ pub fn explain(p: &Policy, origins: &Origins, key: Option<&KeyReport>) -> String
     out
 }
 
+/// The policy, a row for each setting, each with where its value came from.
 fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     let command = if p.command.is_empty() {
         "(none given)".to_string()
     } else {
         p.command_line()
     };
-    let attempts = match p.attempts {
-        Some(n) => format!(
-            "{n} ({} {})",
-            n - 1,
-            if n == 2 { "retry" } else { "retries" }
-        ),
-        None => "unlimited (--forever)".into(),
-    };
     let opt = |d: Option<Duration>| d.map_or("none".into(), human);
     let b = &p.backoff;
     let rows = [
         ("command", command),
-        ("attempts", attempts),
-        (
-            "reset-after",
-            p.reset_after.map_or("none".into(), |d| {
-                format!(
-                    "{}: a longer attempt starts the backoff and the limit afresh",
-                    human(d)
-                )
-            }),
-        ),
+        ("attempts", attempts(p)),
+        ("reset-after", reset_after(p)),
         ("max-time", opt(p.max_time)),
         ("attempt-timeout", opt(p.attempt_timeout)),
         ("backoff", b.shape.to_string()),
@@ -95,79 +80,19 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
         ("jitter", b.jitter.to_string()),
         ("seed", p.seed.map_or("random".into(), |s| s.to_string())),
         ("success-on", p.rules.success.to_string()),
-        (
-            "retry-on",
-            match &p.rules.retry_on {
-                None => "every other failure".into(),
-                Some(list) if list.is_empty() => "none but what the output rules retry".into(),
-                Some(list) => list.to_string(),
-            },
-        ),
+        ("retry-on", retry_on(p)),
         ("fatal-on", words::fatal_list(p)),
         ("retry-if-output", patterns(&p.output_rules.retry)),
         ("fatal-if-output", patterns(&p.output_rules.fatal)),
-        (
-            "on timeout",
-            format!(
-                "{}, then SIGKILL after {}",
-                signal_name(p.kill_signal),
-                human(p.kill_after)
-            ),
-        ),
-        (
-            "hints",
-            if p.hints {
-                "a private hint file for each attempt (RETRY_HINT_FILE, {hints})".into()
-            } else {
-                "off: no HTTP status or Retry-After is known".into()
-            },
-        ),
+        ("on timeout", on_timeout(p)),
+        ("hints", hints(p)),
         ("retry-on-http", p.http.retry.to_string()),
-        (
-            "fatal-on-http",
-            p.http
-                .fatal
-                .as_ref()
-                .map_or("every other 4xx".into(), ToString::to_string),
-        ),
+        ("fatal-on-http", fatal_on_http(p)),
         ("retry-after-max", human(p.retry_after_max)),
         ("stdin", value_name(p.stdin)),
         ("stdout", value_name(p.stdout)),
-        (
-            "held output",
-            match (p.output_on_failure, p.stdout) {
-                (true, _) => "all of it (--output-on-failure): every attempt's stdout and \
-                              stderr and retry's log, printed only if the run fails"
-                    .into(),
-                (false, StdoutMode::Hold) => "stdout (--stdout hold): only the attempt that \
-                                              ends the run writes to stdout; retried attempts' \
-                                              goes to stderr"
-                    .into(),
-                (false, StdoutMode::Pass) => "none: the command's output passes as it comes".into(),
-            },
-        ),
-        (
-            "log",
-            format!(
-                "{} to {}, {}{}",
-                value_name(p.log.format),
-                p.log
-                    .file
-                    .as_ref()
-                    .map_or("stderr".into(), |f| f.display().to_string()),
-                match p.log.level {
-                    2.. => "verbose (-v)",
-                    1 => "a line per failure",
-                    0 => "the give-up line only (-q)",
-                    _ => "nothing (-qq)",
-                },
-                if p.log.time && p.log.format == LogFormat::Text {
-                    ", each line with the time"
-                } else {
-                    ""
-                }
-            ),
-        ),
+        ("held output", held_output(p)),
+        ("log", log(p)),
         ("on-retry", hook(p.hooks.on_retry.as_deref())),
         ("on-giveup", hook(p.hooks.on_giveup.as_deref())),
         ("hook-timeout", human(p.hooks.timeout)),
@@ -184,7 +109,101 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
     }
 }
 
-/// Where a row's value came from, when not from a built-in default: ` (profile ci)`.
+/// The attempts row: the limit, and the retries it allows.
+fn attempts(p: &Policy) -> String {
+    match p.attempts {
+        Some(n) => format!(
+            "{n} ({} {})",
+            n - 1,
+            if n == 2 { "retry" } else { "retries" }
+        ),
+        None => "unlimited (--forever)".into(),
+    }
+}
+
+/// The reset-after row: how long an attempt must run to start the run afresh.
+fn reset_after(p: &Policy) -> String {
+    p.reset_after.map_or("none".into(), |d| {
+        format!(
+            "{}: a longer attempt starts the backoff and the limit afresh",
+            human(d)
+        )
+    })
+}
+
+/// The retry-on row: the statuses retried, of the failures the other lists leave.
+fn retry_on(p: &Policy) -> String {
+    match &p.rules.retry_on {
+        None => "every other failure".into(),
+        Some(list) if list.is_empty() => "none but what the output rules retry".into(),
+        Some(list) => list.to_string(),
+    }
+}
+
+/// The on-timeout row: the signal an attempt stopped gets, and SIGKILL after --kill-after.
+fn on_timeout(p: &Policy) -> String {
+    format!(
+        "{}, then SIGKILL after {}",
+        signal_name(p.kill_signal),
+        human(p.kill_after)
+    )
+}
+
+/// The hints row: whether each attempt gets a hint file.
+fn hints(p: &Policy) -> String {
+    if p.hints {
+        "a private hint file for each attempt (RETRY_HINT_FILE, {hints})".into()
+    } else {
+        "off: no HTTP status or Retry-After is known".into()
+    }
+}
+
+/// The fatal-on-http row: the HTTP statuses not retried.
+fn fatal_on_http(p: &Policy) -> String {
+    p.http
+        .fatal
+        .as_ref()
+        .map_or("every other 4xx".into(), ToString::to_string)
+}
+
+/// The held-output row: what of an attempt's output waits for the run's end.
+fn held_output(p: &Policy) -> String {
+    match (p.output_on_failure, p.stdout) {
+        (true, _) => "all of it (--output-on-failure): every attempt's stdout and \
+                      stderr and retry's log, printed only if the run fails"
+            .into(),
+        (false, StdoutMode::Hold) => "stdout (--stdout hold): only the attempt that ends \
+                                      the run writes to stdout; retried attempts' goes to \
+                                      stderr"
+            .into(),
+        (false, StdoutMode::Pass) => "none: the command's output passes as it comes".into(),
+    }
+}
+
+/// The log row: its format, where it goes, how much it says, and whether each line has the
+/// time.
+fn log(p: &Policy) -> String {
+    format!(
+        "{} to {}, {}{}",
+        value_name(p.log.format),
+        p.log
+            .file
+            .as_ref()
+            .map_or("stderr".into(), |f| f.display().to_string()),
+        match p.log.level {
+            2.. => "verbose (-v)",
+            1 => "a line per failure",
+            0 => "the give-up line only (-q)",
+            _ => "nothing (-qq)",
+        },
+        if p.log.time && p.log.format == LogFormat::Text {
+            ", each line with the time"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The key's breaker and budget: the settings, and the state as it stands.
 fn shared_state(
     out: &mut String,

@@ -25,134 +25,203 @@ pub fn supervise<W: World>(
     gate: &mut Gate,
     started: Duration,
 ) -> Ended {
-    let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
-    let (limit, why) = match (timeout_at, p.max_time) {
-        (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
-        (Some(t), _) => (Some(t), Stop::AttemptTimeout),
-        (None, d) => (d, Stop::Deadline),
+    let (limit, why) = limit(p, started);
+    let mut watch = Watch {
+        p,
+        world,
+        rep,
+        limit,
+        why,
+        stopped: None,
+        cancelled: None,
+        escalation: Escalation::default(),
+        ended: None,
+        typed: None,
     };
-    let mut stopped = None;
-    let mut cancelled = None;
-    let mut escalation = Escalation::default();
-    // The first process's status, once it ended.
-    let mut ended: Option<Status> = None;
-    // A Ctrl-C (or Ctrl-\) typed at the terminal the attempt holds, and when: the run ends
-    // with this attempt unless the attempt outlives it by `--kill-after` (docs/child.md: a
-    // REPL, psql or gdb handled it and went on; its later exit is judged by the usual rules).
-    let mut typed: Option<(i32, Duration)> = None;
     let mut idle_at = gate.idle_at(started);
     loop {
-        if let Some(status) = ended
-            && (!escalation.pending() || !world.group_alive())
+        if let Some(status) = watch.ended
+            && (!watch.escalation.pending() || !watch.world.group_alive())
         {
             return Ended {
-                stopped,
-                cancelled,
-                findings: world.findings(),
+                stopped: watch.stopped,
+                cancelled: watch.cancelled,
+                findings: watch.world.findings(),
                 ..Ended::with(status)
             };
         }
-        let now = world.elapsed();
-        let limit = limit.filter(|_| stopped.is_none());
-        let handled_at = typed.map(|(_, at)| at.saturating_add(p.kill_after));
+        let now = watch.world.elapsed();
         let until = [
-            limit,
-            escalation.wake(now, ended.is_some()),
-            handled_at,
+            watch.limit(),
+            watch.escalation.wake(now, watch.ended.is_some()),
+            watch.handled_at(),
             idle_at,
         ]
         .into_iter()
         .flatten()
         .min();
-        let event = world.wait(until);
-        if idle_at.is_some_and(|at| world.elapsed() >= at) {
+        let event = watch.world.wait(until);
+        if idle_at.is_some_and(|at| watch.world.elapsed() >= at) {
             gate.idle();
             idle_at = None;
         }
         match event {
-            Event::Exited(status) => {
-                ended = Some(status);
-                if handled_at.is_some_and(|at| world.elapsed() > at) {
-                    went_on(world, rep, &mut typed, &mut cancelled);
-                }
-            }
-            Event::Timer if escalation.due(world.elapsed()) => {
-                world.kill(SIGKILL);
-                escalation.killed();
-                rep.stopping(world.elapsed(), Stopping::Killed);
-            }
-            Event::Timer if limit.is_some_and(|at| world.elapsed() >= at) => {
-                stopped = Some(why);
-                world.kill(p.kill_signal);
-                escalation.ask(world.elapsed(), p.kill_after);
-                rep.stopping(world.elapsed(), Stopping::TimeUp(why));
-            }
-            Event::Timer if handled_at.is_some_and(|at| world.elapsed() >= at) => {
-                went_on(world, rep, &mut typed, &mut cancelled);
-            }
-            Event::Timer => {}
-            Event::Suspend => world.suspend(),
-            Event::Signal(sig) if cancels(sig) => {
-                let again = cancelled.filter(|_| [SIGINT, SIGTERM].contains(&sig));
-                if let Some(first) = again {
-                    world.kill(SIGKILL);
-                    escalation.killed();
-                    rep.stopping(world.elapsed(), Stopping::CancelAgain { first, now: sig });
-                } else {
-                    world.kill(sig);
-                    escalation.ask(world.elapsed(), p.kill_after);
-                    rep.stopping(world.elapsed(), Stopping::Cancel(sig));
-                }
-                // A signal that reached retry itself is no Ctrl-C a REPL handles.
-                typed = None;
-                cancelled.get_or_insert(sig);
-            }
-            // The terminal sent the attempt's group a Ctrl-C: the command has it already, and
-            // decides what to make of it; the run is over after this attempt unless it goes
-            // on past --kill-after. A second one before that is the user insisting: the group
-            // gets SIGKILL.
-            Event::Typed(sig) => match cancelled {
-                Some(first) if first == sig => {
-                    world.kill(SIGKILL);
-                    escalation.killed();
-                    typed = None;
-                    rep.stopping(world.elapsed(), Stopping::CancelAgain { first, now: sig });
-                }
-                Some(_) => {}
-                None => {
-                    rep.stopping(world.elapsed(), Stopping::Typed(sig));
-                    cancelled = Some(sig);
-                    typed = Some((sig, world.elapsed()));
-                }
-            },
-            // A Ctrl-C that reached retry too (typed before the attempt had the terminal) was
-            // said already.
-            Event::Interrupted(_) if cancelled.is_some() => {}
-            Event::Interrupted(sig) => {
-                // retry received nothing: it infers the Ctrl-C from how the attempt ended, and
-                // says so. The rest of the group had the Ctrl-C from the terminal.
-                world.kill(sig);
-                escalation.ask(world.elapsed(), p.kill_after);
-                rep.stopping(world.elapsed(), Stopping::TerminalCancel(sig));
-                typed = None;
-                cancelled.get_or_insert(sig);
-            }
-            Event::Signal(sig) => world.kill(sig),
+            Event::Exited(status) => watch.exited(status),
+            Event::Timer => watch.timer(),
+            Event::Suspend => watch.world.suspend(),
+            Event::Signal(sig) if cancels(sig) => watch.cancel(sig),
+            Event::Typed(sig) => watch.typed(sig),
+            Event::Interrupted(sig) => watch.interrupted(sig),
+            Event::Signal(sig) => watch.world.kill(sig),
         }
     }
 }
 
-/// The attempt outlived the Ctrl-C typed at the terminal by `--kill-after`: it handled it and
-/// went on, and the run is not cancelled after all.
-fn went_on<W: World>(
-    world: &mut W,
-    rep: &mut Reporter,
-    typed: &mut Option<(i32, Duration)>,
-    cancelled: &mut Option<i32>,
-) {
-    if let Some((sig, _)) = typed.take() {
-        *cancelled = None;
-        world.typed_handled();
-        rep.went_on(world.elapsed(), sig);
+/// When the attempt that started at `started` is stopped, and why: at its --timeout, or at
+/// the run's --max-time if that comes first.
+fn limit(p: &Policy, started: Duration) -> (Option<Duration>, Stop) {
+    let timeout_at = p.attempt_timeout.map(|t| started.saturating_add(t));
+    match (timeout_at, p.max_time) {
+        (Some(t), Some(d)) if d < t => (Some(d), Stop::Deadline),
+        (Some(t), _) => (Some(t), Stop::AttemptTimeout),
+        (None, d) => (d, Stop::Deadline),
+    }
+}
+
+/// A running attempt, watched: what retry did to it so far, and what it waits for.
+struct Watch<'a, 'r, W: World> {
+    p: &'a Policy,
+    world: &'a mut W,
+    rep: &'a mut Reporter<'r>,
+    /// When the attempt is stopped, and why.
+    limit: Option<Duration>,
+    why: Stop,
+    stopped: Option<Stop>,
+    cancelled: Option<i32>,
+    escalation: Escalation,
+    /// The first process's status, once it ended.
+    ended: Option<Status>,
+    /// A Ctrl-C (or Ctrl-\) typed at the terminal the attempt holds, and when: the run ends
+    /// with this attempt unless the attempt outlives it by `--kill-after` (docs/child.md: a
+    /// REPL, psql or gdb handled it and went on; its later exit is judged by the usual rules).
+    typed: Option<(i32, Duration)>,
+}
+
+impl<W: World> Watch<'_, '_, W> {
+    /// When the attempt is stopped, unless it has been already.
+    fn limit(&self) -> Option<Duration> {
+        self.limit.filter(|_| self.stopped.is_none())
+    }
+
+    /// When a Ctrl-C typed at the terminal counts as handled, if the attempt is still
+    /// running then.
+    fn handled_at(&self) -> Option<Duration> {
+        self.typed
+            .map(|(_, at)| at.saturating_add(self.p.kill_after))
+    }
+
+    /// The attempt's first process ended; the group may live on.
+    fn exited(&mut self, status: Status) {
+        self.ended = Some(status);
+        if self
+            .handled_at()
+            .is_some_and(|at| self.world.elapsed() > at)
+        {
+            self.went_on();
+        }
+    }
+
+    /// A timer is due: SIGKILL after --kill-after, the stop at the limit, or a typed Ctrl-C
+    /// handled.
+    fn timer(&mut self) {
+        // Each check reads the clock anew, as time goes on between them.
+        if self.escalation.due(self.world.elapsed()) {
+            self.world.kill(SIGKILL);
+            self.escalation.killed();
+            self.rep.stopping(self.world.elapsed(), Stopping::Killed);
+        } else if self.limit().is_some_and(|at| self.world.elapsed() >= at) {
+            self.stopped = Some(self.why);
+            self.world.kill(self.p.kill_signal);
+            self.escalation.ask(self.world.elapsed(), self.p.kill_after);
+            self.rep
+                .stopping(self.world.elapsed(), Stopping::TimeUp(self.why));
+        } else if self
+            .handled_at()
+            .is_some_and(|at| self.world.elapsed() >= at)
+        {
+            self.went_on();
+        }
+    }
+
+    /// retry received a signal that cancels the run: the attempt is asked to stop with it,
+    /// or killed if it is SIGINT or SIGTERM again.
+    fn cancel(&mut self, sig: i32) {
+        let again = self.cancelled.filter(|_| [SIGINT, SIGTERM].contains(&sig));
+        if let Some(first) = again {
+            self.world.kill(SIGKILL);
+            self.escalation.killed();
+            self.rep.stopping(
+                self.world.elapsed(),
+                Stopping::CancelAgain { first, now: sig },
+            );
+        } else {
+            self.world.kill(sig);
+            self.escalation.ask(self.world.elapsed(), self.p.kill_after);
+            self.rep
+                .stopping(self.world.elapsed(), Stopping::Cancel(sig));
+        }
+        // A signal that reached retry itself is no Ctrl-C a REPL handles.
+        self.typed = None;
+        self.cancelled.get_or_insert(sig);
+    }
+
+    /// The terminal sent the attempt's group a Ctrl-C: the command has it already, and
+    /// decides what to make of it; the run is over after this attempt unless it goes on past
+    /// --kill-after. A second one before that is the user insisting: the group gets SIGKILL.
+    fn typed(&mut self, sig: i32) {
+        match self.cancelled {
+            Some(first) if first == sig => {
+                self.world.kill(SIGKILL);
+                self.escalation.killed();
+                self.typed = None;
+                self.rep.stopping(
+                    self.world.elapsed(),
+                    Stopping::CancelAgain { first, now: sig },
+                );
+            }
+            Some(_) => {}
+            None => {
+                self.rep
+                    .stopping(self.world.elapsed(), Stopping::Typed(sig));
+                self.cancelled = Some(sig);
+                self.typed = Some((sig, self.world.elapsed()));
+            }
+        }
+    }
+
+    /// The attempt ended as a Ctrl-C at the terminal ends it, and retry received nothing: it
+    /// infers the Ctrl-C, and says so. The rest of the group had the Ctrl-C from the
+    /// terminal. A Ctrl-C that reached retry too (typed before the attempt had the terminal)
+    /// was said already.
+    fn interrupted(&mut self, sig: i32) {
+        if self.cancelled.is_some() {
+            return;
+        }
+        self.world.kill(sig);
+        self.escalation.ask(self.world.elapsed(), self.p.kill_after);
+        self.rep
+            .stopping(self.world.elapsed(), Stopping::TerminalCancel(sig));
+        self.typed = None;
+        self.cancelled.get_or_insert(sig);
+    }
+
+    /// The attempt outlived the Ctrl-C typed at the terminal by `--kill-after`: it handled it
+    /// and went on, and the run is not cancelled after all.
+    fn went_on(&mut self) {
+        if let Some((sig, _)) = self.typed.take() {
+            self.cancelled = None;
+            self.world.typed_handled();
+            self.rep.went_on(self.world.elapsed(), sig);
+        }
     }
 }

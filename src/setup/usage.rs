@@ -98,40 +98,12 @@ pub fn instead(e: &clap::Error, setting: impl Fn(&str) -> String) -> Option<Stri
 /// What is wrong with the command line, as [`BadValue`]. Flags are named as `--name`;
 /// `setting` names them otherwise (a config file names its keys without dashes).
 pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
-    let get = |kind| match e.get(kind) {
-        Some(ContextValue::String(s)) => Some(s.clone()),
-        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
-        _ => None,
-    };
-    // "--delay <DUR>" → the flag's name alone; "--quiet..." (a count) too.
-    let flag = |arg: String| {
-        let name = arg
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .trim_end_matches("...")
-            .to_string();
-        setting(&name)
-    };
-    let arg = get(ContextKind::InvalidArg).map(flag).unwrap_or_default();
-    let value = get(ContextKind::InvalidValue).unwrap_or_default();
+    let arg = context(e, ContextKind::InvalidArg)
+        .map(|a| flag(&a, &setting))
+        .unwrap_or_default();
+    let value = context(e, ContextKind::InvalidValue).unwrap_or_default();
     match e.kind() {
-        ErrorKind::ValueValidation => match e.source().and_then(|s| s.downcast_ref::<BadValue>()) {
-            // A message that names the flag itself (minfrin's options) is not told it again.
-            Some(bad)
-                if bad
-                    .what
-                    .contains(&format!("--{}", arg.trim_start_matches('-'))) =>
-            {
-                bad.clone()
-            }
-            Some(bad) => BadValue::new(format!("{} for {arg}", bad.what), &bad.value, &bad.fix),
-            None => BadValue::new(
-                format!("invalid value for {arg}"),
-                value,
-                "see retry --help",
-            ),
-        },
+        ErrorKind::ValueValidation => rejected(e, &arg, value),
         ErrorKind::InvalidValue if value.is_empty() => BadValue::new(
             format!("{arg} needs a value"),
             value,
@@ -140,67 +112,14 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
         ErrorKind::InvalidValue => BadValue::new(
             format!("not a choice of {arg}"),
             value,
-            match get(ContextKind::ValidValue) {
+            match context(e, ContextKind::ValidValue) {
                 Some(choices) => format!("use one of {choices}"),
                 None => "see retry --help".into(),
             },
         ),
-        ErrorKind::UnknownArgument => {
-            let unknown = get(ContextKind::InvalidArg).unwrap_or_default();
-            let fix = match instead(e, &setting) {
-                Some(ours) => format!("did you mean {ours}?"),
-                None => "see retry --help; an argument meant for the command goes after --, \
-                         as retry -n 3 -- COMMAND --its-flag"
-                    .into(),
-            };
-            BadValue::new("unknown flag", setting(&unknown), fix)
-        }
-        ErrorKind::ArgumentConflict => {
-            let prior = get(ContextKind::PriorArg)
-                .map(|p| {
-                    p.split(", ")
-                        .map(|a| flag(a.to_string()))
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-                .join(", ");
-            BadValue::new(
-                "flags that exclude each other",
-                format!("{arg} and {prior}"),
-                "keep one of them",
-            )
-        }
-        ErrorKind::MissingRequiredArgument => {
-            let missing = match e.get(ContextKind::InvalidArg) {
-                Some(ContextValue::Strings(list)) => list.clone(),
-                _ => Vec::new(),
-            };
-            let names = |flag: &str| {
-                missing
-                    .iter()
-                    .any(|m| m.split_whitespace().next() == Some(flag))
-            };
-            if names("--key") {
-                BadValue::new(
-                    "--reset-state forgets the state of one key, and needs --key",
-                    "--reset-state without --key",
-                    "give the key, as retry --reset-state --key api.example.com \
-                     (retry --list-keys lists every key with state)",
-                )
-            } else if names("--explain") {
-                BadValue::new(
-                    "--fleet simulates a fleet for --explain, and runs nothing",
-                    "--fleet without --explain",
-                    "add --explain to see the simulation; leave --fleet out to run the command",
-                )
-            } else {
-                BadValue::new(
-                    "nothing to run",
-                    "no COMMAND given",
-                    "name it after the options, as retry -n 3 -- COMMAND [ARG]...",
-                )
-            }
-        }
+        ErrorKind::UnknownArgument => unknown(e, &setting),
+        ErrorKind::ArgumentConflict => conflict(e, &arg, &setting),
+        ErrorKind::MissingRequiredArgument => missing(e),
         ErrorKind::InvalidUtf8 => BadValue::new(
             format!("{arg} needs UTF-8"),
             value,
@@ -211,6 +130,107 @@ pub fn describe(e: &clap::Error, setting: impl Fn(&str) -> String) -> BadValue {
             let text = e.kind().as_str().unwrap_or("invalid command line");
             BadValue::new(text, arg, "see retry --help")
         }
+    }
+}
+
+/// The error's `kind` of context, a list joined with commas.
+fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
+    match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+        _ => None,
+    }
+}
+
+/// A flag as clap shows it, named as `setting` names it: "--delay <DUR>" → the flag's name
+/// alone; "--quiet..." (a count) too.
+fn flag(arg: &str, setting: &impl Fn(&str) -> String) -> String {
+    let name = arg
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches("...");
+    setting(name)
+}
+
+/// A value of `arg` that its parser rejected: the parser's own words, told which flag they
+/// are about unless they name it.
+fn rejected(e: &clap::Error, arg: &str, value: String) -> BadValue {
+    match e.source().and_then(|s| s.downcast_ref::<BadValue>()) {
+        // A message that names the flag itself (minfrin's options) is not told it again.
+        Some(bad)
+            if bad
+                .what
+                .contains(&format!("--{}", arg.trim_start_matches('-'))) =>
+        {
+            bad.clone()
+        }
+        Some(bad) => BadValue::new(format!("{} for {arg}", bad.what), &bad.value, &bad.fix),
+        None => BadValue::new(
+            format!("invalid value for {arg}"),
+            value,
+            "see retry --help",
+        ),
+    }
+}
+
+/// A flag retry does not have: the one meant, if it is near one, or where the command's own
+/// flags go.
+fn unknown(e: &clap::Error, setting: &impl Fn(&str) -> String) -> BadValue {
+    let unknown = context(e, ContextKind::InvalidArg).unwrap_or_default();
+    let fix = match instead(e, setting) {
+        Some(ours) => format!("did you mean {ours}?"),
+        None => "see retry --help; an argument meant for the command goes after --, \
+                 as retry -n 3 -- COMMAND --its-flag"
+            .into(),
+    };
+    BadValue::new("unknown flag", setting(&unknown), fix)
+}
+
+/// `arg` given with the flags it excludes.
+fn conflict(e: &clap::Error, arg: &str, setting: &impl Fn(&str) -> String) -> BadValue {
+    let prior = context(e, ContextKind::PriorArg)
+        .map(|p| p.split(", ").map(|a| flag(a, setting)).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .join(", ");
+    BadValue::new(
+        "flags that exclude each other",
+        format!("{arg} and {prior}"),
+        "keep one of them",
+    )
+}
+
+/// What the command line lacks: the key of --reset-state, the --explain of --fleet, or the
+/// command.
+fn missing(e: &clap::Error) -> BadValue {
+    let missing = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::Strings(list)) => list.clone(),
+        _ => Vec::new(),
+    };
+    let names = |flag: &str| {
+        missing
+            .iter()
+            .any(|m| m.split_whitespace().next() == Some(flag))
+    };
+    if names("--key") {
+        BadValue::new(
+            "--reset-state forgets the state of one key, and needs --key",
+            "--reset-state without --key",
+            "give the key, as retry --reset-state --key api.example.com \
+             (retry --list-keys lists every key with state)",
+        )
+    } else if names("--explain") {
+        BadValue::new(
+            "--fleet simulates a fleet for --explain, and runs nothing",
+            "--fleet without --explain",
+            "add --explain to see the simulation; leave --fleet out to run the command",
+        )
+    } else {
+        BadValue::new(
+            "nothing to run",
+            "no COMMAND given",
+            "name it after the options, as retry -n 3 -- COMMAND [ARG]...",
+        )
     }
 }
 

@@ -333,34 +333,39 @@ fn per_host(fleet: &Fleet) -> String {
     }
 }
 
+/// The table as text: the assumptions simulated, a row for each policy compared, and the
+/// chart of the first.
 fn text(simulated: &Simulated) -> String {
+    let Simulated {
+        policy,
+        fleet,
+        rows,
+        ..
+    } = simulated;
+    let mut out = String::new();
+    assumptions(&mut out, simulated);
+    table(&mut out, rows);
+    let colour = crate::report::log::colour(policy.log.color, std::io::stdout().is_terminal());
+    let _ = writeln!(
+        out,
+        "\nCalls per second over time, this policy (each column the mean over {})",
+        human(rows[0].1.bucket)
+    );
+    chart(&mut out, &rows[0].1, fleet.outage, colour);
+    out
+}
+
+/// The assumptions simulated: the fleet, its starts, the outage, where the key's state is
+/// kept, and how it was simulated.
+fn assumptions(out: &mut String, simulated: &Simulated) {
     let Simulated {
         policy,
         fleet,
         world,
         sharing,
-        rows,
+        ..
     } = simulated;
-    let mut out = String::new();
-    // The splay is what the real runs do (--splay, 0 unless given): the assumption a reader
-    // most needs to check, and the remedy when it is 0.
-    let starts = if fleet.splay.is_zero() {
-        "Every process starts at the same second, as cron does on every host; --splay DUR \
-         spreads real runs"
-            .to_string()
-    } else if fleet.splay == fleet.every {
-        format!(
-            "First runs spread over the {} (--splay {})",
-            human(fleet.splay),
-            human(fleet.splay)
-        )
-    } else {
-        format!(
-            "Each process starts within {} of the tick (--splay {})",
-            human(fleet.splay),
-            human(fleet.splay)
-        )
-    };
+    let starts = starts(fleet);
     let hosts = match fleet.hosts {
         h if h == fleet.processes => ", one a host".to_string(),
         1 => " on 1 host".to_string(),
@@ -398,6 +403,33 @@ fn text(simulated: &Simulated) -> String {
             ""
         }
     );
+}
+
+/// When the processes start, in words. The splay is what the real runs do (--splay, 0 unless
+/// given): the assumption a reader most needs to check, and the remedy when it is 0.
+fn starts(fleet: &Fleet) -> String {
+    if fleet.splay.is_zero() {
+        "Every process starts at the same second, as cron does on every host; --splay DUR \
+         spreads real runs"
+            .to_string()
+    } else if fleet.splay == fleet.every {
+        format!(
+            "First runs spread over the {} (--splay {})",
+            human(fleet.splay),
+            human(fleet.splay)
+        )
+    } else {
+        format!(
+            "Each process starts within {} of the tick (--splay {})",
+            human(fleet.splay),
+            human(fleet.splay)
+        )
+    }
+}
+
+/// The table: its two header lines, a row for each policy compared, and what its columns
+/// mean.
+fn table(out: &mut String, rows: &[(&'static str, Report)]) {
     for (a, b, c, d, e, l, f, g, h) in [
         (
             "calls in", "calls", "peak", "peak", "runs", "shared", "calls", "good-", "all back",
@@ -442,14 +474,6 @@ fn text(simulated: &Simulated) -> String {
          the share of calls that succeeded; all back: from the recovery until every process had\n  \
          succeeded once"
     );
-    let colour = crate::report::log::colour(policy.log.color, std::io::stdout().is_terminal());
-    let _ = writeln!(
-        out,
-        "\nCalls per second over time, this policy (each column the mean over {})",
-        human(rows[0].1.bucket)
-    );
-    chart(&mut out, &rows[0].1, fleet.outage, colour);
-    out
 }
 
 /// One JSON object of assumptions, then one per row of the table.

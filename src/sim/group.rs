@@ -366,76 +366,16 @@ impl<'a> Group<'a> {
         }
         tally.report.jobs += 1;
         let store = (process % self.hosts).wrapping_sub(self.first_host);
-        let mut shared = None;
-        let mut went_on = now;
-        let mut lost = false;
-        if let Some(s) = self.plan.state {
-            let (store_ms, until) = (ms(now), self.refused_until[store]);
-            self.stores[store].set_time(now);
-            // A store in a line is asked as the single queue asked it, unless it is free: then
-            // the call is answered at once, and takes its turn.
-            let line = self.stores[store].line();
-            let free = line.is_none_or(Line::free);
-            let take_turn = |line: Option<&Line>| {
-                if let Some(line) = line {
-                    line.serve(&mut 0);
-                }
-            };
-            if store_ms < until && free {
-                take_turn(line);
-                tally.report.refused += 1;
-                return;
-            }
-            // Every call from now on succeeds, and every answer to come is to one of them: a
-            // store whose state is settled stays so, the run is let in as a run of a closed
-            // breaker, and its one call's success changes nothing any later operation sees.
-            // Nothing drawn at random matters any more either (only failures draw).
-            if self.settled[store] && free && now >= self.plan.outage.saturating_add(self.plan.call)
-            {
-                take_turn(line);
-                // Its call and its answer, scheduled as the single queue did.
-                self.seq += 2;
-                tally.call(now, false);
-                tally.success(process, now.saturating_add(self.plan.call));
-                return;
-            }
-            let host = process % self.plan.hosts;
-            let local = self.local(host, now);
-            let mut handle = self.plan.handle(s, &self.stores[store], || local);
-            let admitted = handle.admit();
-            (went_on, lost) = after_store(&self.stores[store], now);
-            if lost {
-                // Its call still ran at the store: the key's state may have moved.
-                tally.report.lost_store += 1;
-                (self.refused_until[store], self.settled[store]) = (0, false);
-            } else {
-                self.settled[store] = settled(&handle);
-            }
-            let refused = match admitted {
-                // --state-fail closed: the run does not start.
-                Err(_) => return,
-                Ok(refused) => refused,
-            };
-            if let Some(refused) = refused {
-                if lost {
-                    // Refused by its host's own state.
-                    tally.report.refused += 1;
+        let (shared, went_on, lost) = match self.plan.state {
+            Some(s) => {
+                let Some((handle, went_on, lost)) = self.admit(now, process, store, s, tally)
+                else {
                     return;
-                }
-                self.refused_until[store] = match refused.refusal {
-                    Refusal::Open { until } => until,
-                    Refusal::Probing { lease_until } => lease_until,
-                    Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
                 };
-                tally.report.refused += 1;
-                return;
+                (Some(handle), went_on, lost)
             }
-            if !lost {
-                self.refused_until[store] = 0;
-            }
-            tally.report.probes += u64::from(handle.probing());
-            shared = Some(handle);
-        }
+            None => (None, now, false),
+        };
         // Without a key the adaptive delay has nothing to learn from: the exponential
         // schedule it falls back on, as a real run does when its state is lost.
         let pacing = Pacing::of(self.plan.policy, shared.is_some());
@@ -471,6 +411,84 @@ impl<'a> Group<'a> {
         } else {
             self.schedule(went_on, id, What::Call);
         }
+    }
+
+    /// Asks `store` to let in the run of `process` that starts at `now`, with the key's rules
+    /// `s`: its handle, when it goes on and whether it lost the store, or `None` if it does
+    /// not start (refused, or --state-fail closed) or was settled at once, its call and
+    /// success counted.
+    fn admit(
+        &mut self,
+        now: Nanos,
+        process: usize,
+        store: usize,
+        s: &KeyRules,
+        tally: &mut Tally,
+    ) -> Option<(Shared, Nanos, bool)> {
+        let (store_ms, until) = (ms(now), self.refused_until[store]);
+        self.stores[store].set_time(now);
+        // A store in a line is asked as the single queue asked it, unless it is free: then
+        // the call is answered at once, and takes its turn.
+        let line = self.stores[store].line();
+        let free = line.is_none_or(Line::free);
+        let take_turn = |line: Option<&Line>| {
+            if let Some(line) = line {
+                line.serve(&mut 0);
+            }
+        };
+        if store_ms < until && free {
+            take_turn(line);
+            tally.report.refused += 1;
+            return None;
+        }
+        // Every call from now on succeeds, and every answer to come is to one of them: a
+        // store whose state is settled stays so, the run is let in as a run of a closed
+        // breaker, and its one call's success changes nothing any later operation sees.
+        // Nothing drawn at random matters any more either (only failures draw).
+        if self.settled[store] && free && now >= self.plan.outage.saturating_add(self.plan.call) {
+            take_turn(line);
+            // Its call and its answer, scheduled as the single queue did.
+            self.seq += 2;
+            tally.call(now, false);
+            tally.success(process, now.saturating_add(self.plan.call));
+            return None;
+        }
+        let host = process % self.plan.hosts;
+        let local = self.local(host, now);
+        let mut handle = self.plan.handle(s, &self.stores[store], || local);
+        let admitted = handle.admit();
+        let (went_on, lost) = after_store(&self.stores[store], now);
+        if lost {
+            // Its call still ran at the store: the key's state may have moved.
+            tally.report.lost_store += 1;
+            (self.refused_until[store], self.settled[store]) = (0, false);
+        } else {
+            self.settled[store] = settled(&handle);
+        }
+        let refused = match admitted {
+            // --state-fail closed: the run does not start.
+            Err(_) => return None,
+            Ok(refused) => refused,
+        };
+        if let Some(refused) = refused {
+            if lost {
+                // Refused by its host's own state.
+                tally.report.refused += 1;
+                return None;
+            }
+            self.refused_until[store] = match refused.refusal {
+                Refusal::Open { until } => until,
+                Refusal::Probing { lease_until } => lease_until,
+                Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
+            };
+            tally.report.refused += 1;
+            return None;
+        }
+        if !lost {
+            self.refused_until[store] = 0;
+        }
+        tally.report.probes += u64::from(handle.probing());
+        Some((handle, went_on, lost))
     }
 
     /// Host `host`'s own state, on its clock at `now`, for a run that may lose a shared store

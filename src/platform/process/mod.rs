@@ -23,7 +23,7 @@ use super::hint_dir::HintDir;
 use super::output::Stream;
 use super::signals::Signals;
 use super::status::status_of;
-use super::stdin::{Input, Need};
+use super::stdin::Input;
 use super::terminal::Terminal;
 use super::transcript::Transcript;
 use super::watcher::Watcher;
@@ -41,6 +41,7 @@ mod job;
 mod spawn;
 #[cfg(all(target_os = "linux", not(retry_portable)))]
 mod tied;
+mod wait;
 
 use self::spawn::{entry, launch, one_string, spawn_attributes, spawn_failure, with_hint_file};
 
@@ -442,40 +443,8 @@ impl World for Process {
 
     fn wait(&mut self, until: Option<Duration>) -> Event {
         loop {
-            // The self-pipe only wakes ppoll: it is emptied after each wake, not before each
-            // look, so that a wait that need not block makes no system call for it. A byte
-            // left from before makes one spurious turn, never a lost wake-up, because every
-            // handler raises its count before it writes.
-            if let Some(signal) = self.signals.take() {
-                if signal == Signal::SIGTSTP as i32 {
-                    return Event::Suspend;
-                }
-                return Event::Signal(signal);
-            }
-            let typed = self.watcher.as_mut().and_then(Watcher::typed);
-            if let Some(signal) = self.typed.take().or(typed) {
-                self.signals.cancelled_at_the_terminal();
-                return Event::Typed(signal);
-            }
-            if let Some(status) = self.exited.take() {
-                return Event::Exited(status);
-            }
-            self.reap_orphans();
-            // With a process descriptor, the child is waited for once it is readable: no
-            // wait4 finds nothing first.
-            let ended = self.exit_fd.is_none() || self.exit_ready || self.child_end.is_some();
-            if let Some(status) = ended.then(|| self.reap()).flatten() {
-                if self.typed.is_some() {
-                    // What the watcher saw comes first: the attempt ended after it.
-                    self.exited = Some(status);
-                    continue;
-                }
-                if let Some(signal) = self.terminal_cancel(status) {
-                    self.signals.cancelled_at_the_terminal();
-                    self.exited = Some(status);
-                    return Event::Interrupted(signal);
-                }
-                return Event::Exited(status);
+            if let Some(event) = self.ready() {
+                return event;
             }
             let timeout = match until {
                 Some(until) => match until.checked_sub(self.elapsed()) {
@@ -484,120 +453,12 @@ impl World for Process {
                 },
                 None => None,
             };
-            let stdin = super::child_fd::stdin();
-            let (need, pipe) = match self.input.replay() {
-                Some(replay) => replay.need(),
-                None => (Need::Nothing, None),
-            };
-            let timeout = match need {
-                Need::Drain(after) => Some(timeout.map_or(after, |t| t.min(after))),
-                _ => timeout,
-            };
-            // At most eight: a fixed array, not an allocation at every wait.
-            let wake = PollFd::new(self.signals.fd(), PollFlags::POLLIN);
-            let mut fds: [PollFd; 8] = std::array::from_fn(|_| wake.clone());
-            let mut n = 1;
-            match (need, pipe) {
-                (Need::Room, Some(pipe)) => {
-                    fds[n] = PollFd::new(pipe, PollFlags::POLLOUT);
-                    n += 1;
-                }
-                (Need::Input, _) => {
-                    fds[n] = PollFd::new(stdin, PollFlags::POLLIN);
-                    n += 1;
-                }
-                _ => {}
-            }
-            let output_at = n;
-            // Each stream waits either for the attempt's output or, while what it read waits
-            // to be passed on, for room downstream.
-            for stream in [&self.stdout, &self.stderr] {
-                if let Some(fd) = stream.fd() {
-                    fds[n] = PollFd::new(fd, PollFlags::POLLIN);
-                    n += 1;
-                } else if let Some(fd) = stream.out_fd() {
-                    fds[n] = PollFd::new(fd, PollFlags::POLLOUT);
-                    n += 1;
-                }
-            }
-            let watcher_at = n;
-            if let Some(watcher) = &self.watcher {
-                fds[n] = PollFd::new(watcher.fd(), PollFlags::POLLIN);
-                n += 1;
-            }
-            let exit_at = n;
-            // Beside the attempt's end, retry's own stdout and stderr, asked for no event: a
-            // pipe whose reader went away reports POLLERR all the same, so the wait that
-            // learns of the end learns with it whether anybody still reads the output, and
-            // judging a failed attempt needs no poll of its own.
-            let (out, err) = (io::stdout(), io::stderr());
-            if let Some(exit) = &self.exit_fd {
-                fds[n] = PollFd::new(exit.as_fd(), PollFlags::POLLIN);
-                n += 1;
-                for (watched, fd) in self.output_watched.iter().zip([out.as_fd(), err.as_fd()]) {
-                    if *watched {
-                        fds[n] = PollFd::new(fd, PollFlags::empty());
-                        n += 1;
-                    }
-                }
-            }
-            let fds = &mut fds[..n];
-            // EINTR is a signal arriving, which the next turn of the loop picks up.
-            let polled = super::pipe::wait(fds, timeout);
-            let revents = |fd: &PollFd| fd.revents().unwrap_or(PollFlags::empty());
-            let ready = |fd: &PollFd| !revents(fd).is_empty();
-            let io_ready = fds.get(1).is_some_and(|fd| ready(fd) && output_at > 1);
-            let output_ready = fds[output_at..watcher_at].iter().any(ready);
-            if polled.is_ok() && self.exit_fd.is_some() {
-                self.exit_ready = fds.get(exit_at).is_some_and(ready);
-                let mut gone = self.output_gone_at_end.unwrap_or(false);
-                let mut dropped = false;
-                for (at, watched) in
-                    (exit_at + 1..).zip(self.output_watched.iter_mut().filter(|w| **w))
-                {
-                    let seen = fds.get(at).map(revents).unwrap_or(PollFlags::empty());
-                    // A descriptor that reported anything is watched no more, or every wait
-                    // would return at once; POLLERR on a pipe stays.
-                    if !seen.is_empty() {
-                        *watched = false;
-                        gone |= seen.contains(PollFlags::POLLERR);
-                        dropped |= !seen.contains(PollFlags::POLLERR);
-                    }
-                }
-                // What a descriptor no longer watched would say now is not known: asked
-                // again when needed.
-                self.output_gone_at_end = match (self.exit_ready, gone, dropped) {
-                    (_, true, _) => Some(true),
-                    (true, false, false) if self.output_watched.iter().all(|w| *w) => Some(false),
-                    _ => None,
-                };
-            }
-            // Emptied only when it woke the wait (or a signal cut it short): a wait that the
-            // attempt's end or its output ended makes no read that finds nothing.
-            let woken = polled.is_err() || fds.first().is_some_and(ready);
-            if woken {
+            let polled = self.poll(timeout);
+            if polled.woken {
                 self.signals.drain();
             }
-            if polled.is_err() {
-                continue;
-            }
-            if io_ready && let Some(replay) = self.input.replay() {
-                match need {
-                    Need::Room => replay.on_room(),
-                    Need::Input => replay.on_input(),
-                    Need::Nothing | Need::Drain(_) => {}
-                }
-            }
-            if let Need::Drain(_) = need
-                && let Some(replay) = self.input.replay()
-            {
-                replay.on_drain();
-            }
-            if output_ready {
-                // Each stream passes on what it can and reads until its pipe is empty, so
-                // looking at both costs nothing.
-                self.stdout.on_room(&self.rules);
-                self.stderr.on_room(&self.rules);
+            if !polled.interrupted {
+                self.serve(&polled);
             }
         }
     }
