@@ -34,7 +34,6 @@ use redis::Redis;
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use retry::policy::breaker::ms;
 use retry::policy::key::FailMode;
 use retry::policy::shared::KeyRules;
 use retry::sim::fleet::{Sharing, StoreModel, World, simulate};
@@ -153,26 +152,7 @@ fn load_script(port: u16) -> Outcome<String> {
 /// The script's arguments for `op` as a run with the default key rules sends them: the
 /// operation, the time (empty: the server's), the settings, then the operation's own.
 fn args(op: &str, generation: &str) -> Vec<String> {
-    let s = KeyRules::default();
-    let b = &s.breaker;
-    let expiry = ms(Duration::from_secs(7 * 24 * 3600))
-        .max(ms(b.window))
-        .max(ms(b.open_max) + ms(s.lease));
-    let mut args: Vec<String> = vec![op.into(), String::new()];
-    args.extend(
-        [
-            u64::from(b.failures),
-            ms(b.window),
-            b.first_open(),
-            ms(b.open_max),
-            ms(s.lease),
-            s.budget.burst_milli(),
-            s.budget.ratio_milli(),
-            ms(s.budget.refill).max(1),
-            expiry,
-        ]
-        .map(|n| n.to_string()),
-    );
+    let mut args = retry::state::redis::settings_args(op, &KeyRules::default(), None);
     let own: &[&str] = match op {
         // ticket, probe, the attempt, a retry wanted, u, history
         "after" => &[generation, "0", "failure", "1", "0.5", "0"],

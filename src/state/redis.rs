@@ -331,29 +331,10 @@ impl RedisStore {
         decode(&fields).map_err(|why| self.error(Failure::Reply(why)))
     }
 
-    /// The script's ARGV[1..11]: the operation, the time, and the settings as whole numbers.
+    /// The script's ARGV[1..11] for this store: the server's clock, unless a test gives the
+    /// time (the store's own, `at`, or the tests' clock of a debug build).
     fn settings_args(&self, op: &str, s: &KeyRules) -> Vec<String> {
-        let b = &s.breaker;
-        let expiry = expiry(s);
-        let numbers = [
-            u64::from(b.failures),
-            ms(b.window),
-            b.first_open(),
-            ms(b.open_max),
-            ms(s.lease),
-            s.budget.burst_milli(),
-            s.budget.ratio_milli(),
-            ms(s.budget.refill).max(1),
-            expiry,
-        ];
-        let mut args = Vec::with_capacity(16);
-        args.push(op.to_string());
-        // The server's clock, unless a test gives the time: the store's own (`at`), or the
-        // tests' clock of a debug build.
-        let clock = self.clock.or_else(crate::platform::clock::test_ms);
-        args.push(clock.map_or(String::new(), |t| t.to_string()));
-        args.extend(numbers.iter().map(|n| n.min(&EXACT).to_string()));
-        args
+        settings_args(op, s, self.clock.or_else(crate::platform::clock::test_ms))
     }
 
     fn reply<T>(
@@ -377,6 +358,28 @@ impl RedisStore {
             }),
         }
     }
+}
+
+/// The script's ARGV[1..11]: the operation, the time (`None`: empty, the server's), and the
+/// settings as whole numbers, as a run sends them (the store bench sends them too).
+pub fn settings_args(op: &str, s: &KeyRules, clock: Option<u64>) -> Vec<String> {
+    let b = &s.breaker;
+    let numbers = [
+        u64::from(b.failures),
+        ms(b.window),
+        b.first_open(),
+        ms(b.open_max),
+        ms(s.lease),
+        s.budget.burst_milli(),
+        s.budget.ratio_milli(),
+        ms(s.budget.refill).max(1),
+        expiry(s),
+    ];
+    let mut args = Vec::with_capacity(16);
+    args.push(op.to_string());
+    args.push(clock.map_or(String::new(), |t| t.to_string()));
+    args.extend(numbers.iter().map(|n| n.min(&EXACT).to_string()));
+    args
 }
 
 /// How long a key's hash is kept after the last run that used it, in ms: long enough for
