@@ -415,22 +415,12 @@ fn patterns(list: &[regex::bytes::Regex]) -> String {
         .join(" ")
 }
 
+/// The wait before each retry: the splay, a table of the first retries' delays, and the
+/// waiting in all.
 fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32>) {
-    let b = &p.backoff;
     out.push_str("\nSchedule (the wait before each retry)\n");
     if !p.splay.is_zero() {
-        let from = match origins.get("splay") {
-            Some(o @ (Origin::Profile(_) | Origin::File(_))) => {
-                format!(", from {}", words::came_from(o))
-            }
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "  before the first attempt: 0 to {}, at random (--splay {}{from})",
-            human(p.splay),
-            human(p.splay)
-        );
+        splay(out, p, origins);
     }
     if p.adaptive.is_some() {
         out.push_str(
@@ -446,6 +436,32 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
         }
         return;
     }
+    delay_table(out, p, retries);
+    waiting_in_all(out, p, retries);
+    out.push_str("  the time the attempts themselves take comes on top\n");
+}
+
+/// The wait before the first attempt (`--splay`), and where it was set if not on the command
+/// line.
+fn splay(out: &mut String, p: &Policy, origins: &Origins) {
+    let from = match origins.get("splay") {
+        Some(o @ (Origin::Profile(_) | Origin::File(_))) => {
+            format!(", from {}", words::came_from(o))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  before the first attempt: 0 to {}, at random (--splay {}{from})",
+        human(p.splay),
+        human(p.splay)
+    );
+}
+
+/// The first [`ROWS`] retries' shortest and longest delays (with `--seed`, the very delay
+/// too), then a line for the rest.
+fn delay_table(out: &mut String, p: &Policy, retries: Option<u32>) {
+    let b = &p.backoff;
     let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
         let mut rng = seeded(seed);
         let mut s = b.schedule();
@@ -488,6 +504,11 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
         }
         _ => {}
     }
+}
+
+/// The waiting over all the retries, at most and expected, or that it has no bound but
+/// `--max-time`.
+fn waiting_in_all(out: &mut String, p: &Policy, retries: Option<u32>) {
     match retries {
         Some(n) => {
             // The splay is a wait too: up to all of it, half of it on average.
@@ -521,7 +542,6 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
             );
         }
     }
-    out.push_str("  the time the attempts themselves take comes on top\n");
 }
 
 /// The longest total wait over `retries` retries.
