@@ -298,64 +298,67 @@ fn zsh_description(text: &str) -> String {
     zsh_quoted(&out)
 }
 
+/// A flag's `_arguments` specs, one a spelling (`-n` and `--attempts`): what it excludes,
+/// its help, and what completes its value.
+fn zsh_spec(flag: &Flag) -> String {
+    let spellings: Vec<String> = flag
+        .short
+        .map(|s| format!("-{s}"))
+        .into_iter()
+        .chain([format!("--{}", flag.long)])
+        .collect();
+    let exclusion = if flag.repeats {
+        "*".to_string()
+    } else if flag.long == "help" || flag.long == "version" {
+        "(- *)".to_string()
+    } else {
+        format!("({})", spellings.join(" "))
+    };
+    let action = flag.value.as_ref().map_or(String::new(), zsh_action);
+    let mut specs = String::new();
+    for spelling in &spellings {
+        // -n3 and -n 3; --attempts=3 and --attempts 3.
+        let takes = match (&flag.value, spelling.starts_with("--")) {
+            (None, _) => "",
+            (Some(_), true) => "=",
+            (Some(_), false) => "+",
+        };
+        specs.push_str(&format!(
+            "    '{exclusion}{spelling}{takes}[{}]{action}'\n",
+            zsh_description(&flag.help)
+        ));
+    }
+    specs
+}
+
+/// The part of a spec that completes a flag's value: its description and its action.
+fn zsh_action(value: &Value) -> String {
+    let (message, action) = match value {
+        Value::Typed(what) => (*what, "( )".to_string()),
+        Value::Choices(choices) if choices.iter().any(|(_, h)| !h.is_empty()) => {
+            let items: Vec<String> = choices
+                .iter()
+                .map(|(n, h)| format!("{n}\\:\"{}\"", zsh_quoted(&zsh_double_quoted(h))))
+                .collect();
+            ("value", format!("(({}))", items.join(" ")))
+        }
+        Value::Choices(choices) => {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
+            ("value", format!("({})", names.join(" ")))
+        }
+        Value::Files => ("file", "_files".into()),
+        Value::Directories => ("directory", "_files -/".into()),
+        Value::Profiles => ("profile or preset", "_retry_profiles".into()),
+    };
+    format!(":{}:{action}", zsh_description(message))
+}
+
 /// The zsh script: one `_arguments` spec a spelling of a flag, then the command's name and
 /// its own completion (`_normal`), as zsh's `_sudo` does.
 pub fn zsh() -> String {
     let flags = flags();
     let valued = valued(&flags);
-    let mut specs = String::new();
-    for flag in flags {
-        let spellings: Vec<String> = flag
-            .short
-            .map(|s| format!("-{s}"))
-            .into_iter()
-            .chain([format!("--{}", flag.long)])
-            .collect();
-        let exclusion = if flag.repeats {
-            "*".to_string()
-        } else if flag.long == "help" || flag.long == "version" {
-            "(- *)".to_string()
-        } else {
-            format!("({})", spellings.join(" "))
-        };
-        let action = match &flag.value {
-            None => String::new(),
-            Some(value) => {
-                let (message, action) = match value {
-                    Value::Typed(what) => (*what, "( )".to_string()),
-                    Value::Choices(choices) if choices.iter().any(|(_, h)| !h.is_empty()) => {
-                        let items: Vec<String> = choices
-                            .iter()
-                            .map(|(n, h)| {
-                                format!("{n}\\:\"{}\"", zsh_quoted(&zsh_double_quoted(h)))
-                            })
-                            .collect();
-                        ("value", format!("(({}))", items.join(" ")))
-                    }
-                    Value::Choices(choices) => {
-                        let names: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
-                        ("value", format!("({})", names.join(" ")))
-                    }
-                    Value::Files => ("file", "_files".into()),
-                    Value::Directories => ("directory", "_files -/".into()),
-                    Value::Profiles => ("profile or preset", "_retry_profiles".into()),
-                };
-                format!(":{}:{action}", zsh_description(message))
-            }
-        };
-        for spelling in &spellings {
-            // -n3 and -n 3; --attempts=3 and --attempts 3.
-            let takes = match (&flag.value, spelling.starts_with("--")) {
-                (None, _) => "",
-                (Some(_), true) => "=",
-                (Some(_), false) => "+",
-            };
-            specs.push_str(&format!(
-                "    '{exclusion}{spelling}{takes}[{}]{action}'\n",
-                zsh_description(&flag.help)
-            ));
-        }
-    }
+    let specs: String = flags.iter().map(zsh_spec).collect();
     format!(
         r#"#compdef retry
 # zsh completion for retry, written by `retry --generate zsh` from retry's flag definitions.
