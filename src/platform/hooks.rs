@@ -2,7 +2,7 @@
 //! (`--on-giveup`), time-limited, whose failure is logged and changes nothing else.
 
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags};
@@ -35,6 +35,13 @@ pub fn run(
     signals
         .watch_children()
         .map_err(|e| format!("cannot watch for its end: {e}"))?;
+    let child = spawn(command, vars)?;
+    watch(child, timeout, signals)
+}
+
+/// Starts `sh -c command` in a process group of its own, with `vars` and without an attempt's
+/// own variables, stdin from /dev/null and stdout to retry's stderr.
+fn spawn(command: &str, vars: &[(String, String)]) -> Result<Child, String> {
     let mut sh = Command::new("sh");
     for name in env::ATTEMPT_ONLY {
         sh.env_remove(name);
@@ -51,15 +58,19 @@ pub fn run(
             });
         }
     }
-    let mut child = sh
-        .arg("-c")
+    sh.arg("-c")
         .arg(command)
         .envs(vars.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(std::io::stderr())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start sh: {e}"))?;
+        .map_err(|e| format!("cannot start sh: {e}"))
+}
+
+/// Waits for the hook's end, stopping its group at `timeout` or when the run is cancelled,
+/// and waiting for what is left of the group once it was asked to stop.
+fn watch(mut child: Child, timeout: Duration, signals: &mut Signals) -> Result<Status, String> {
     let group = Pid::from_raw(child.id() as i32);
     let started = Instant::now();
     let mut escalation = Escalation::default();
@@ -90,22 +101,10 @@ pub fn run(
                 // SIGKILL ends any process but one stuck in the kernel: wait no longer.
                 return Err(format!("{why}; some of its processes outlived SIGKILL"));
             }
-        } else {
-            let why = if signals.cancel_pending() {
-                Some("stopped: the run was cancelled".to_string())
-            } else if now >= timeout {
-                Some(format!(
-                    "timed out after {}",
-                    crate::policy::duration::human(timeout)
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                let _ = killpg(group, Signal::SIGTERM);
-                escalation.ask(now, GRACE);
-                stopped = Some(why);
-            }
+        } else if let Some(why) = reason_to_stop(signals, now, timeout) {
+            let _ = killpg(group, Signal::SIGTERM);
+            escalation.ask(now, GRACE);
+            stopped = Some(why);
         }
         let wake = [
             escalation.wake(now, ended.is_some()),
@@ -122,5 +121,19 @@ pub fn run(
         // The hook's end (SIGCHLD) or a signal wakes this; EINTR is one of them.
         let _ = super::pipe::wait(&mut fds, Some(left));
         signals.drain();
+    }
+}
+
+/// Why the hook is to be stopped now, if it is: the run was cancelled, or its time is up.
+fn reason_to_stop(signals: &Signals, now: Duration, timeout: Duration) -> Option<String> {
+    if signals.cancel_pending() {
+        Some("stopped: the run was cancelled".to_string())
+    } else if now >= timeout {
+        Some(format!(
+            "timed out after {}",
+            crate::policy::duration::human(timeout)
+        ))
+    } else {
+        None
     }
 }

@@ -7,8 +7,10 @@ use std::time::Duration;
 use crate::exit::Exit;
 use crate::policy::adaptive::{self, Adaptive, Params};
 use crate::policy::backoff::{Backoff, Jitter, Shape, seeded};
+use crate::policy::breaker::BreakerSettings;
+use crate::policy::budget::BudgetSettings;
 use crate::policy::duration::human;
-use crate::policy::key::FailMode;
+use crate::policy::key::{FailMode, Remote};
 use crate::policy::rules::NEVER_BETTER;
 use crate::policy::shared::View;
 use crate::policy::status::signal_name;
@@ -212,50 +214,17 @@ fn shared_state(
     p_adaptive: Option<Params>,
     backoff: &Backoff,
 ) {
-    let s = &st.rules;
     let _ = writeln!(
         out,
         "Shared state (key {}, {})",
         quote::quoted(&st.key),
         quote::clean(&report.place)
     );
-    let breaker = if s.breaker.enabled() {
-        format!(
-            "opens after {} failures in a row within {}; open {} at first, doubling up to {}",
-            s.breaker.failures,
-            human(s.breaker.window),
-            human(s.breaker.open.min(s.breaker.open_max)),
-            human(s.breaker.open_max)
-        )
-    } else {
-        "off (--breaker-failures 0)".into()
-    };
-    let budget = if s.budget.enabled() {
-        format!(
-            "{} tokens at most; a retry costs 1, a success adds {}, 1 comes back every {}",
-            s.budget.burst,
-            s.budget.ratio,
-            human(s.budget.refill)
-        )
-    } else {
-        "off (--budget-burst 0)".into()
-    };
-    let _ = writeln!(out, "  breaker          {breaker}");
-    let _ = writeln!(out, "  budget           {budget}");
+    let s = &st.rules;
+    let _ = writeln!(out, "  breaker          {}", breaker_setting(&s.breaker));
+    let _ = writeln!(out, "  budget           {}", budget_setting(&s.budget));
     if let Some(store) = &st.store {
-        let fail = match store.fail {
-            FailMode::Open => "run with this host's local state (--state-fail open)".to_string(),
-            FailMode::Closed => format!(
-                "exit {} without running the command (--state-fail closed)",
-                Exit::REFUSED.status()
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "  store            {}: waits at most {} a run; when it cannot be reached, {fail}",
-            store.url.redacted(),
-            human(store.timeout)
-        );
+        store_setting(out, store);
     }
     if let Some(left) = report.remembered {
         let _ = writeln!(
@@ -276,14 +245,72 @@ fn shared_state(
             return;
         }
     };
-    let left = |t: u64| human(Duration::from_millis(t.saturating_sub(report.now)));
+    let _ = writeln!(out, "  breaker now      {}", breaker_now(v, report.now));
+    let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
+    if let Some(note) = &report.note {
+        let _ = writeln!(out, "  note             {}", quote::clean(note));
+    }
+    if let Some(params) = p_adaptive {
+        adaptive_now(out, params, backoff, v, report.now);
+    }
+}
+
+/// The breaker's settings in words, or how it was turned off.
+fn breaker_setting(b: &BreakerSettings) -> String {
+    if !b.enabled() {
+        return "off (--breaker-failures 0)".into();
+    }
+    format!(
+        "opens after {} failures in a row within {}; open {} at first, doubling up to {}",
+        b.failures,
+        human(b.window),
+        human(b.open.min(b.open_max)),
+        human(b.open_max)
+    )
+}
+
+/// The budget's settings in words, or how it was turned off.
+fn budget_setting(b: &BudgetSettings) -> String {
+    if !b.enabled() {
+        return "off (--budget-burst 0)".into();
+    }
+    format!(
+        "{} tokens at most; a retry costs 1, a success adds {}, 1 comes back every {}",
+        b.burst,
+        b.ratio,
+        human(b.refill)
+    )
+}
+
+/// The `--state` store's line: where it is (its password redacted), how long a run waits for
+/// it, and what a run does without it.
+fn store_setting(out: &mut String, store: &Remote) {
+    let fail = match store.fail {
+        FailMode::Open => "run with this host's local state (--state-fail open)".to_string(),
+        FailMode::Closed => format!(
+            "exit {} without running the command (--state-fail closed)",
+            Exit::REFUSED.status()
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "  store            {}: waits at most {} a run; when it cannot be reached, {fail}",
+        store.url.redacted(),
+        human(store.timeout)
+    );
+}
+
+/// The breaker as it stands at `now`: closed with its count, open or half-open and for how
+/// long.
+fn breaker_now(v: &View, now: u64) -> String {
+    let left = |t: u64| human(Duration::from_millis(t.saturating_sub(now)));
     let opened_by = match v.opened_by {
         0 => String::new(),
         1 => "; 1 failure opened it".to_string(),
         n => format!("; {n} failures in a row opened it"),
     };
-    let state = match (v.open_until, v.lease_until) {
-        (Some(until), _) if until > report.now => {
+    match (v.open_until, v.lease_until) {
+        (Some(until), _) if until > now => {
             format!(
                 "open for another {}: runs exit {}{opened_by}",
                 left(until),
@@ -291,7 +318,7 @@ fn shared_state(
             )
         }
         (Some(_), _) => "open, and its time is up: the next run probes".into(),
-        (_, Some(lease)) if lease > report.now => {
+        (_, Some(lease)) if lease > now => {
             format!(
                 "half-open: a run is probing (lease for another {})",
                 left(lease)
@@ -306,14 +333,6 @@ fn shared_state(
                 format!("{} failures", v.failures)
             }
         ),
-    };
-    let _ = writeln!(out, "  breaker now      {state}");
-    let _ = writeln!(out, "  tokens now       {:.1}", v.tokens);
-    if let Some(note) = &report.note {
-        let _ = writeln!(out, "  note             {}", quote::clean(note));
-    }
-    if let Some(params) = p_adaptive {
-        adaptive_now(out, params, backoff, v, report.now);
     }
 }
 
@@ -396,22 +415,12 @@ fn patterns(list: &[regex::bytes::Regex]) -> String {
         .join(" ")
 }
 
+/// The wait before each retry: the splay, a table of the first retries' delays, and the
+/// waiting in all.
 fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32>) {
-    let b = &p.backoff;
     out.push_str("\nSchedule (the wait before each retry)\n");
     if !p.splay.is_zero() {
-        let from = match origins.get("splay") {
-            Some(o @ (Origin::Profile(_) | Origin::File(_))) => {
-                format!(", from {}", words::came_from(o))
-            }
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "  before the first attempt: 0 to {}, at random (--splay {}{from})",
-            human(p.splay),
-            human(p.splay)
-        );
+        splay(out, p, origins);
     }
     if p.adaptive.is_some() {
         out.push_str(
@@ -427,6 +436,32 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
         }
         return;
     }
+    delay_table(out, p, retries);
+    waiting_in_all(out, p, retries);
+    out.push_str("  the time the attempts themselves take comes on top\n");
+}
+
+/// The wait before the first attempt (`--splay`), and where it was set if not on the command
+/// line.
+fn splay(out: &mut String, p: &Policy, origins: &Origins) {
+    let from = match origins.get("splay") {
+        Some(o @ (Origin::Profile(_) | Origin::File(_))) => {
+            format!(", from {}", words::came_from(o))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  before the first attempt: 0 to {}, at random (--splay {}{from})",
+        human(p.splay),
+        human(p.splay)
+    );
+}
+
+/// The first [`ROWS`] retries' shortest and longest delays (with `--seed`, the very delay
+/// too), then a line for the rest.
+fn delay_table(out: &mut String, p: &Policy, retries: Option<u32>) {
+    let b = &p.backoff;
     let exact: Option<Vec<Duration>> = p.seed.map(|seed| {
         let mut rng = seeded(seed);
         let mut s = b.schedule();
@@ -469,6 +504,11 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
         }
         _ => {}
     }
+}
+
+/// The waiting over all the retries, at most and expected, or that it has no bound but
+/// `--max-time`.
+fn waiting_in_all(out: &mut String, p: &Policy, retries: Option<u32>) {
     match retries {
         Some(n) => {
             // The splay is a wait too: up to all of it, half of it on average.
@@ -502,7 +542,6 @@ fn schedule(out: &mut String, p: &Policy, origins: &Origins, retries: Option<u32
             );
         }
     }
-    out.push_str("  the time the attempts themselves take comes on top\n");
 }
 
 /// The longest total wait over `retries` retries.

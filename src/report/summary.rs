@@ -171,23 +171,29 @@ impl Summary {
 
     /// The Prometheus text exposition, given the previous file's text.
     pub fn metrics(&self, before: &str, now: SystemTime) -> String {
-        let name = escape(&self.name);
-        let label = format!("name=\"{name}\"");
-        let previous = |metric: &str| value(before, metric, &label).unwrap_or(0.0);
-        let now_secs = now
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let last_success = if self.outcome == Outcome::Success {
-            now_secs
-        } else {
-            previous("retry_last_success_timestamp_seconds")
-        };
+        let label = format!("name=\"{}\"", escape(&self.name));
+        let mut out = String::new();
+        self.counters(&mut out, before, &label);
+        self.last_run(&mut out, before, &label, now);
+        if let Some(key) = &self.key {
+            out.push_str(&key_metrics(key, before, &label));
+        }
+        if let Some(store) = &self.store {
+            out.push_str(&store_metrics(store, before, &label));
+        }
+        let untouched = untouched(before, &out);
+        out.push_str(&untouched);
+        out
+    }
+
+    /// The counters over all runs of this name: the previous file's counts, this run's added.
+    fn counters(&self, out: &mut String, before: &str, label: &str) {
+        let previous = |metric: &str| value(before, metric, label).unwrap_or(0.0);
         // Every attempt failed but a successful run's last.
         let succeeded = usize::from(self.outcome == Outcome::Success);
         let failures = self.attempt_count.saturating_sub(succeeded as u64) as f64;
-        let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
-            family(&mut out, before, &label, [name, kind, help], samples);
+            family(out, before, label, [name, kind, help], samples);
         };
         metric(
             "retry_runs_total",
@@ -205,7 +211,7 @@ impl Summary {
             "counter",
             "Attempts started, in all runs.",
             &[(
-                label.clone(),
+                label.to_string(),
                 previous("retry_attempts_total") + self.attempt_count as f64,
             )],
         );
@@ -214,10 +220,26 @@ impl Summary {
             "counter",
             "Attempts that did not succeed, in all runs.",
             &[(
-                label.clone(),
+                label.to_string(),
                 previous("retry_failed_attempts_total") + failures,
             )],
         );
+    }
+
+    /// The gauges of the last run: how it ended, its attempts, status and duration, when it
+    /// ended, and when a run last succeeded (carried on from the previous file if not this one).
+    fn last_run(&self, out: &mut String, before: &str, label: &str, now: SystemTime) {
+        let now_secs = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let last_success = if self.outcome == Outcome::Success {
+            now_secs
+        } else {
+            value(before, "retry_last_success_timestamp_seconds", label).unwrap_or(0.0)
+        };
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+            family(out, before, label, [name, kind, help], samples);
+        };
         metric(
             "retry_last_outcome",
             "gauge",
@@ -231,53 +253,49 @@ impl Summary {
             "retry_last_attempts",
             "gauge",
             "Attempts in the last run.",
-            &[(label.clone(), self.attempt_count as f64)],
+            &[(label.to_string(), self.attempt_count as f64)],
         );
         metric(
             "retry_last_exit_status",
             "gauge",
             "retry's exit status in the last run.",
-            &[(label.clone(), f64::from(self.exit))],
+            &[(label.to_string(), f64::from(self.exit))],
         );
         metric(
             "retry_last_duration_seconds",
             "gauge",
             "How long the last run took, waits included.",
-            &[(label.clone(), self.elapsed_ms as f64 / 1000.0)],
+            &[(label.to_string(), self.elapsed_ms as f64 / 1000.0)],
         );
         metric(
             "retry_last_run_timestamp_seconds",
             "gauge",
             "When the last run ended.",
-            &[(label.clone(), now_secs)],
+            &[(label.to_string(), now_secs)],
         );
         metric(
             "retry_last_success_timestamp_seconds",
             "gauge",
             "When a run last succeeded (0: never, as far as this file knows).",
-            &[(label.clone(), last_success)],
+            &[(label.to_string(), last_success)],
         );
-        if let Some(key) = &self.key {
-            out.push_str(&key_metrics(key, before, &label));
-        }
-        if let Some(store) = &self.store {
-            let labels = format!(
-                "{label},key=\"{}\",backend=\"{}\"",
-                escape(&store.key),
-                escape(&store.backend)
-            );
-            let total = value(before, "retry_state_errors_total", &labels).unwrap_or(0.0)
-                + f64::from(store.errors);
-            out.push_str(&format!(
-                "# HELP retry_state_errors_total Calls to the key's state store that failed or timed out, by store.\n\
-                 # TYPE retry_state_errors_total counter\n\
-                 retry_state_errors_total{{{labels}}} {total}\n"
-            ));
-        }
-        let untouched = untouched(before, &out);
-        out.push_str(&untouched);
-        out
     }
+}
+
+/// The failed calls to the run's state store, counted over all runs, by key and store.
+fn store_metrics(store: &StoreSummary, before: &str, name_label: &str) -> String {
+    let labels = format!(
+        "{name_label},key=\"{}\",backend=\"{}\"",
+        escape(&store.key),
+        escape(&store.backend)
+    );
+    let total =
+        value(before, "retry_state_errors_total", &labels).unwrap_or(0.0) + f64::from(store.errors);
+    format!(
+        "# HELP retry_state_errors_total Calls to the key's state store that failed or timed out, by store.\n\
+         # TYPE retry_state_errors_total counter\n\
+         retry_state_errors_total{{{labels}}} {total}\n"
+    )
 }
 
 /// Every way a run can end, as the metrics label them.

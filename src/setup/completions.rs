@@ -157,6 +157,36 @@ const CONFIG_SH: &str = "${RETRY_CONFIG:-${XDG_CONFIG_HOME:-$HOME/.config}/retry
 /// The sed script that prints the names of a config file's `[profiles.NAME]` tables.
 const PROFILES_SED: &str = r"s/^[[:space:]]*\[profiles\.\([^]]*\)\].*/\1/p";
 
+/// The `case` arm of a flag that takes a value: what completes the value.
+fn bash_case(flag: &Flag) -> String {
+    let names = match flag.short {
+        Some(s) => format!("-{s}|--{}", flag.long),
+        None => format!("--{}", flag.long),
+    };
+    let action = match flag.value.as_ref() {
+        Some(Value::Choices(choices)) => {
+            let words: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
+            format!(
+                "COMPREPLY=( $(compgen -W '{}' -- \"$cur\") )",
+                words.join(" ")
+            )
+        }
+        Some(Value::Files) => {
+            "compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- \"$cur\") )".into()
+        }
+        Some(Value::Directories) => {
+            "compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -d -- \"$cur\") )".into()
+        }
+        Some(Value::Profiles) => format!(
+            "COMPREPLY=( $(compgen -W \"{} $(_retry_profiles)\" -- \"$cur\") )",
+            presets()
+        ),
+        // A number, a duration: nothing to offer, and no file names.
+        Some(Value::Typed(_)) | None => "COMPREPLY=()".into(),
+    };
+    format!("        {names})\n            {action} ;;\n")
+}
+
 /// The bash script. With bash-completion (which a desktop has), the command's own completion
 /// comes through its `_command_offset`; without it, command names, then file names.
 pub fn bash() -> String {
@@ -167,35 +197,11 @@ pub fn bash() -> String {
         all.extend(flag.short.map(|s| format!("-{s}")));
         all.push(format!("--{}", flag.long));
     }
-    let mut cases = String::new();
-    for flag in flags.iter().filter(|f| f.value.is_some()) {
-        let names = match flag.short {
-            Some(s) => format!("-{s}|--{}", flag.long),
-            None => format!("--{}", flag.long),
-        };
-        let action = match flag.value.as_ref() {
-            Some(Value::Choices(choices)) => {
-                let words: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
-                format!(
-                    "COMPREPLY=( $(compgen -W '{}' -- \"$cur\") )",
-                    words.join(" ")
-                )
-            }
-            Some(Value::Files) => {
-                "compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- \"$cur\") )".into()
-            }
-            Some(Value::Directories) => {
-                "compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -d -- \"$cur\") )".into()
-            }
-            Some(Value::Profiles) => format!(
-                "COMPREPLY=( $(compgen -W \"{} $(_retry_profiles)\" -- \"$cur\") )",
-                presets()
-            ),
-            // A number, a duration: nothing to offer, and no file names.
-            Some(Value::Typed(_)) | None => "COMPREPLY=()".into(),
-        };
-        cases.push_str(&format!("        {names})\n            {action} ;;\n"));
-    }
+    let cases: String = flags
+        .iter()
+        .filter(|f| f.value.is_some())
+        .map(bash_case)
+        .collect();
     format!(
         r#"# bash completion for retry                                -*- shell-script -*-
 # Written by `retry --generate bash` from retry's flag definitions. retry's flags, and the
@@ -298,64 +304,67 @@ fn zsh_description(text: &str) -> String {
     zsh_quoted(&out)
 }
 
+/// A flag's `_arguments` specs, one a spelling (`-n` and `--attempts`): what it excludes,
+/// its help, and what completes its value.
+fn zsh_spec(flag: &Flag) -> String {
+    let spellings: Vec<String> = flag
+        .short
+        .map(|s| format!("-{s}"))
+        .into_iter()
+        .chain([format!("--{}", flag.long)])
+        .collect();
+    let exclusion = if flag.repeats {
+        "*".to_string()
+    } else if flag.long == "help" || flag.long == "version" {
+        "(- *)".to_string()
+    } else {
+        format!("({})", spellings.join(" "))
+    };
+    let action = flag.value.as_ref().map_or(String::new(), zsh_action);
+    let mut specs = String::new();
+    for spelling in &spellings {
+        // -n3 and -n 3; --attempts=3 and --attempts 3.
+        let takes = match (&flag.value, spelling.starts_with("--")) {
+            (None, _) => "",
+            (Some(_), true) => "=",
+            (Some(_), false) => "+",
+        };
+        specs.push_str(&format!(
+            "    '{exclusion}{spelling}{takes}[{}]{action}'\n",
+            zsh_description(&flag.help)
+        ));
+    }
+    specs
+}
+
+/// The part of a spec that completes a flag's value: its description and its action.
+fn zsh_action(value: &Value) -> String {
+    let (message, action) = match value {
+        Value::Typed(what) => (*what, "( )".to_string()),
+        Value::Choices(choices) if choices.iter().any(|(_, h)| !h.is_empty()) => {
+            let items: Vec<String> = choices
+                .iter()
+                .map(|(n, h)| format!("{n}\\:\"{}\"", zsh_quoted(&zsh_double_quoted(h))))
+                .collect();
+            ("value", format!("(({}))", items.join(" ")))
+        }
+        Value::Choices(choices) => {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
+            ("value", format!("({})", names.join(" ")))
+        }
+        Value::Files => ("file", "_files".into()),
+        Value::Directories => ("directory", "_files -/".into()),
+        Value::Profiles => ("profile or preset", "_retry_profiles".into()),
+    };
+    format!(":{}:{action}", zsh_description(message))
+}
+
 /// The zsh script: one `_arguments` spec a spelling of a flag, then the command's name and
 /// its own completion (`_normal`), as zsh's `_sudo` does.
 pub fn zsh() -> String {
     let flags = flags();
     let valued = valued(&flags);
-    let mut specs = String::new();
-    for flag in flags {
-        let spellings: Vec<String> = flag
-            .short
-            .map(|s| format!("-{s}"))
-            .into_iter()
-            .chain([format!("--{}", flag.long)])
-            .collect();
-        let exclusion = if flag.repeats {
-            "*".to_string()
-        } else if flag.long == "help" || flag.long == "version" {
-            "(- *)".to_string()
-        } else {
-            format!("({})", spellings.join(" "))
-        };
-        let action = match &flag.value {
-            None => String::new(),
-            Some(value) => {
-                let (message, action) = match value {
-                    Value::Typed(what) => (*what, "( )".to_string()),
-                    Value::Choices(choices) if choices.iter().any(|(_, h)| !h.is_empty()) => {
-                        let items: Vec<String> = choices
-                            .iter()
-                            .map(|(n, h)| {
-                                format!("{n}\\:\"{}\"", zsh_quoted(&zsh_double_quoted(h)))
-                            })
-                            .collect();
-                        ("value", format!("(({}))", items.join(" ")))
-                    }
-                    Value::Choices(choices) => {
-                        let names: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
-                        ("value", format!("({})", names.join(" ")))
-                    }
-                    Value::Files => ("file", "_files".into()),
-                    Value::Directories => ("directory", "_files -/".into()),
-                    Value::Profiles => ("profile or preset", "_retry_profiles".into()),
-                };
-                format!(":{}:{action}", zsh_description(message))
-            }
-        };
-        for spelling in &spellings {
-            // -n3 and -n 3; --attempts=3 and --attempts 3.
-            let takes = match (&flag.value, spelling.starts_with("--")) {
-                (None, _) => "",
-                (Some(_), true) => "=",
-                (Some(_), false) => "+",
-            };
-            specs.push_str(&format!(
-                "    '{exclusion}{spelling}{takes}[{}]{action}'\n",
-                zsh_description(&flag.help)
-            ));
-        }
-    }
+    let specs: String = flags.iter().map(zsh_spec).collect();
     format!(
         r#"#compdef retry
 # zsh completion for retry, written by `retry --generate zsh` from retry's flag definitions.
@@ -419,39 +428,50 @@ fn fish_quoted(text: &str) -> String {
     text.replace('\\', r"\\").replace('\'', r"\'")
 }
 
+/// A flag's `complete` line: its spellings, what its value is, and its help.
+fn fish_line(flag: &Flag) -> String {
+    let mut line = String::from("complete -c retry -n 'not __retry_command_started'");
+    if let Some(s) = flag.short {
+        line.push_str(&format!(" -s {s}"));
+    }
+    line.push_str(&format!(" -l {}", flag.long));
+    match &flag.value {
+        None => {}
+        Some(Value::Typed(_)) => line.push_str(" -x"),
+        Some(Value::Choices(_)) => {
+            line.push_str(&format!(" -x -a '(__retry_values {})'", flag.long));
+        }
+        Some(Value::Files) => line.push_str(" -r -F"),
+        Some(Value::Directories) => line.push_str(" -x -a '(__fish_complete_directories)'"),
+        Some(Value::Profiles) => line.push_str(" -x -a '(__retry_profiles)'"),
+    }
+    line.push_str(&format!(" -d '{}'\n", fish_quoted(&flag.help)));
+    line
+}
+
+/// A flag's case of `__retry_values`, each choice with its help; nothing for a flag whose
+/// value is not one of a list.
+fn fish_values(flag: &Flag) -> String {
+    let Some(Value::Choices(choices)) = &flag.value else {
+        return String::new();
+    };
+    let mut values = format!("        case {}\n", flag.long);
+    for (name, help) in choices {
+        values.push_str(&format!(
+            "            printf '%s\\t%s\\n' '{}' '{}'\n",
+            fish_quoted(name),
+            fish_quoted(help)
+        ));
+    }
+    values
+}
+
 /// The fish script: each flag offered until the command begins, then the command's own
 /// completion, as fish's `sudo` completion hands over.
 pub fn fish() -> String {
     let flags = flags();
-    let mut lines = String::new();
-    let mut values = String::new();
-    for flag in &flags {
-        let mut line = String::from("complete -c retry -n 'not __retry_command_started'");
-        if let Some(s) = flag.short {
-            line.push_str(&format!(" -s {s}"));
-        }
-        line.push_str(&format!(" -l {}", flag.long));
-        match &flag.value {
-            None => {}
-            Some(Value::Typed(_)) => line.push_str(" -x"),
-            Some(Value::Choices(choices)) => {
-                values.push_str(&format!("        case {}\n", flag.long));
-                for (name, help) in choices {
-                    values.push_str(&format!(
-                        "            printf '%s\\t%s\\n' '{}' '{}'\n",
-                        fish_quoted(name),
-                        fish_quoted(help)
-                    ));
-                }
-                line.push_str(&format!(" -x -a '(__retry_values {})'", flag.long));
-            }
-            Some(Value::Files) => line.push_str(" -r -F"),
-            Some(Value::Directories) => line.push_str(" -x -a '(__fish_complete_directories)'"),
-            Some(Value::Profiles) => line.push_str(" -x -a '(__retry_profiles)'"),
-        }
-        line.push_str(&format!(" -d '{}'\n", fish_quoted(&flag.help)));
-        lines.push_str(&line);
-    }
+    let lines: String = flags.iter().map(fish_line).collect();
+    let values: String = flags.iter().map(fish_values).collect();
     let valued = valued(&flags);
     format!(
         r#"# fish completion for retry, written by `retry --generate fish` from retry's flag

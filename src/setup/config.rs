@@ -69,19 +69,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
         Some(path) => read(path)?,
         None => (Vec::new(), BTreeMap::new()),
     };
-    // A profile this run does not use does not stop it: one broken profile must not stop
-    // every run on the host. It is said once, so that it gets mended.
-    for (name, broken) in profiles
-        .iter()
-        .filter(|(n, _)| Some(*n) != profile.as_ref())
-    {
-        if let Err(e) = broken {
-            eprintln!(
-                "retry: warning: profile {name} of the config file is not used by this run, \
-                 and cannot be: {e}"
-            );
-        }
-    }
+    warn_broken(&profiles, profile.as_ref());
     let chosen = match &profile {
         None => Vec::new(),
         Some(name) => match profiles.remove(name) {
@@ -92,42 +80,80 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
                 args: vec!["--preset".into(), name.into()],
                 line: 0,
             }],
-            None => {
-                let names = presets::names();
-                let known = profiles
-                    .keys()
-                    .map(String::as_str)
-                    .chain(names.iter().copied());
-                if let Some(near) = nearest(name, known) {
-                    return Err(BadValue::new(
-                        "no such profile or preset",
-                        name,
-                        format!("did you mean {near}?"),
-                    )
-                    .into());
-                }
-                let place = file.as_ref().map_or("there is no config file".into(), |f| {
-                    format!("add [profiles.{name}] to {}", f.display())
-                });
-                return Err(BadValue::new(
-                    "no such profile or preset",
-                    name,
-                    format!("{place}, or use a preset: {}", names.join(", ")),
-                )
-                .into());
-            }
+            None => return Err(no_such_profile(name, &profiles, file.as_deref())),
         },
     };
-    let mut front = Vec::new();
+    let front = in_front(chosen, profile, defaults, file, &mut origins);
+    let mut all = args.into_iter();
+    let mut resolved: Vec<OsString> = all.next().into_iter().collect();
+    resolved.extend(front);
+    resolved.extend(all);
+    Ok(Some(Resolved {
+        args: resolved,
+        origins,
+    }))
+}
+
+/// Warns of each broken profile of the file but the one chosen, which stops the run instead.
+fn warn_broken(profiles: &Profiles, chosen: Option<&String>) {
+    // A profile this run does not use does not stop it: one broken profile must not stop
+    // every run on the host. It is said once, so that it gets mended.
+    for (name, broken) in profiles.iter().filter(|(n, _)| Some(*n) != chosen) {
+        if let Err(e) = broken {
+            eprintln!(
+                "retry: warning: profile {name} of the config file is not used by this run, \
+                 and cannot be: {e}"
+            );
+        }
+    }
+}
+
+/// The error for a profile that is neither the file's nor a preset: the nearest name, or
+/// where to add it.
+fn no_such_profile(name: &str, profiles: &Profiles, file: Option<&Path>) -> UsageError {
+    let names = presets::names();
+    let known = profiles
+        .keys()
+        .map(String::as_str)
+        .chain(names.iter().copied());
+    if let Some(near) = nearest(name, known) {
+        return BadValue::new(
+            "no such profile or preset",
+            name,
+            format!("did you mean {near}?"),
+        )
+        .into();
+    }
+    let place = file.map_or("there is no config file".into(), |f| {
+        format!("add [profiles.{name}] to {}", f.display())
+    });
+    BadValue::new(
+        "no such profile or preset",
+        name,
+        format!("{place}, or use a preset: {}", names.join(", ")),
+    )
+    .into()
+}
+
+/// The arguments the chosen profile's settings and then the file's stand for, each left out
+/// when one above it hides it; `origins` is told where each setting put in came from.
+fn in_front(
+    chosen: Vec<Setting>,
+    profile: Option<String>,
+    defaults: Vec<Setting>,
+    file: Option<PathBuf>,
+    origins: &mut Origins,
+) -> Vec<OsString> {
     let layers = [
         (chosen, profile.map(Origin::Profile)),
         (defaults, file.map(Origin::File)),
     ];
+    let mut front = Vec::new();
     for (settings, origin) in layers {
         let Some(origin) = origin else { continue };
         let mut placed = Vec::new();
         for setting in settings {
-            if hidden(&setting.key, &origins) {
+            if hidden(&setting.key, origins) {
                 continue;
             }
             front.extend(setting.args);
@@ -137,14 +163,7 @@ pub fn resolve(args: Vec<OsString>, matches: &ArgMatches) -> Result<Option<Resol
             origins.insert(key, origin.clone());
         }
     }
-    let mut all = args.into_iter();
-    let mut resolved: Vec<OsString> = all.next().into_iter().collect();
-    resolved.extend(front);
-    resolved.extend(all);
-    Ok(Some(Resolved {
-        args: resolved,
-        origins,
-    }))
+    front
 }
 
 /// The settings the command line gives itself.
@@ -226,10 +245,10 @@ fn shown(path: &Path) -> String {
 
 /// Defaults and profiles of a config file, each setting checked: an error in the defaults
 /// stops every run, an error in a profile only the runs that use it.
-type Contents = (
-    Vec<Setting>,
-    BTreeMap<String, Result<Vec<Setting>, UsageError>>,
-);
+type Contents = (Vec<Setting>, Profiles);
+
+/// A config file's profiles by name, each its settings or what is wrong with them.
+type Profiles = BTreeMap<String, Result<Vec<Setting>, UsageError>>;
 
 fn read(path: &Path) -> Result<Contents, UsageError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -356,30 +375,66 @@ fn setting(
         .get_arguments()
         .find(|a| a.get_long() == Some(key) && !NOT_SETTINGS.contains(&key))
     else {
-        if NOT_SETTINGS.contains(&key) {
-            return Err(bad(
-                "not a setting of a config file",
-                "it chooses the file or what retry does; give it on the command line",
-            ));
-        }
-        // clap's own suggestion, as for a misspelled flag.
-        let suggestion = cli::parsing_command()
-            .try_get_matches_from([
-                "retry".to_string(),
-                format!("--{key}"),
-                "--".into(),
-                "true".into(),
-            ])
-            .err()
-            .and_then(|e| usage::instead(&e, name));
-        let fix = match suggestion {
-            Some(key) => format!("did you mean {key}? Keys are the long flag names"),
-            None => "keys are the long flag names, as attempts or max-time".into(),
-        };
-        return Err(bad("not a setting", &fix));
+        return Err(not_a_setting(key, &bad, name));
     };
+    let args = arguments(key, arg.get_action(), value, &bad)?;
+    // The same parser as the command line judges the value, so both say the same about it.
+    let mut probe = vec![OsString::from("retry")];
+    probe.extend(args.iter().cloned());
+    probe.extend(["--".into(), "true".into()]);
+    if let Err(e) = command.try_get_matches_from_mut(probe) {
+        return Err(UsageError(format!(
+            "{place}: {}",
+            usage::describe(&e, name)
+        )));
+    }
+    Ok(Setting {
+        key: key.to_string(),
+        args,
+        line,
+    })
+}
+
+/// The error for a key that is no setting: one that is a flag of the command line alone, or
+/// no flag at all, with clap's suggestion of the flag meant.
+fn not_a_setting(
+    key: &str,
+    bad: &impl Fn(&str, &str) -> UsageError,
+    name: impl Fn(&str) -> String,
+) -> UsageError {
+    if NOT_SETTINGS.contains(&key) {
+        return bad(
+            "not a setting of a config file",
+            "it chooses the file or what retry does; give it on the command line",
+        );
+    }
+    // clap's own suggestion, as for a misspelled flag.
+    let suggestion = cli::parsing_command()
+        .try_get_matches_from([
+            "retry".to_string(),
+            format!("--{key}"),
+            "--".into(),
+            "true".into(),
+        ])
+        .err()
+        .and_then(|e| usage::instead(&e, name));
+    let fix = match suggestion {
+        Some(key) => format!("did you mean {key}? Keys are the long flag names"),
+        None => "keys are the long flag names, as attempts or max-time".into(),
+    };
+    bad("not a setting", &fix)
+}
+
+/// The arguments a value of the file stands for, as the flag's `action` takes it: a switch's
+/// `--flag` or nothing, a count's flag repeated, a list's items, or the flag and its value.
+fn arguments(
+    key: &str,
+    action: &ArgAction,
+    value: &DeValue<'_>,
+    bad: &impl Fn(&str, &str) -> UsageError,
+) -> Result<Vec<OsString>, UsageError> {
     let flag = OsString::from(format!("--{key}"));
-    let args = match (arg.get_action(), value) {
+    Ok(match (action, value) {
         (ArgAction::SetTrue, DeValue::Boolean(true)) => vec![flag],
         (ArgAction::SetTrue, DeValue::Boolean(false)) => Vec::new(),
         (ArgAction::SetTrue, _) => return Err(bad("not true or false", "write true or false")),
@@ -428,21 +483,6 @@ fn setting(
             })?;
             vec![flag, value]
         }
-    };
-    // The same parser as the command line judges the value, so both say the same about it.
-    let mut probe = vec![OsString::from("retry")];
-    probe.extend(args.iter().cloned());
-    probe.extend(["--".into(), "true".into()]);
-    if let Err(e) = command.try_get_matches_from_mut(probe) {
-        return Err(UsageError(format!(
-            "{place}: {}",
-            usage::describe(&e, name)
-        )));
-    }
-    Ok(Setting {
-        key: key.to_string(),
-        args,
-        line,
     })
 }
 

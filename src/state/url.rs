@@ -58,30 +58,42 @@ pub fn parse(text: &str) -> Result<StoreUrl, String> {
                 "redis+unix:// takes a path, not a host ('{hostport}'): write redis+unix:///PATH"
             ));
         }
-        // The url crate wants a host after a user or password: a placeholder stands in.
-        let url = Url::parse(&format!("redis+unix://{authority}localhost{tail}"))
-            .map_err(|_| format!("it is not a Redis URL: {FORMS}"))?;
-        if url.path().len() < 2 {
-            return Err("redis+unix:// needs the socket's path: redis+unix:///PATH".into());
-        }
-        if url.fragment().is_some() {
-            return Err("a fragment ('#') is not understood: only ?db=N is".into());
-        }
-        let db = match url.query() {
-            None => 0,
-            Some(q) => match q.strip_prefix("db=") {
-                Some(n) => db(n)?,
-                None => return Err(format!("'?{q}' is not understood: only ?db=N is")),
-            },
-        };
-        let (user, password) = userinfo(&url)?;
-        return Ok(StoreUrl {
-            place: Place::Unix(PathBuf::from(decode(url.path())?)),
-            user,
-            password,
-            db,
-        });
+        return unix_socket(authority, tail);
     }
+    tcp(text, hostport, tls)
+}
+
+/// A `redis+unix://` URL: `authority` is its user and password, if any (it names no host),
+/// and `tail` the socket's path and the `?db=N` query.
+fn unix_socket(authority: &str, tail: &str) -> Result<StoreUrl, String> {
+    // The url crate wants a host after a user or password: a placeholder stands in.
+    let url = Url::parse(&format!("redis+unix://{authority}localhost{tail}"))
+        .map_err(|_| format!("it is not a Redis URL: {FORMS}"))?;
+    if url.path().len() < 2 {
+        return Err("redis+unix:// needs the socket's path: redis+unix:///PATH".into());
+    }
+    if url.fragment().is_some() {
+        return Err("a fragment ('#') is not understood: only ?db=N is".into());
+    }
+    let db = match url.query() {
+        None => 0,
+        Some(q) => match q.strip_prefix("db=") {
+            Some(n) => db(n)?,
+            None => return Err(format!("'?{q}' is not understood: only ?db=N is")),
+        },
+    };
+    let (user, password) = userinfo(&url)?;
+    Ok(StoreUrl {
+        place: Place::Unix(PathBuf::from(decode(url.path())?)),
+        user,
+        password,
+        db,
+    })
+}
+
+/// A `redis://` or `rediss://` URL, `text` whole: one host, its port and the database.
+/// `hostport` is the authority past its user and password, what an error may quote.
+fn tcp(text: &str, hostport: &str, tls: bool) -> Result<StoreUrl, String> {
     let url = Url::parse(text).map_err(|e| match e {
         ParseError::InvalidPort => not_a_port(port_text(hostport)),
         ParseError::InvalidIpv6Address if !hostport.contains(']') => {

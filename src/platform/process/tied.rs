@@ -61,29 +61,9 @@ impl Tied {
         envp: &[CString],
         stdio: [io::Result<ChildFd>; 3],
     ) -> nix::Result<Pid> {
-        let mut plan = [Plan::Inherit; 3];
-        // The pipe ends stay open in retry until the child has its own copies.
-        let mut keep = Vec::new();
-        for (slot, fd) in plan.iter_mut().zip(stdio) {
-            match fd.map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))? {
-                ChildFd::Inherit => {}
-                ChildFd::Null => *slot = Plan::Null,
-                ChildFd::Pipe(fd) => {
-                    *slot = Plan::Dup(fd.as_raw_fd());
-                    keep.push(fd);
-                }
-            }
-        }
-        let argv: Vec<*const c_char> = argv
-            .iter()
-            .map(|a| a.as_ptr())
-            .chain([std::ptr::null()])
-            .collect();
-        let envp: Vec<*const c_char> = envp
-            .iter()
-            .map(|e| e.as_ptr())
-            .chain([std::ptr::null()])
-            .collect();
+        let (plan, keep) = stdio_plan(stdio)?;
+        let argv = null_terminated(argv);
+        let envp = null_terminated(envp);
         let paths: Vec<*const c_char> = self.candidates.iter().map(|c| c.as_ptr()).collect();
         let (read, write) = crate::platform::pipe::pipe(false).map_err(errno)?;
         // Above the standard streams, so that putting them in place cannot close it.
@@ -99,58 +79,98 @@ impl Tied {
             report: write.as_raw_fd(),
             top: libc::SIGRTMAX(),
         };
-        // Every signal is blocked across the fork, so that none of retry's handlers runs in
-        // the child before it has put the defaults back; retry's mask is restored at once.
-        let mut before = SigSet::empty();
-        nix::sys::signal::pthread_sigmask(
-            nix::sys::signal::SigmaskHow::SIG_SETMASK,
-            Some(&SigSet::all()),
-            Some(&mut before),
-        )?;
-        // SAFETY: the child calls only async-signal-safe functions (`Child::exec`), on data
-        // made before the fork, and ends in exec or _exit, so another thread's lock or
-        // allocation left half-done in the copy (a name lookup's) is never touched.
-        let forked = unsafe { libc::fork() };
-        if forked == 0 {
-            // SAFETY: see above; this is the child, which never returns.
-            unsafe { child.exec() }
-        }
-        let fork_error = Errno::last();
-        let _ = nix::sys::signal::pthread_sigmask(
-            nix::sys::signal::SigmaskHow::SIG_SETMASK,
-            Some(&before),
-            None,
-        );
+        let forked = fork(&child);
+        // The child has its copies (or there is no child): retry's ends are not needed.
         drop(write);
         drop(keep);
-        if forked < 0 {
-            return Err(fork_error);
-        }
-        let pid = Pid::from_raw(forked);
-        let mut got = [0u8; 4];
-        let mut filled = 0;
-        // Nothing comes when exec succeeds (the pipe closes with it); an errno when not.
-        while filled < got.len() {
-            match nix::unistd::read(&read, &mut got[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(Errno::EINTR) => {}
-                Err(_) => break,
-            }
-        }
-        if filled < got.len() {
-            return Ok(pid);
-        }
-        // The child has ended with _exit: reaped here, where its pid is known to be ours.
-        loop {
-            // SAFETY: waitpid on our own child, without a status pointer.
-            let reaped = unsafe { libc::waitpid(forked, std::ptr::null_mut(), 0) };
-            if reaped >= 0 || Errno::last() != Errno::EINTR {
-                break;
-            }
-        }
-        Err(Errno::from_raw(i32::from_ne_bytes(got)))
+        started(forked?, &read)
     }
+}
+
+/// What each standard stream of the attempt is to be, and the pipe ends that retry keeps
+/// open until the child has its own copies.
+fn stdio_plan(stdio: [io::Result<ChildFd>; 3]) -> nix::Result<([Plan; 3], Vec<OwnedFd>)> {
+    let mut plan = [Plan::Inherit; 3];
+    let mut keep = Vec::new();
+    for (slot, fd) in plan.iter_mut().zip(stdio) {
+        match fd.map_err(errno)? {
+            ChildFd::Inherit => {}
+            ChildFd::Null => *slot = Plan::Null,
+            ChildFd::Pipe(fd) => {
+                *slot = Plan::Dup(fd.as_raw_fd());
+                keep.push(fd);
+            }
+        }
+    }
+    Ok((plan, keep))
+}
+
+/// The pointers of `strings`, then a null pointer, as exec takes an argv or an envp.
+fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain([std::ptr::null()])
+        .collect()
+}
+
+/// Forks; the child becomes the attempt (`Child::exec`) and never returns. Returns the
+/// child's pid, or why the fork failed.
+fn fork(child: &Child<'_>) -> nix::Result<Pid> {
+    // Every signal is blocked across the fork, so that none of retry's handlers runs in
+    // the child before it has put the defaults back; retry's mask is restored at once.
+    let mut before = SigSet::empty();
+    nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::all()),
+        Some(&mut before),
+    )?;
+    // SAFETY: the child calls only async-signal-safe functions (`Child::exec`), on data
+    // made before the fork, and ends in exec or _exit, so another thread's lock or
+    // allocation left half-done in the copy (a name lookup's) is never touched.
+    let forked = unsafe { libc::fork() };
+    if forked == 0 {
+        // SAFETY: see above; this is the child, which never returns.
+        unsafe { child.exec() }
+    }
+    let fork_error = Errno::last();
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&before),
+        None,
+    );
+    if forked < 0 {
+        return Err(fork_error);
+    }
+    Ok(Pid::from_raw(forked))
+}
+
+/// Whether the child `pid` exec'd, as `read`, the other end of its report pipe, tells: the
+/// pid when it did, else the errno it sent, the child reaped.
+fn started(pid: Pid, read: &OwnedFd) -> nix::Result<Pid> {
+    let mut got = [0u8; 4];
+    let mut filled = 0;
+    // Nothing comes when exec succeeds (the pipe closes with it); an errno when not.
+    while filled < got.len() {
+        match nix::unistd::read(read, &mut got[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    if filled < got.len() {
+        return Ok(pid);
+    }
+    // The child has ended with _exit: reaped here, where its pid is known to be ours.
+    loop {
+        // SAFETY: waitpid on our own child, without a status pointer.
+        let reaped = unsafe { libc::waitpid(pid.as_raw(), std::ptr::null_mut(), 0) };
+        if reaped >= 0 || Errno::last() != Errno::EINTR {
+            break;
+        }
+    }
+    Err(Errno::from_raw(i32::from_ne_bytes(got)))
 }
 
 /// What one standard stream of the attempt is.
