@@ -234,40 +234,30 @@ fn a_long_healthy_attempt_is_a_success_for_the_breaker() {
     assert!(r.log.contains("the breaker opened"), "{}", r.log);
 }
 
-/// A key whose lock other runs keep busy from the store's `busy_from`-th operation on (the
-/// first is 1); it records how long the run let each operation wait.
-#[derive(Clone, Default)]
-struct Busy {
+/// A store in memory whose operations are first shown to a hook, by name ("admit", "after",
+/// "before"; "idle" when the run lets its connection go), which may refuse them: one way for
+/// the tests below to count, record or fail a run's calls to its key.
+#[derive(Clone)]
+struct Watched {
     memory: MemoryStore,
-    ops: std::rc::Rc<std::cell::Cell<u32>>,
-    busy_from: u32,
+    hook: std::rc::Rc<dyn Fn(&'static str) -> Result<(), state::Error>>,
+    /// How long the run let each operation wait, as it said before each.
     waits: std::rc::Rc<std::cell::RefCell<Vec<Option<std::time::Duration>>>>,
 }
 
-impl Busy {
-    fn from(busy_from: u32) -> Busy {
-        Busy {
-            busy_from,
-            ..Busy::default()
+impl Watched {
+    fn new(hook: impl Fn(&'static str) -> Result<(), state::Error> + 'static) -> Watched {
+        Watched {
+            memory: MemoryStore::default(),
+            hook: std::rc::Rc::new(hook),
+            waits: std::rc::Rc::default(),
         }
-    }
-
-    fn op(&self) -> Result<(), state::Error> {
-        self.ops.set(self.ops.get() + 1);
-        if self.ops.get() < self.busy_from {
-            return Ok(());
-        }
-        Err(state::Error::Locked(state::Locked {
-            path: "/state/api.lock".into(),
-            waited: ms(5000),
-            why: state::LockWait::Contended { turns: 312 },
-        }))
     }
 }
 
-impl Store for Busy {
+impl Store for Watched {
     fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, state::Error> {
-        self.op()?;
+        (self.hook)("admit")?;
         Store::admit(&mut self.memory, s)
     }
     fn after_attempt(
@@ -278,7 +268,7 @@ impl Store for Busy {
         wants_retry: bool,
         u: f64,
     ) -> Result<Reply<After>, state::Error> {
-        self.op()?;
+        (self.hook)("after")?;
         Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
     }
     fn before_retry(
@@ -286,7 +276,7 @@ impl Store for Busy {
         s: &KeyRules,
         ticket: Ticket,
     ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
-        self.op()?;
+        (self.hook)("before")?;
         Store::before_retry(&mut self.memory, s, ticket)
     }
     fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, state::Error> {
@@ -296,18 +286,43 @@ impl Store for Busy {
         Store::reset(&mut self.memory)
     }
     fn describe(&self) -> String {
-        "busy".into()
+        "watched".into()
+    }
+    fn idle(&mut self) {
+        let _ = (self.hook)("idle");
     }
     fn wait_at_most(&mut self, most: Option<std::time::Duration>) {
         self.waits.borrow_mut().push(most);
     }
 }
 
+/// A key whose lock other runs keep busy from the store's `busy_from`-th operation on (the
+/// first is 1), and the count of its operations.
+fn busy(busy_from: u32) -> (Watched, std::rc::Rc<std::cell::Cell<u32>>) {
+    let ops = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counted = ops.clone();
+    let store = Watched::new(move |op| {
+        if op == "idle" {
+            return Ok(());
+        }
+        counted.set(counted.get() + 1);
+        if counted.get() < busy_from {
+            return Ok(());
+        }
+        Err(state::Error::Locked(state::Locked {
+            path: "/state/api.lock".into(),
+            waited: ms(5000),
+            why: state::LockWait::Contended { turns: 312 },
+        }))
+    });
+    (store, ops)
+}
+
 #[test]
 fn a_key_whose_lock_stays_busy_runs_the_first_attempt_and_makes_no_retry() {
     // Busy at the admission, or at the token for the first retry.
     for busy_from in [1, 2] {
-        let store = Busy::from(busy_from);
+        let (store, ops) = busy(busy_from);
         let r = run_shared(
             &keyed(&["-n", "3", "--jitter", "none"]),
             Fake::new([exits(1, 10); 3]),
@@ -333,7 +348,7 @@ fn a_key_whose_lock_stays_busy_runs_the_first_attempt_and_makes_no_retry() {
         );
         assert!(!r.log.contains("going on without"), "{}", r.log);
         // The store is not asked again: each call would wait as long.
-        assert_eq!(store.ops.get(), busy_from, "{}", r.log);
+        assert_eq!(ops.get(), busy_from, "{}", r.log);
         if busy_from == 2 {
             assert_eq!(
                 r.summary.key.as_ref().and_then(|k| k.refused),
@@ -358,7 +373,7 @@ fn with_breaker_and_budget_off_a_busy_lock_refuses_no_retry() {
         "-n",
         "3",
     ];
-    let store = Busy::from(2);
+    let (store, ops) = busy(2);
     let r = run_shared(
         &args,
         Fake::new([exits(1, 10), exits(1, 10), exits(0, 10)]),
@@ -373,12 +388,12 @@ fn with_breaker_and_budget_off_a_busy_lock_refuses_no_retry() {
         "{}",
         r.log
     );
-    assert_eq!(store.ops.get(), 2, "not asked again");
+    assert_eq!(ops.get(), 2, "not asked again");
 }
 
 #[test]
 fn no_wait_for_the_key_outlasts_max_time() {
-    let store = Busy::from(u32::MAX);
+    let (store, _) = busy(u32::MAX);
     let r = run_shared(
         &keyed(&["--max-time", "10s", "-n", "2", "-d", "0"]),
         Fake::new([exits(1, 4000), exits(1, 10)]),
@@ -396,7 +411,7 @@ fn no_wait_for_the_key_outlasts_max_time() {
         ]
     );
     // Without --max-time: no bound but the store's own.
-    let store = Busy::from(u32::MAX);
+    let (store, _) = busy(u32::MAX);
     run_shared(
         &keyed(&["-n", "1"]),
         Fake::new([exits(0, 10)]),
@@ -405,48 +420,19 @@ fn no_wait_for_the_key_outlasts_max_time() {
     assert!(store.waits.borrow().iter().all(Option::is_none));
 }
 
-/// A store that must not be asked yet.
-struct NotYet;
-
-impl Store for NotYet {
-    fn admit(&mut self, _: &KeyRules) -> Result<Reply<Admit>, state::Error> {
-        panic!("the key was asked during the splay")
-    }
-    fn after_attempt(
-        &mut self,
-        _: &KeyRules,
-        _: Ticket,
-        _: Attempt,
-        _: bool,
-        _: f64,
-    ) -> Result<Reply<After>, state::Error> {
-        panic!("the key was asked during the splay")
-    }
-    fn before_retry(
-        &mut self,
-        _: &KeyRules,
-        _: Ticket,
-    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
-        panic!("the key was asked during the splay")
-    }
-    fn view(&mut self, _: &KeyRules) -> Result<Reply<()>, state::Error> {
-        panic!("the key was asked during the splay")
-    }
-    fn reset(&mut self) -> Result<(), state::Error> {
-        panic!("the key was asked during the splay")
-    }
-    fn describe(&self) -> String {
-        "not yet".into()
-    }
-}
-
 /// The splay spreads the key's store load too: a run asks its key only once the splay is over.
 #[test]
 fn the_splay_comes_before_the_key_is_first_asked() {
     // The fake run's source is seeded with 7: the splay's wait is its first draw.
     let drawn = crate::policy::pacing::splay(ms(10_000), &mut crate::policy::backoff::seeded(7));
     let world = Fake::new([exits(0, 5)]).signal_at(drawn / 2, TERM);
-    let r = run_shared(&keyed(&["--splay", "10s"]), world, Some(Box::new(NotYet)));
+    let r = run_shared(
+        &keyed(&["--splay", "10s"]),
+        world,
+        Some(Box::new(Watched::new(|op| {
+            panic!("the key was asked ({op}) during the splay")
+        }))),
+    );
     // Cancelled during the splay, the store never asked.
     assert_eq!(r.exit, Exit::Signal(TERM), "{}", r.log);
     assert!(r.world.envs.is_empty());
@@ -472,60 +458,17 @@ fn the_splay_comes_before_the_key_is_first_asked() {
     assert_eq!(lines[2]["elapsed_ms"].as_u64(), Some(waited), "{}", r.log);
 }
 
-/// A store in memory that writes down each call, and each time it is let go.
-#[derive(Clone, Default)]
-struct Calls {
-    memory: MemoryStore,
-    seen: std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>,
-}
-
-impl Calls {
-    fn saw(&self, what: &'static str) {
-        self.seen.borrow_mut().push(what);
-    }
-}
-
-impl Store for Calls {
-    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, state::Error> {
-        self.saw("admit");
-        Store::admit(&mut self.memory, s)
-    }
-    fn after_attempt(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-        attempt: Attempt,
-        wants_retry: bool,
-        u: f64,
-    ) -> Result<Reply<After>, state::Error> {
-        self.saw("after");
-        Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
-    }
-    fn before_retry(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
-        self.saw("before");
-        Store::before_retry(&mut self.memory, s, ticket)
-    }
-    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, state::Error> {
-        Store::view(&mut self.memory, s)
-    }
-    fn reset(&mut self) -> Result<(), state::Error> {
-        Store::reset(&mut self.memory)
-    }
-    fn describe(&self) -> String {
-        "calls".into()
-    }
-    fn idle(&mut self) {
-        self.saw("idle");
-    }
-}
-
 #[test]
 fn the_store_is_let_go_only_past_the_grace_of_an_attempt_or_in_a_longer_wait() {
-    let store = Calls::default();
+    // Each call written down, and each time the connection is let go.
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let store = Watched::new({
+        let seen = seen.clone();
+        move |op| {
+            seen.borrow_mut().push(op);
+            Ok(())
+        }
+    });
     let args = [
         "--key",
         "api",
@@ -544,7 +487,7 @@ fn the_store_is_let_go_only_past_the_grace_of_an_attempt_or_in_a_longer_wait() {
     // Fast attempts and short waits keep the connection from one call to the next; the long
     // attempt lets it go at its grace, and the 4 s wait at its start.
     assert_eq!(
-        *store.seen.borrow(),
+        *seen.borrow(),
         [
             "admit", "after", "before", "idle", "after", "before", "after", "idle", "before",
             "after"
