@@ -546,34 +546,23 @@ fn output_on_failure_prints_each_attempts_reason_also_when_the_log_goes_to_a_fil
         c.args(["--", "curl", "-sS", "-D", "{hints}", &server.url("/")]);
         c.run()
     };
+    // What is printed is the same whether the log goes to stderr or to a file.
+    let printed = str![[r#"
+retry: --- output of attempt 1/2 ---
+retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
+retry: --- output of attempt 2/2 ---
+retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+
+"#]];
     let held = run(None);
     assert_ne!(held.code(), Some(0), "{}", held.show());
     assert_eq!(held.lines(), ["busy", "busy"], "{}", held.show());
-    assert_output(
-        held.stderr(),
-        str![[r#"
-retry: --- output of attempt 1/2 ---
-retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
-retry: --- output of attempt 2/2 ---
-retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
-retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
-
-"#]],
-    );
+    assert_output(held.stderr(), printed.clone());
     let filed = run(Some(&log));
     assert_eq!(filed.code(), held.code(), "{}", filed.show());
     assert_eq!(filed.lines(), ["busy", "busy"], "{}", filed.show());
-    assert_output(
-        filed.stderr(),
-        str![[r#"
-retry: --- output of attempt 1/2 ---
-retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
-retry: --- output of attempt 2/2 ---
-retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
-retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
-
-"#]],
-    );
+    assert_output(filed.stderr(), printed);
     let written = fs::read_to_string(&log).expect("the log file");
     assert_eq!(
         written.matches("(retryable: HTTP status 503)").count()
