@@ -21,21 +21,22 @@ pub struct Child {
         value_name = "SIG",
         value_parser = Offered::new(signal, || NAMES.to_vec()),
         hide_possible_values = true,
+        allow_hyphen_values = true,
     )]
     pub kill_signal: Option<i32>,
 
     /// After --kill-signal, wait this long before sending SIGKILL.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub kill_after: Option<Duration>,
 
     /// What each attempt reads: auto rewinds a regular file, replays a pipe or socket and
     /// passes a terminal through; replay, pass and null force a mode.
-    #[arg(long, value_name = "MODE", value_enum)]
+    #[arg(long, value_name = "MODE", value_enum, allow_hyphen_values = true)]
     pub stdin: Option<StdinMode>,
 
     /// pass streams each attempt's stdout; hold keeps it and writes only the attempt that ends
     /// the run to stdout (retried attempts' output goes to stderr).
-    #[arg(long, value_name = "MODE", value_enum)]
+    #[arg(long, value_name = "MODE", value_enum, allow_hyphen_values = true)]
     pub stdout: Option<StdoutMode>,
 
     /// Hold every attempt's stdout and stderr and retry's own log, and print them, in order

@@ -15,7 +15,7 @@ use crate::setup::presets;
 pub struct Configuration {
     /// Read settings from this config file instead of $RETRY_CONFIG or
     /// ~/.config/retry/config.toml.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
     pub config: Option<PathBuf>,
 
     /// Read no config file at all, not even $RETRY_CONFIG: what a script that must not depend
@@ -30,6 +30,7 @@ pub struct Configuration {
         value_name = "NAME",
         value_parser = Offered::new(|s: &str| Ok(s.to_string()), presets::names),
         hide_possible_values = true,
+        allow_hyphen_values = true,
     )]
     pub profile: Option<String>,
 }

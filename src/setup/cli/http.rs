@@ -13,15 +13,15 @@ use crate::policy::duration;
 #[command(next_help_heading = "HTTP and hints")]
 pub struct Http {
     /// HTTP statuses, from a header dump in the hint file, that are retried.
-    #[arg(long, value_name = "LIST", value_parser = CodeSet::http)]
+    #[arg(long, value_name = "LIST", value_parser = CodeSet::http, allow_hyphen_values = true)]
     pub retry_on_http: Option<CodeSet>,
 
     /// HTTP statuses that are never retried; wins over --retry-on-http [default: every other 4xx].
-    #[arg(long, value_name = "LIST", value_parser = CodeSet::http)]
+    #[arg(long, value_name = "LIST", value_parser = CodeSet::http, allow_hyphen_values = true)]
     pub fatal_on_http: Option<CodeSet>,
 
     /// Longest wait a Retry-After header (or a retry-after= hint) can ask for.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub retry_after_max: Option<Duration>,
 
     /// Give each attempt a private hint file, its path in RETRY_HINT_FILE and in place of any

@@ -22,11 +22,11 @@ pub struct Logging {
     pub quiet: u8,
 
     /// Log as text lines or as JSON lines.
-    #[arg(long, value_name = "FORMAT", value_enum)]
+    #[arg(long, value_name = "FORMAT", value_enum, allow_hyphen_values = true)]
     pub log_format: Option<LogFormat>,
 
     /// Write the log to this file (appending) instead of stderr.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
     pub log_file: Option<PathBuf>,
 
     /// Begin each text log line with the local time, for CI logs that have none (always in
@@ -38,6 +38,6 @@ pub struct Logging {
     /// on stdout. auto: NO_COLOR set and not empty means no colour, else CLICOLOR_FORCE set and
     /// not 0 means colour, else colour on a terminal. always and never win over both. A
     /// --log-file has none.
-    #[arg(long, value_name = "WHEN", value_enum)]
+    #[arg(long, value_name = "WHEN", value_enum, allow_hyphen_values = true)]
     pub color: Option<ColorChoice>,
 }
