@@ -7,7 +7,6 @@ mod attempt_tests;
 #[cfg(test)]
 mod fake;
 mod gate;
-mod jitter_rng;
 #[cfg(test)]
 mod keyed_tests;
 mod supervise;
@@ -36,7 +35,7 @@ pub fn run(policy: &Policy, start: Instant) -> Result<Exit, Error> {
         crate::platform::parent::watch()
             .map_err(own("--stop-with-parent: cannot watch retry's parent"))?;
     }
-    let mut rng = jitter_rng::JitterRng::new(policy.seed);
+    let mut rng = crate::policy::backoff::jitter_rng(policy.seed);
     let mut world = process::Process::new(policy, signals, start, transcript.as_ref())
         .map_err(own("cannot prepare the command"))?;
     let mut summary = Summary::new(&policy.name);
