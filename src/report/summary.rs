@@ -59,8 +59,9 @@ pub struct Summary {
     #[serde(skip)]
     sleeping: Duration,
     pub elapsed_ms: u128,
-    /// When the run ended, RFC 3339.
-    pub finished_at: String,
+    /// When the run ended, written as RFC 3339 only when a report is: most runs write none.
+    #[serde(serialize_with = "rfc3339_millis")]
+    pub finished_at: Option<SystemTime>,
     /// The key's state as the run left it, with `--key`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<KeySummary>,
@@ -112,6 +113,14 @@ impl RefusedBy {
 /// Attempts the summary lists, the last ones.
 pub const KEPT_ATTEMPTS: usize = 100;
 
+/// A time as RFC 3339 with milliseconds; none (a run not ended) as "".
+fn rfc3339_millis<S: serde::Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.collect_str(&humantime::format_rfc3339_millis(*t)),
+        None => s.serialize_str(""),
+    }
+}
+
 impl Summary {
     pub fn new(name: &str) -> Summary {
         Summary {
@@ -149,7 +158,7 @@ impl Summary {
         self.reason = reason.into();
         self.exit = exit;
         self.elapsed_ms = elapsed.as_millis();
-        self.finished_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        self.finished_at = Some(SystemTime::now());
     }
 
     /// The summary as one JSON object.
