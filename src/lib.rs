@@ -43,6 +43,9 @@ where
     T: Into<OsString> + Clone,
 {
     let start = Instant::now();
+    // Before anything else: what std's runtime start does, which retry's entry point leaves
+    // out (src/main.rs).
+    platform::start::as_std_would();
     // Before anything is written: a file that reaches a size limit is a write error to
     // handle, not a death by SIGXFSZ.
     platform::signals::ignore_file_size_limit();

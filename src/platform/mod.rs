@@ -19,6 +19,7 @@ mod pipe;
 pub mod process;
 pub mod signals;
 mod spool;
+pub mod start;
 mod status;
 mod stdin;
 mod terminal;

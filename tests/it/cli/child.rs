@@ -356,6 +356,33 @@ fn a_command_started_with_stdin_closed_reads_an_end_of_file_not_a_pipe_of_retrys
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// retry started with its stdout and stderr closed (`1>&- 2>&-`, as some daemons and cron
+/// setups start jobs) must not make a pipe or file of its own the command's output:
+/// descriptors 0, 1 and 2 are opened on /dev/null before retry opens anything, so its log
+/// file and its pipes get numbers of their own: the command's stderr is retry's /dev/null,
+/// and what it prints on stdout (passed on by retry itself, `--stdout hold`) is lost, as
+/// without retry, rather than written into retry's log.
+#[test]
+fn a_command_started_with_stdout_and_stderr_closed_writes_to_no_pipe_or_file_of_retrys() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (log, seen) = (dir.path().join("retry.log"), dir.path().join("seen"));
+    let out = support::retry_in_sh(&format!(
+        r#"exec "$0" -n 2 -d 0 --stdout hold --log-file '{}' -- sh -c '
+            [ -p /dev/fd/2 ] && echo "stderr: a pipe" >> "{}"
+            echo OUT; echo ERR >&2; exit 1' 1>&- 2>&-"#,
+        log.display(),
+        seen.display()
+    ));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap_or_default(), "");
+    let logged = std::fs::read_to_string(&log).expect("the log file");
+    assert!(logged.contains("attempt 2/2 failed"), "{logged}");
+    assert!(
+        logged.lines().all(|l| l != "OUT" && l != "ERR"),
+        "the command wrote into retry's log: {logged}"
+    );
+}
+
 /// A write to a pipe whose reader has gone is an error retry reports (125), not a SIGPIPE
 /// that kills it: SIGPIPE is ignored in retry (std's runtime), and set back to its default for
 /// the command.
