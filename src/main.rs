@@ -2,12 +2,10 @@
 //! process as its result says.
 //!
 //! The C library calls `main` here as it calls a C program's: std's runtime start is left
-//! out. Of what it does, retry relies on SIGPIPE ignored and descriptors 0, 1 and 2 open,
-//! which `retry::run` does itself first (src/platform/start.rs); the rest, on Linux, is
-//! reading /proc/self/maps to word a stack overflow's message, a tenth of the instructions of
-//! `retry -- /bin/true` (docs/performance.md). The arguments are taken from `argv` as the C
-//! library passes them, where std would have read them from its own copy; the process ends
-//! through `Exit::exit`, by `std::process::exit` (which flushes std's stdout) or a signal.
+//! out, and what of it retry relies on, `retry::run` does first (src/platform/start.rs says
+//! what and why). The arguments are taken from `argv` as the C library passes them; the
+//! process ends through `Exit::exit`, by `std::process::exit` (which flushes std's stdout) or
+//! by a signal.
 #![no_main]
 
 use std::ffi::{CStr, OsString, c_char, c_int};

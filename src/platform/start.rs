@@ -1,7 +1,7 @@
 //! What a process needs before retry's own code runs, done by retry itself: its entry point is
 //! the C library's `main` (src/main.rs), not std's runtime start, which on Linux also reads
-//! /proc/self/maps through `pthread_getattr_np` (sscanf over every mapping, a tenth of the
-//! instructions of a run of `retry -- /bin/true`) and maps an alternate signal stack, only to
+//! /proc/self/maps through `pthread_getattr_np` (sscanf over every mapping, an eighth of the
+//! instructions of a run of `retry -- /bin/true`; docs/performance.md) and maps an alternate signal stack, only to
 //! print "has overflowed its stack" before a stack overflow's SIGSEGV.
 //!
 //! Of std's start, retry relies on two things, done here as std does them (tests/it/cli/child.rs
