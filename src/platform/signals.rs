@@ -111,8 +111,8 @@ pub fn ignore_file_size_limit() {
 /// The signals a command (or a hook) starts with at their default action, where retry's own
 /// disposition is not the one it found at start: SIGPIPE, which retry ignores as Rust programs
 /// do (`platform::start`), and SIGXFSZ, which retry ignores ([`ignore_file_size_limit`]),
-/// unless it was already ignored
-/// when retry started (an ignored signal stays ignored through exec, as without retry).
+/// unless it was already ignored when retry started (an ignored signal stays ignored through
+/// exec, as without retry).
 pub fn defaults_for_child() -> SigSet {
     let mut default = SigSet::empty();
     default.add(Signal::SIGPIPE);
