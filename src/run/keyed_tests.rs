@@ -8,6 +8,7 @@ use crate::policy::breaker::Attempt;
 use crate::policy::shared::{Admit, After, KeyRules, Refusal, Ticket};
 use crate::report::summary::{Outcome, RefusedBy};
 use crate::state::memory::MemoryStore;
+use crate::state::watched::Watched;
 use crate::state::{self, Reply, Store};
 
 const KEY: [&str; 4] = ["--key", "api", "--breaker-failures", "2"];
@@ -232,68 +233,6 @@ fn a_long_healthy_attempt_is_a_success_for_the_breaker() {
         Some(Box::new(MemoryStore::default())),
     );
     assert!(r.log.contains("the breaker opened"), "{}", r.log);
-}
-
-/// A store in memory whose operations are first shown to a hook, by name ("admit", "after",
-/// "before"; "idle" when the run lets its connection go), which may refuse them: one way for
-/// the tests below to count, record or fail a run's calls to its key.
-#[derive(Clone)]
-struct Watched {
-    memory: MemoryStore,
-    hook: std::rc::Rc<dyn Fn(&'static str) -> Result<(), state::Error>>,
-    /// How long the run let each operation wait, as it said before each.
-    waits: std::rc::Rc<std::cell::RefCell<Vec<Option<std::time::Duration>>>>,
-}
-
-impl Watched {
-    fn new(hook: impl Fn(&'static str) -> Result<(), state::Error> + 'static) -> Watched {
-        Watched {
-            memory: MemoryStore::default(),
-            hook: std::rc::Rc::new(hook),
-            waits: std::rc::Rc::default(),
-        }
-    }
-}
-
-impl Store for Watched {
-    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, state::Error> {
-        (self.hook)("admit")?;
-        Store::admit(&mut self.memory, s)
-    }
-    fn after_attempt(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-        attempt: Attempt,
-        wants_retry: bool,
-        u: f64,
-    ) -> Result<Reply<After>, state::Error> {
-        (self.hook)("after")?;
-        Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
-    }
-    fn before_retry(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-    ) -> Result<Reply<(Option<Refusal>, Ticket)>, state::Error> {
-        (self.hook)("before")?;
-        Store::before_retry(&mut self.memory, s, ticket)
-    }
-    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, state::Error> {
-        Store::view(&mut self.memory, s)
-    }
-    fn reset(&mut self) -> Result<(), state::Error> {
-        Store::reset(&mut self.memory)
-    }
-    fn describe(&self) -> String {
-        "watched".into()
-    }
-    fn idle(&mut self) {
-        let _ = (self.hook)("idle");
-    }
-    fn wait_at_most(&mut self, most: Option<std::time::Duration>) {
-        self.waits.borrow_mut().push(most);
-    }
 }
 
 /// A key whose lock other runs keep busy from the store's `busy_from`-th operation on (the

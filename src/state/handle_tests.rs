@@ -5,51 +5,32 @@ use std::rc::Rc;
 
 use super::*;
 use crate::policy::breaker::Breaker;
+use crate::policy::shared::KeyState;
 use crate::policy::shared::tests::settings;
-use crate::policy::shared::{After, KeyState};
-use crate::state::memory::MemoryStore;
+use crate::state::watched::Watched;
 
 /// A store in memory that counts the calls made to it, and the attempts it is told of.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Counted {
-    memory: MemoryStore,
+    store: Watched,
     told: Rc<Cell<u32>>,
     calls: Rc<Cell<u32>>,
 }
 
-impl Store for Counted {
-    fn admit(&mut self, s: &KeyRules) -> Result<Reply<Admit>, Error> {
-        self.calls.set(self.calls.get() + 1);
-        Store::admit(&mut self.memory, s)
-    }
-    fn after_attempt(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-        attempt: Attempt,
-        wants_retry: bool,
-        u: f64,
-    ) -> Result<Reply<After>, Error> {
-        self.told.set(self.told.get() + 1);
-        self.calls.set(self.calls.get() + 1);
-        Store::after_attempt(&mut self.memory, s, ticket, attempt, wants_retry, u)
-    }
-    fn before_retry(
-        &mut self,
-        s: &KeyRules,
-        ticket: Ticket,
-    ) -> Result<Reply<(Option<Refusal>, Ticket)>, Error> {
-        self.calls.set(self.calls.get() + 1);
-        Store::before_retry(&mut self.memory, s, ticket)
-    }
-    fn view(&mut self, s: &KeyRules) -> Result<Reply<()>, Error> {
-        Store::view(&mut self.memory, s)
-    }
-    fn reset(&mut self) -> Result<(), Error> {
-        Store::reset(&mut self.memory)
-    }
-    fn describe(&self) -> String {
-        "counted".into()
+impl Default for Counted {
+    fn default() -> Counted {
+        let (told, calls) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+        let (t, c) = (told.clone(), calls.clone());
+        let store = Watched::new(move |op| {
+            if op != "idle" {
+                c.set(c.get() + 1);
+            }
+            if op == "after" {
+                t.set(t.get() + 1);
+            }
+            Ok(())
+        });
+        Counted { store, told, calls }
     }
 }
 
@@ -87,7 +68,7 @@ fn host(store: &Counted, memo: &Remembers) -> Shared {
 
 /// Both clocks at `t` ms.
 fn at(store: &Counted, memo: &Remembers, t: u64) {
-    store.memory.now.set(t);
+    store.store.memory.now.set(t);
     memo.now.set(t);
 }
 
@@ -209,7 +190,7 @@ fn a_reset_of_the_store_elsewhere_is_heard_at_the_remembered_end_and_a_reset_her
     let (store, memo) = (Counted::default(), Remembers::default());
     opened(&store, &memo, 0);
     // Another host resets the store: this one keeps refusing until its end, no later.
-    Store::reset(&mut store.memory.clone()).expect("reset");
+    Store::reset(&mut store.store.memory.clone()).expect("reset");
     at(&store, &memo, 59_999);
     assert_eq!(admitted(&store, &memo).1, 0);
     at(&store, &memo, 60_000);
@@ -218,7 +199,7 @@ fn a_reset_of_the_store_elsewhere_is_heard_at_the_remembered_end_and_a_reset_her
     // --reset-state here forgets both.
     opened(&store, &memo, 100_000);
     assert_eq!(host(&store, &memo).forget().expect("forgot"), Forgot::State);
-    assert_eq!((memo.kept.get(), store.memory.state()), (None, None));
+    assert_eq!((memo.kept.get(), store.store.memory.state()), (None, None));
     assert_eq!(admitted(&store, &memo), (None, 1));
     // Only the memory had something: still something forgotten.
     memo.kept.set(Some((200_000, 3.0)));
@@ -232,13 +213,13 @@ fn a_shorter_open_time_set_elsewhere_is_kept_to_the_remembered_end_a_longer_one_
     // Another host resets the store and reopens it with a shorter --breaker-open, 10 s:
     // this host keeps to its own end, 60 s, and makes no call before it.
     let other = Remembers::default();
-    Store::reset(&mut store.memory.clone()).expect("reset");
+    Store::reset(&mut store.store.memory.clone()).expect("reset");
     opened_for(&store, &other, 20_000, 10_000);
     at(&store, &memo, 59_999);
     assert_eq!(admitted(&store, &memo).1, 0);
     // Another reopens it for longer: until 100 s. At its end this host asks, and learns
     // the store's verdict, which it keeps to without a call.
-    Store::reset(&mut store.memory.clone()).expect("reset");
+    Store::reset(&mut store.store.memory.clone()).expect("reset");
     opened(&store, &other, 40_000);
     at(&store, &memo, 60_000);
     let (refused, calls) = admitted(&store, &memo);
@@ -263,7 +244,7 @@ fn a_shorter_open_time_set_elsewhere_is_kept_to_the_remembered_end_a_longer_one_
 
 /// A real run's handle on the store.
 fn handle(store: &Counted) -> Shared {
-    let mut shared = Shared::new("api".into(), settings(), Box::new(store.clone()));
+    let mut shared = Shared::new("api".into(), settings(), Box::new(store.store.clone()));
     shared.skip_moot_successes = true;
     shared
 }
@@ -289,7 +270,10 @@ fn told(store: &Counted, attempts: &[Attempt]) -> u32 {
 fn a_success_on_a_settled_key_is_not_told_to_the_store() {
     let store = Counted::default();
     assert_eq!(told(&store, &[Attempt::Success]), 0);
-    assert_eq!(store.memory.state(), Some(KeyState::new(&settings(), 0)));
+    assert_eq!(
+        store.store.memory.state(),
+        Some(KeyState::new(&settings(), 0))
+    );
     // The run reports the state its attempt started under.
     let mut shared = handle(&store);
     shared.admit().expect("admitted");
@@ -323,7 +307,7 @@ fn a_success_is_told_when_a_failure_is_kept_the_bucket_is_not_full_or_the_run_pr
     assert_eq!(told(&store, &[Attempt::Failure]), 1);
     assert_eq!(told(&store, &[Attempt::Success]), 1);
     assert_eq!(
-        store.memory.state().map(|k| k.breaker),
+        store.store.memory.state().map(|k| k.breaker),
         Some(Breaker::default())
     );
     // A retry took a token, with the breaker off so that nothing else is kept: the success
@@ -340,13 +324,13 @@ fn a_success_is_told_when_a_failure_is_kept_the_bucket_is_not_full_or_the_run_pr
         .after_attempt(Attempt::Success, false, 0.0)
         .expect("ok");
     assert_eq!(off.told.get(), 2);
-    assert_eq!(off.memory.state().map(|k| k.budget.milli), Some(2500));
+    assert_eq!(off.store.memory.state().map(|k| k.budget.milli), Some(2500));
     // The bucket is still short: the next run's success is told too, and fills it.
     assert_eq!(told(&off, &[Attempt::Success]), 1);
     // Two failures open the breaker; after its open time the probe's success closes it.
     let store = Counted::default();
     told(&store, &[Attempt::Failure, Attempt::Failure]);
-    store.memory.now.set(60_000);
+    store.store.memory.now.set(60_000);
     let mut shared = handle(&store);
     shared.admit().expect("admitted");
     assert!(shared.probing());

@@ -23,6 +23,8 @@ pub mod redis;
 mod resp;
 mod saved;
 pub mod url;
+#[cfg(test)]
+pub(crate) mod watched;
 
 use std::fmt;
 use std::io;
