@@ -283,8 +283,8 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         if self.gate.idles_through(delay) {
             self.gate.idle();
         }
-        let vars = env::on_retry(end.number(), delay);
         let hook_from = self.world.elapsed();
+        let vars = || env::on_retry(end.number(), delay);
         self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);
         let hook_ran = self.world.elapsed().saturating_sub(hook_from);
         let woke = self.sleep(wake);
@@ -326,16 +326,18 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .rep
             .giving_up(now, end, &why, names_status, outcome, exit);
         if outcome != Outcome::Cancelled {
-            let vars = env::on_giveup(end.number(), &why);
+            let vars = || env::on_giveup(end.number(), &why);
             self.hook(self.policy.hooks.on_giveup.as_deref(), "--on-giveup", vars);
         }
         self.rep.end(self.world.elapsed(), outcome, why, exit);
         exit
     }
 
-    /// Runs a hook, if one is given, with the attempt's variables; logs its failure.
-    fn hook(&mut self, command: Option<&str>, flag: &str, mut vars: Vec<(String, String)>) {
+    /// Runs a hook, if one is given, with the attempt's variables and its own (`vars`, made only
+    /// for a hook); logs its failure.
+    fn hook(&mut self, command: Option<&str>, flag: &str, vars: impl FnOnce() -> Vec<env::Var>) {
         let Some(command) = command else { return };
+        let mut vars = vars();
         vars.extend(env::attempt(self.attempt, self.pacing.max_attempts()));
         let (status, failure) = match self.world.hook(command, vars, self.policy.hooks.timeout) {
             Ok(Status::Code(0)) => return,
