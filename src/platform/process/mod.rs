@@ -260,8 +260,11 @@ impl Process {
         };
         #[cfg(not(all(target_os = "linux", not(retry_portable))))]
         let spawned = launch(&self.program, &self.attr, argv, &self.envp, stdio);
-        let spare = self.envp.drain(base..).map(CString::into_bytes);
-        self.spare.extend(spare);
+        // Kept for the next attempt, each for the same variable (taken from the end, so put
+        // back last first: a CString is cut to its length, and a buffer that held a longer
+        // value would be cut and grown again); RETRY_HINT_FILE's is let go.
+        let spare = self.envp.drain(base..).take(values.len());
+        self.spare.extend(spare.map(CString::into_bytes).rev());
         spawned
     }
 
