@@ -69,9 +69,14 @@ impl Stream {
         self
     }
 
+    /// Whether the attempts write to retry's own stream: nothing needs to see their output.
+    pub fn passes_through(&self) -> bool {
+        !self.hold && !self.scan && self.record.is_none()
+    }
+
     /// The stream of the next attempt: retry's own when nothing needs to see it, else a pipe.
     pub fn for_attempt(&mut self) -> std::io::Result<ChildFd> {
-        if !self.hold && !self.scan && self.record.is_none() {
+        if self.passes_through() {
             return Ok(ChildFd::Inherit);
         }
         let (read, write) = super::pipe::pipe(false)?;

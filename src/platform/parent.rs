@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use nix::libc;
-use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
 
 use super::signals;
 
@@ -88,22 +87,17 @@ fn by_signal() -> io::Result<bool> {
 /// its end. The thread starts with every signal blocked, so that the handled signals keep
 /// going to the thread that waits for them.
 fn by_polling() -> io::Result<()> {
-    let mut before = SigSet::empty();
-    pthread_sigmask(
-        SigmaskHow::SIG_BLOCK,
-        Some(&SigSet::all()),
-        Some(&mut before),
-    )?;
-    let spawned = std::thread::Builder::new()
-        .name("parent".into())
-        // It calls getppid and sleeps: the least stack std allows is plenty.
-        .stack_size(64 * 1024)
-        .spawn(|| {
-            while !gone() {
-                std::thread::sleep(POLL);
-            }
-            signals::parent_gone();
-        });
-    pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None)?;
+    let spawned = signals::without_signals(|| {
+        std::thread::Builder::new()
+            .name("parent".into())
+            // It calls getppid and sleeps: the least stack std allows is plenty.
+            .stack_size(64 * 1024)
+            .spawn(|| {
+                while !gone() {
+                    std::thread::sleep(POLL);
+                }
+                signals::parent_gone();
+            })
+    })?;
     spawned.map(drop)
 }

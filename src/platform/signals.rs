@@ -45,14 +45,19 @@ static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// raised before the wake-up, so the loop never wakes to find it not yet raised. (signal-hook
 /// keeps errno intact around it.)
 fn on_signal(signal: libc::c_int) {
-    if let Some(i) = HANDLED.iter().position(|s| *s as libc::c_int == signal) {
-        ARRIVED[i].fetch_add(1, Ordering::SeqCst);
-    }
+    count(signal);
     let fd = WAKE.load(Ordering::SeqCst);
     if fd >= 0 {
         // A full pipe already holds a wake-up; the count above is what matters.
         // SAFETY: write(2) of one byte from a static buffer is async-signal-safe.
         let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+    }
+}
+
+/// Counts `signal`'s arrival, if it is one of [`HANDLED`]. Async-signal-safe.
+fn count(signal: libc::c_int) {
+    if let Some(i) = HANDLED.iter().position(|s| *s as libc::c_int == signal) {
+        ARRIVED[i].fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -167,6 +172,21 @@ pub fn stop(signal: Signal, job: bool) {
     }
 }
 
+/// Runs `spawn`, which starts a thread, with every signal blocked, so that the thread starts
+/// with them all blocked and every signal sent to retry goes to the thread that waits for it
+/// (which may take them with `sigtimedwait`: [`Signals::block`]), never to a helper.
+pub fn without_signals<T>(spawn: impl FnOnce() -> T) -> io::Result<T> {
+    let mut before = SigSet::empty();
+    pthread_sigmask(
+        SigmaskHow::SIG_BLOCK,
+        Some(&SigSet::all()),
+        Some(&mut before),
+    )?;
+    let spawned = spawn();
+    pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None)?;
+    Ok(spawned)
+}
+
 /// The receiving end of retry's signal handlers.
 pub struct Signals {
     wake: OwnedFd,
@@ -177,6 +197,26 @@ pub struct Signals {
     inherited: SigSet,
     /// SIGCHLD has a handler: a child's end or stop wakes the loop.
     children: bool,
+    /// The handled signals that have a handler (those not ignored at start).
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    ours: SigSet,
+    /// The mask before [`Signals::block`], while the handled signals and SIGCHLD are blocked.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    unblocked: Option<SigSet>,
+}
+
+/// What [`Signals::wait_blocked`] saw.
+#[cfg(all(target_os = "linux", not(retry_portable)))]
+#[derive(Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// A child ended or stopped (SIGCHLD).
+    Child,
+    /// A handled signal arrived, and was counted as its handler counts it.
+    Signal,
+    /// The time was up.
+    Timeout,
+    /// A signal retry has a handler for outside the blocked set cut the wait short.
+    Interrupted,
 }
 
 impl Signals {
@@ -215,6 +255,10 @@ impl Signals {
             cancelled: false,
             inherited,
             children: false,
+            #[cfg(all(target_os = "linux", not(retry_portable)))]
+            ours,
+            #[cfg(all(target_os = "linux", not(retry_portable)))]
+            unblocked: None,
         };
         #[cfg(all(target_os = "linux", not(retry_portable)))]
         // SAFETY: SIG_DFL installs no handler, and nothing else in retry sets SIGCHLD until
@@ -244,6 +288,77 @@ impl Signals {
         pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None)?;
         self.children = true;
         Ok(())
+    }
+
+    /// The set [`Signals::block`] blocks: the handled signals and SIGCHLD.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    fn blocked_set(&self) -> SigSet {
+        let mut set = self.ours;
+        set.add(Signal::SIGCHLD);
+        set
+    }
+
+    /// Blocks the handled signals and SIGCHLD, until [`Signals::unblock`]: from here on each
+    /// of them stays pending until [`Signals::wait_blocked`] takes it, and none is lost
+    /// between a look at what arrived and the wait. For an attempt that is the only thing
+    /// the loop waits for, blocked before it starts (so that its end cannot come before it
+    /// is watched) and unblocked once it was reaped: one `sigtimedwait` and one `wait4`
+    /// learn of its end, where a process descriptor takes four system calls. Only with
+    /// SIGCHLD at its default action ([`Signals::watches_children`] false), and only from
+    /// the thread that waits: every other thread of retry's blocks every signal.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    pub fn block(&mut self) -> io::Result<()> {
+        if self.unblocked.is_none() {
+            let mut before = SigSet::empty();
+            pthread_sigmask(
+                SigmaskHow::SIG_BLOCK,
+                Some(&self.blocked_set()),
+                Some(&mut before),
+            )?;
+            self.unblocked = Some(before);
+        }
+        Ok(())
+    }
+
+    /// Puts back the mask [`Signals::block`] found: a handled signal still pending goes to
+    /// its handler now, as if it had just arrived.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    pub fn unblock(&mut self) {
+        if let Some(before) = self.unblocked.take() {
+            let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+        }
+    }
+
+    /// Whether the handled signals and SIGCHLD are blocked ([`Signals::block`]).
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    pub fn blocked(&self) -> bool {
+        self.unblocked.is_some()
+    }
+
+    /// Waits at most `timeout` (`None`: no limit) for SIGCHLD or a handled signal while they
+    /// are blocked ([`Signals::block`]), and takes it: a handled signal is counted as its
+    /// handler would have counted it, for [`Signals::take`].
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    pub fn wait_blocked(&mut self, timeout: Option<std::time::Duration>) -> Waited {
+        let set = self.blocked_set();
+        let timeout = timeout.map(|t| libc::timespec {
+            tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+            // Below a billion: it fits.
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        });
+        let timeout = timeout.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+        // SAFETY: the set is an initialised sigset_t; a null siginfo is allowed, and so is
+        // a null timeout (no limit); the timespec, when there is one, outlives the call.
+        let got = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), timeout) };
+        match got {
+            libc::SIGCHLD => Waited::Child,
+            n if n > 0 => {
+                count(n);
+                Waited::Signal
+            }
+            _ if nix::errno::Errno::last() == nix::errno::Errno::EAGAIN => Waited::Timeout,
+            _ => Waited::Interrupted,
+        }
     }
 
     /// Whether SIGCHLD wakes the loop ([`Signals::watch_children`]). Only Linux's build asks:

@@ -91,6 +91,12 @@ impl Input {
         }
     }
 
+    /// Whether stdin is replayed.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    pub fn replays(&self) -> bool {
+        matches!(self, Input::Replay(_))
+    }
+
     /// The replay, when there is one.
     pub fn replay(&mut self) -> Option<&mut Replay> {
         match self {

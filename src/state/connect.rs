@@ -221,10 +221,15 @@ fn on_helper<T: Send + 'static>(
     let left = left(deadline)?;
     let (tx, rx) = mpsc::channel();
     // Unnamed: naming a thread is a prctl on Linux, which the portable build makes none of.
-    thread::Builder::new()
-        .spawn(move || {
+    // With every signal blocked: a thread left behind must not take a signal meant for the
+    // thread that waits for the run's attempts.
+    let spawned = crate::platform::signals::without_signals(|| {
+        thread::Builder::new().spawn(move || {
             let _ = tx.send(f());
         })
+    });
+    spawned
+        .and_then(|spawned| spawned)
         .map_err(|e| Failure::Reply(format!("cannot start a thread to connect: {e}")))?;
     match rx.recv_timeout(left) {
         Ok(done) => Ok(done?),

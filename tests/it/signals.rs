@@ -10,7 +10,31 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::unistd::Pid;
 
 use crate::support::predicate;
-use crate::support::{self, Launch, PATIENCE, retry, start, wait};
+use crate::support::{self, Launch, Lines, PATIENCE, Started, retry, wait};
+
+/// How a test reads retry's output, and so how retry waits while an attempt runs: through
+/// pipes, which it watches beside the attempt's end in one `ppoll` (a reader that went away
+/// stops the retrying), or from files, which cannot lose their reader: then the attempt's end
+/// and the signals are all it waits for, blocked and taken with `sigtimedwait`. Most tests
+/// here run both ways ([`both_ways`]).
+#[derive(Clone, Copy)]
+enum Out {
+    Piped,
+    Files,
+}
+
+impl Out {
+    fn launch(self, command: &mut Command) -> (Started, Lines, Lines) {
+        match self {
+            Out::Piped => command.start(),
+            Out::Files => command.start_to_files(),
+        }
+    }
+
+    fn start(self, args: &[&str]) -> (Started, Lines, Lines) {
+        self.launch(retry().args(args))
+    }
+}
 
 fn send(child: &std::process::Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).expect("signal retry");
@@ -33,9 +57,8 @@ fn pids(lines: &[String]) -> Vec<i32> {
 const TRAPPING: &str = r#"trap 'echo got-signal; kill $!; exit 1' TERM INT HUP
 sleep 1000 & echo "pid $!"; echo ready; wait"#;
 
-#[test]
-fn sigterm_reaches_the_command_and_stops_the_retrying() {
-    let (mut child, out, err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", TRAPPING]);
+fn sigterm_reaches_the_command_and_stops_the_retrying(how: Out) {
+    let (mut child, out, err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", TRAPPING]);
     let lines = out.until("ready");
     send(&child, Signal::SIGTERM);
     let status = wait(&mut child);
@@ -53,10 +76,9 @@ fn sigterm_reaches_the_command_and_stops_the_retrying() {
     assert!(log.contains("cancelled by SIGTERM"), "{log}");
 }
 
-#[test]
-fn a_trapped_sigint_that_exits_130_is_not_retried() {
+fn a_trapped_sigint_that_exits_130_is_not_retried(how: Out) {
     let script = "trap 'exit 130' INT; echo ready; while :; do sleep 0.05; done";
-    let (mut child, out, _err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
+    let (mut child, out, _err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
     out.until("ready");
     send(&child, Signal::SIGINT);
     let status = wait(&mut child);
@@ -64,10 +86,9 @@ fn a_trapped_sigint_that_exits_130_is_not_retried() {
     assert!(out.rest().is_empty(), "no second attempt");
 }
 
-#[test]
-fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal() {
+fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal(how: Out) {
     let script = r#"sleep 1000 & echo "pid $!"; echo ready; wait"#;
-    let (mut child, out, _err) = start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
+    let (mut child, out, _err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
     let lines = out.until("ready");
     send(&child, Signal::SIGHUP);
     let status = wait(&mut child);
@@ -76,9 +97,8 @@ fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal() {
     assert!(all_gone(&pids(&lines)));
 }
 
-#[test]
-fn a_signal_during_the_wait_ends_the_run_at_once() {
-    let (mut child, _out, err) = start(&["-d", "30s", "--jitter", "none", "--", "false"]);
+fn a_signal_during_the_wait_ends_the_run_at_once(how: Out) {
+    let (mut child, _out, err) = how.start(&["-d", "30s", "--jitter", "none", "--", "false"]);
     err.until("retrying in 30s");
     let sent = Instant::now();
     send(&child, Signal::SIGTERM);
@@ -96,10 +116,9 @@ fn a_signal_during_the_wait_ends_the_run_at_once() {
     );
 }
 
-#[test]
-fn attempt_timeout_leaves_no_process_of_the_attempt_running() {
+fn attempt_timeout_leaves_no_process_of_the_attempt_running(how: Out) {
     let script = r#"sleep 30 & echo "pid $!"; sleep 30 & echo "pid $!"; echo ready; wait"#;
-    let (mut child, out, _err) = start(&[
+    let (mut child, out, _err) = how.start(&[
         "-n",
         "1",
         "--attempt-timeout",
@@ -117,13 +136,12 @@ fn attempt_timeout_leaves_no_process_of_the_attempt_running() {
     assert!(all_gone(&sleeps), "no sleep is left running");
 }
 
-#[test]
-fn a_command_that_ignores_term_is_killed_after_kill_after() {
+fn a_command_that_ignores_term_is_killed_after_kill_after(how: Out) {
     // Ignored signals stay ignored across exec, so the inner sleeps ignore TERM too.
     let script =
         r#"trap '' TERM; sleep 30 & echo "pid $!"; echo ready; while :; do sleep 0.05; done"#;
     let started = Instant::now();
-    let (mut child, out, err) = start(&[
+    let (mut child, out, err) = how.start(&[
         "-n",
         "1",
         "--attempt-timeout",
@@ -150,10 +168,9 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
     assert!(err.rest().join("\n").contains("SIGKILL"));
 }
 
-#[test]
-fn a_second_sigint_kills_the_command_at_once() {
+fn a_second_sigint_kills_the_command_at_once(how: Out) {
     let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
-    let (mut child, out, err) = start(&["-n", "5", "--", "sh", "-c", script]);
+    let (mut child, out, err) = how.start(&["-n", "5", "--", "sh", "-c", script]);
     out.until("ready");
     send(&child, Signal::SIGINT);
     out.until("got-int");
@@ -165,10 +182,9 @@ fn a_second_sigint_kills_the_command_at_once() {
     assert!(log.contains("SIGINT again; killed the command"), "{log}");
 }
 
-#[test]
-fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again() {
+fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again(how: Out) {
     let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
-    let (mut child, out, err) = start(&["-n", "5", "--", "sh", "-c", script]);
+    let (mut child, out, err) = how.start(&["-n", "5", "--", "sh", "-c", script]);
     out.until("ready");
     send(&child, Signal::SIGINT);
     out.until("got-int");
@@ -184,11 +200,10 @@ fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again() {
     assert!(!log.contains("again"), "{log}");
 }
 
-#[test]
-fn usr1_is_passed_on_and_the_run_goes_on() {
+fn usr1_is_passed_on_and_the_run_goes_on(how: Out) {
     let script = r#"[ "$RETRY_ATTEMPT" = 2 ] && exit 0
 trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;
-    let (mut child, out, _err) = start(&["-n", "2", "-d", "0", "--", "sh", "-c", script]);
+    let (mut child, out, _err) = how.start(&["-n", "2", "-d", "0", "--", "sh", "-c", script]);
     out.until("ready");
     send(&child, Signal::SIGUSR1);
     let status = wait(&mut child);
@@ -225,8 +240,7 @@ fn sigblk(signals: &[Signal]) -> String {
     format!("SigBlk:\t{mask:016x}")
 }
 
-#[test]
-fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on() {
+fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on(how: Out) {
     let blocked = [Signal::SIGCHLD, Signal::SIGTERM];
     let mut command = retry_blocking(&blocked);
     command.args([
@@ -239,14 +253,13 @@ fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the
         "^SigBlk:",
         "/proc/self/status",
     ]);
-    let (mut child, out, _err) = command.start();
+    let (mut child, out, _err) = how.launch(&mut command);
     let status = wait(&mut child);
     assert_eq!(status.code(), Some(0));
     assert_eq!(out.rest(), [sigblk(&blocked)]);
 }
 
-#[test]
-fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
+fn started_with_sigterm_blocked_retry_can_still_be_stopped(how: Out) {
     let mut command = retry_blocking(&[Signal::SIGCHLD, Signal::SIGTERM]);
     command.args([
         "--kill-after",
@@ -256,7 +269,7 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
         "-c",
         "echo ready; exec sleep 1000",
     ]);
-    let (mut child, out, err) = command.start();
+    let (mut child, out, err) = how.launch(&mut command);
     out.until("ready");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
     let status = wait(&mut child);
@@ -267,6 +280,69 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped() {
         "{lines:?}"
     );
 }
+
+/// While an attempt runs, retry watches it through a process descriptor beside its output,
+/// in one `ppoll`, when its output is in pipes (a reader that goes away stops the retrying);
+/// with its output in files, nothing else is watched, and it takes the attempt's end and the
+/// signals with `sigtimedwait`, blocked for the attempt, with no descriptor. The attempt starts
+/// with the mask retry was started with either way.
+///
+/// The portable build has no process descriptor, and SIGCHLD's handler wakes its `poll`.
+fn while_an_attempt_runs_retry_needs_no_process_descriptor_when_nothing_else_is_watched(how: Out) {
+    let mut command = retry_blocking(&[]);
+    command.args([
+        "--",
+        "sh",
+        "-c",
+        r#"echo "process descriptors $(ls -l /proc/$PPID/fd | grep -c pidfd)"
+grep ^SigBlk: /proc/$$/status"#,
+    ]);
+    let (mut child, out, _err) = how.launch(&mut command);
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(0));
+    // The portable build watches SIGCHLD through its self-pipe instead, either way.
+    let descriptors = match how {
+        Out::Piped if cfg!(all(target_os = "linux", not(retry_portable))) => 1,
+        _ => 0,
+    };
+    assert_eq!(
+        out.rest(),
+        [format!("process descriptors {descriptors}"), sigblk(&[])]
+    );
+}
+
+/// Each of these tests, run with retry's output read through pipes and from files ([`Out`]).
+macro_rules! both_ways {
+    ($($name:ident),* $(,)?) => {
+        mod piped {
+            $(#[test]
+            fn $name() {
+                super::$name(super::Out::Piped)
+            })*
+        }
+        mod to_files {
+            $(#[test]
+            fn $name() {
+                super::$name(super::Out::Files)
+            })*
+        }
+    };
+}
+
+both_ways!(
+    sigterm_reaches_the_command_and_stops_the_retrying,
+    a_trapped_sigint_that_exits_130_is_not_retried,
+    sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal,
+    a_signal_during_the_wait_ends_the_run_at_once,
+    attempt_timeout_leaves_no_process_of_the_attempt_running,
+    a_command_that_ignores_term_is_killed_after_kill_after,
+    a_second_sigint_kills_the_command_at_once,
+    a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again,
+    usr1_is_passed_on_and_the_run_goes_on,
+    started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on,
+    started_with_sigterm_blocked_retry_can_still_be_stopped,
+    while_an_attempt_runs_retry_needs_no_process_descriptor_when_nothing_else_is_watched,
+);
 
 /// A CI runner's cancel (GitHub Actions: SIGINT to the step's shell, SIGTERM 7.5 s later) with
 /// the README's `exec retry …`: the shell is retry, the signal reaches it, and everything

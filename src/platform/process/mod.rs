@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -99,6 +99,16 @@ pub struct Process {
     /// Whether retry's stdout and stderr are still watched for a reader that went away,
     /// beside `exit_fd`: each stops being watched once it reported anything.
     output_watched: [bool; 2],
+    /// Whether retry's stdout and stderr can lose their reader at all: a pipe, a socket or a
+    /// terminal can; a file or /dev/null cannot, and is never watched or polled for it.
+    output_can_go: [bool; 2],
+    /// Whether, while an attempt runs, its end and the handled signals are all the loop
+    /// waits for (no stdin replayed, no output read, no other thread that takes signals,
+    /// no output that can lose its reader): then, where SIGCHLD is at its default action, they
+    /// are blocked for the attempt and waited for with one `sigtimedwait`
+    /// ([`Signals::block`]) instead of a process descriptor and a `ppoll`.
+    #[cfg(all(target_os = "linux", not(retry_portable)))]
+    waits_for_the_end_alone: bool,
     /// Whether nobody reads retry's output any more, as the wait that learned of the
     /// attempt's end saw it; `None` when no such wait looked.
     output_gone_at_end: Option<bool>,
@@ -160,6 +170,17 @@ impl Process {
         if terminal.is_some() || reaper {
             signals.watch_children()?;
         }
+        let output_can_go =
+            [super::child_fd::stdout(), super::child_fd::stderr()].map(can_lose_its_reader);
+        let stdout = Stream::new(true, hold, p.output_rules.reads(true)).recording(transcript);
+        let stderr = Stream::new(false, false, p.output_rules.reads(false)).recording(transcript);
+        let input = Input::new(p.stdin);
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        let waits_for_the_end_alone = !p.stop_with_parent
+            && !input.replays()
+            && stdout.passes_through()
+            && stderr.passes_through()
+            && output_can_go == [false; 2];
         Ok(Process {
             program,
             argv,
@@ -171,9 +192,9 @@ impl Process {
             run_vars,
             start,
             signals,
-            input: Input::new(p.stdin),
-            stdout: Stream::new(true, hold, p.output_rules.reads(true)).recording(transcript),
-            stderr: Stream::new(false, false, p.output_rules.reads(false)).recording(transcript),
+            input,
+            stdout,
+            stderr,
             transcript: transcript.cloned(),
             rules: p.output_rules.clone(),
             hints,
@@ -190,7 +211,10 @@ impl Process {
             child_end: None,
             exit_fd: None,
             exit_ready: false,
-            output_watched: [true; 2],
+            output_watched: output_can_go,
+            output_can_go,
+            #[cfg(all(target_os = "linux", not(retry_portable)))]
+            waits_for_the_end_alone,
             output_gone_at_end: None,
         })
     }
@@ -295,6 +319,8 @@ impl Process {
         }
         self.child = None;
         self.exit_fd = None;
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        self.signals.unblock();
         self.stop_watching(None);
         if let Some(replay) = self.input.replay() {
             replay.stop();
@@ -340,18 +366,44 @@ impl Process {
     }
 }
 
-/// Whether retry's stdout or stderr is a pipe or socket whose reader went away. A closed
-/// descriptor (`>&-`) is not: its owner chose to drop that output.
-fn output_has_no_reader() -> bool {
-    let (out, err) = (io::stdout(), io::stderr());
+/// Whether retry's stdout or stderr, of those that `can_go` ([`can_lose_its_reader`]), is a
+/// pipe or socket whose reader went away. A closed descriptor (`>&-`) is not: its owner chose
+/// to drop that output.
+fn output_has_no_reader(can_go: [bool; 2]) -> bool {
     let mut fds = [
-        PollFd::new(out.as_fd(), PollFlags::POLLOUT),
-        PollFd::new(err.as_fd(), PollFlags::POLLOUT),
+        PollFd::new(super::child_fd::stdout(), PollFlags::POLLOUT),
+        PollFd::new(super::child_fd::stderr(), PollFlags::POLLOUT),
     ];
-    nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).is_ok()
+    let n = match can_go {
+        [false, false] => return false,
+        [true, true] => 2,
+        [false, true] => {
+            fds.swap(0, 1);
+            1
+        }
+        [true, false] => 1,
+    };
+    let fds = &mut fds[..n];
+    nix::poll::poll(fds, nix::poll::PollTimeout::ZERO).is_ok()
         && fds
             .iter()
             .any(|fd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLERR)))
+}
+
+/// Whether `fd` (retry's stdout or stderr) can lose its reader: a pipe, a socket or a
+/// terminal (and, to be safe, whatever cannot be looked at); not a file, a directory or a
+/// device that is no terminal (/dev/null), which no reader holds.
+fn can_lose_its_reader(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::sys::stat::{SFlag, fstat};
+    let Ok(stat) = fstat(fd) else {
+        return true;
+    };
+    let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+    match kind {
+        SFlag::S_IFREG | SFlag::S_IFDIR | SFlag::S_IFBLK => false,
+        SFlag::S_IFCHR => nix::unistd::isatty(fd).unwrap_or(true),
+        _ => true,
+    }
 }
 
 impl World for Process {
@@ -360,7 +412,18 @@ impl World for Process {
     }
 
     fn spawn(&mut self, env: &AttemptEnv) -> Result<(), SpawnError> {
-        match self.start(env) {
+        // Blocked before the attempt starts, so that its end cannot come before it is
+        // watched; a mask that cannot be set leaves the process descriptor to tell.
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        if self.waits_for_the_end_alone && !self.signals.watches_children() {
+            let _ = self.signals.block();
+        }
+        let started = self.start(env);
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        if started.is_err() {
+            self.signals.unblock();
+        }
+        match started {
             Ok(pid) => {
                 self.group = Some(pid);
                 self.child = Some(pid);
@@ -370,7 +433,7 @@ impl World for Process {
                 self.output_gone_at_end = None;
                 self.exit_fd = None;
                 #[cfg(all(target_os = "linux", not(retry_portable)))]
-                if !self.signals.watches_children() {
+                if !self.signals.watches_children() && !self.signals.blocked() {
                     self.exit_fd = exit_fd::open(pid);
                     // No process descriptor (a kernel before 5.3, a sandbox): SIGCHLD tells,
                     // and the first wait looks for an end that came before it was watched.
@@ -539,7 +602,8 @@ impl World for Process {
     }
 
     fn output_gone(&self) -> bool {
-        self.output_gone_at_end.unwrap_or_else(output_has_no_reader)
+        self.output_gone_at_end
+            .unwrap_or_else(|| output_has_no_reader(self.output_can_go))
     }
 
     fn unrepeatable(&self) -> Option<String> {

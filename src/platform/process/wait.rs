@@ -2,7 +2,6 @@
 //! `ppoll` over every descriptor that can wake it, and what retry does for the descriptors
 //! that woke it (stdin replayed, output passed on).
 
-use std::io;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use nix::poll::{PollFd, PollFlags};
 use nix::sys::signal::Signal;
 
 use super::Process;
+use crate::platform::child_fd;
 use crate::platform::stdin::Need;
 use crate::platform::watcher::Watcher;
 use crate::platform::world::Event;
@@ -68,7 +68,10 @@ impl Process {
             self.reap_orphans();
             // With a process descriptor, the child is waited for once it is readable: no
             // wait4 finds nothing first.
-            let ended = self.exit_fd.is_none() || self.exit_ready || self.child_end.is_some();
+            // While the signals are blocked for the attempt, SIGCHLD tells.
+            let ended = (self.exit_fd.is_none() && !self.end_blocked())
+                || self.exit_ready
+                || self.child_end.is_some();
             let status = ended.then(|| self.reap()).flatten()?;
             if self.typed.is_some() {
                 // What the watcher saw comes first: the attempt ended after it.
@@ -84,10 +87,33 @@ impl Process {
         }
     }
 
+    /// Whether the attempt's end is told by SIGCHLD, blocked for it ([`Signals::block`]).
+    ///
+    /// [`Signals::block`]: crate::platform::signals::Signals::block
+    fn end_blocked(&self) -> bool {
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        return self.signals.blocked();
+        #[cfg(not(all(target_os = "linux", not(retry_portable))))]
+        false
+    }
+
     /// Waits at most `timeout` in one `ppoll` for the self-pipe, the replay's descriptor, the
     /// attempt's output, the watcher and the attempt's end, and says what it saw.
     pub(super) fn poll(&mut self, timeout: Option<Duration>) -> Polled {
-        let stdin = crate::platform::child_fd::stdin();
+        #[cfg(all(target_os = "linux", not(retry_portable)))]
+        if self.signals.blocked() {
+            use crate::platform::signals::Waited;
+            let waited = self.signals.wait_blocked(timeout);
+            self.exit_ready = waited == Waited::Child;
+            return Polled {
+                need: Need::Nothing,
+                interrupted: waited == Waited::Interrupted,
+                woken: false,
+                io: false,
+                output: false,
+            };
+        }
+        let stdin = child_fd::stdin();
         let (need, pipe) = match self.input.replay() {
             Some(replay) => replay.need(),
             None => (Need::Nothing, None),
@@ -133,11 +159,14 @@ impl Process {
         // pipe whose reader went away reports POLLERR all the same, so the wait that
         // learns of the end learns with it whether anybody still reads the output, and
         // judging a failed attempt needs no poll of its own.
-        let (out, err) = (io::stdout(), io::stderr());
         if let Some(exit) = &self.exit_fd {
             fds[n] = PollFd::new(exit.as_fd(), PollFlags::POLLIN);
             n += 1;
-            for (watched, fd) in self.output_watched.iter().zip([out.as_fd(), err.as_fd()]) {
+            for (watched, fd) in self
+                .output_watched
+                .iter()
+                .zip([child_fd::stdout(), child_fd::stderr()])
+            {
                 if *watched {
                     fds[n] = PollFd::new(fd, PollFlags::empty());
                     n += 1;
@@ -181,7 +210,7 @@ impl Process {
         // again when needed.
         self.output_gone_at_end = match (self.exit_ready, gone, dropped) {
             (_, true, _) => Some(true),
-            (true, false, false) if self.output_watched.iter().all(|w| *w) => Some(false),
+            (true, false, false) if self.output_watched == self.output_can_go => Some(false),
             _ => None,
         };
     }
