@@ -12,27 +12,27 @@ use nix::unistd::Pid;
 use crate::support::predicate;
 use crate::support::{self, Launch, Lines, PATIENCE, Started, retry, wait};
 
-/// How a test reads retry's output, and so how retry waits while an attempt runs: through
-/// pipes, which it watches beside the attempt's end in one `ppoll` (a reader that went away
-/// stops the retrying), or from files, which cannot lose their reader: then the attempt's end
-/// and the signals are all it waits for, blocked and taken with `sigtimedwait`. Most tests
-/// here run both ways ([`both_ways`]).
+/// What retry waits for while an attempt runs, besides its end and the signals: nothing
+/// (then, on Linux, it blocks them and takes them with `sigtimedwait`), or also stdin, which it
+/// replays to the attempt (then it watches a process descriptor for the end, in the `ppoll`
+/// that serves the replay). Most tests here run both ways ([`both_ways`]).
 #[derive(Clone, Copy)]
-enum Out {
-    Piped,
-    Files,
+enum Waits {
+    ForTheEndAlone,
+    ForStdinToo,
 }
 
-impl Out {
-    fn launch(self, command: &mut Command) -> (Started, Lines, Lines) {
+impl Waits {
+    /// The flags that make retry wait so.
+    fn flags(self) -> &'static [&'static str] {
         match self {
-            Out::Piped => command.start(),
-            Out::Files => command.start_to_files(),
+            Waits::ForTheEndAlone => &[],
+            Waits::ForStdinToo => &["--stdin", "replay"],
         }
     }
 
     fn start(self, args: &[&str]) -> (Started, Lines, Lines) {
-        self.launch(retry().args(args))
+        retry().args(self.flags()).args(args).start()
     }
 }
 
@@ -57,7 +57,7 @@ fn pids(lines: &[String]) -> Vec<i32> {
 const TRAPPING: &str = r#"trap 'echo got-signal; kill $!; exit 1' TERM INT HUP
 sleep 1000 & echo "pid $!"; echo ready; wait"#;
 
-fn sigterm_reaches_the_command_and_stops_the_retrying(how: Out) {
+fn sigterm_reaches_the_command_and_stops_the_retrying(how: Waits) {
     let (mut child, out, err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", TRAPPING]);
     let lines = out.until("ready");
     send(&child, Signal::SIGTERM);
@@ -76,7 +76,7 @@ fn sigterm_reaches_the_command_and_stops_the_retrying(how: Out) {
     assert!(log.contains("cancelled by SIGTERM"), "{log}");
 }
 
-fn a_trapped_sigint_that_exits_130_is_not_retried(how: Out) {
+fn a_trapped_sigint_that_exits_130_is_not_retried(how: Waits) {
     let script = "trap 'exit 130' INT; echo ready; while :; do sleep 0.05; done";
     let (mut child, out, _err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
     out.until("ready");
@@ -86,7 +86,7 @@ fn a_trapped_sigint_that_exits_130_is_not_retried(how: Out) {
     assert!(out.rest().is_empty(), "no second attempt");
 }
 
-fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal(how: Out) {
+fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal(how: Waits) {
     let script = r#"sleep 1000 & echo "pid $!"; echo ready; wait"#;
     let (mut child, out, _err) = how.start(&["-n", "5", "-d", "0", "--", "sh", "-c", script]);
     let lines = out.until("ready");
@@ -97,7 +97,7 @@ fn sighup_kills_an_untrapped_command_and_retry_ends_by_the_same_signal(how: Out)
     assert!(all_gone(&pids(&lines)));
 }
 
-fn a_signal_during_the_wait_ends_the_run_at_once(how: Out) {
+fn a_signal_during_the_wait_ends_the_run_at_once(how: Waits) {
     let (mut child, _out, err) = how.start(&["-d", "30s", "--jitter", "none", "--", "false"]);
     err.until("retrying in 30s");
     let sent = Instant::now();
@@ -116,7 +116,7 @@ fn a_signal_during_the_wait_ends_the_run_at_once(how: Out) {
     );
 }
 
-fn attempt_timeout_leaves_no_process_of_the_attempt_running(how: Out) {
+fn attempt_timeout_leaves_no_process_of_the_attempt_running(how: Waits) {
     let script = r#"sleep 30 & echo "pid $!"; sleep 30 & echo "pid $!"; echo ready; wait"#;
     let (mut child, out, _err) = how.start(&[
         "-n",
@@ -136,7 +136,7 @@ fn attempt_timeout_leaves_no_process_of_the_attempt_running(how: Out) {
     assert!(all_gone(&sleeps), "no sleep is left running");
 }
 
-fn a_command_that_ignores_term_is_killed_after_kill_after(how: Out) {
+fn a_command_that_ignores_term_is_killed_after_kill_after(how: Waits) {
     // Ignored signals stay ignored across exec, so the inner sleeps ignore TERM too.
     let script =
         r#"trap '' TERM; sleep 30 & echo "pid $!"; echo ready; while :; do sleep 0.05; done"#;
@@ -168,7 +168,7 @@ fn a_command_that_ignores_term_is_killed_after_kill_after(how: Out) {
     assert!(err.rest().join("\n").contains("SIGKILL"));
 }
 
-fn a_second_sigint_kills_the_command_at_once(how: Out) {
+fn a_second_sigint_kills_the_command_at_once(how: Waits) {
     let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
     let (mut child, out, err) = how.start(&["-n", "5", "--", "sh", "-c", script]);
     out.until("ready");
@@ -182,7 +182,7 @@ fn a_second_sigint_kills_the_command_at_once(how: Out) {
     assert!(log.contains("SIGINT again; killed the command"), "{log}");
 }
 
-fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again(how: Out) {
+fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again(how: Waits) {
     let script = "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done";
     let (mut child, out, err) = how.start(&["-n", "5", "--", "sh", "-c", script]);
     out.until("ready");
@@ -200,7 +200,7 @@ fn a_sigterm_after_a_sigint_is_named_after_the_first_not_as_again(how: Out) {
     assert!(!log.contains("again"), "{log}");
 }
 
-fn usr1_is_passed_on_and_the_run_goes_on(how: Out) {
+fn usr1_is_passed_on_and_the_run_goes_on(how: Waits) {
     let script = r#"[ "$RETRY_ATTEMPT" = 2 ] && exit 0
 trap 'echo got-usr1; exit 3' USR1; echo ready; while :; do sleep 0.05; done"#;
     let (mut child, out, _err) = how.start(&["-n", "2", "-d", "0", "--", "sh", "-c", script]);
@@ -240,10 +240,12 @@ fn sigblk(signals: &[Signal]) -> String {
     format!("SigBlk:\t{mask:016x}")
 }
 
-fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on(how: Out) {
+fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on(
+    how: Waits,
+) {
     let blocked = [Signal::SIGCHLD, Signal::SIGTERM];
     let mut command = retry_blocking(&blocked);
-    command.args([
+    command.args(how.flags()).args([
         "-n",
         "2",
         "-d",
@@ -253,15 +255,15 @@ fn started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the
         "^SigBlk:",
         "/proc/self/status",
     ]);
-    let (mut child, out, _err) = how.launch(&mut command);
+    let (mut child, out, _err) = command.start();
     let status = wait(&mut child);
     assert_eq!(status.code(), Some(0));
     assert_eq!(out.rest(), [sigblk(&blocked)]);
 }
 
-fn started_with_sigterm_blocked_retry_can_still_be_stopped(how: Out) {
+fn started_with_sigterm_blocked_retry_can_still_be_stopped(how: Waits) {
     let mut command = retry_blocking(&[Signal::SIGCHLD, Signal::SIGTERM]);
-    command.args([
+    command.args(how.flags()).args([
         "--kill-after",
         "200ms",
         "--",
@@ -269,7 +271,7 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped(how: Out) {
         "-c",
         "echo ready; exec sleep 1000",
     ]);
-    let (mut child, out, err) = how.launch(&mut command);
+    let (mut child, out, err) = command.start();
     out.until("ready");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("send SIGTERM");
     let status = wait(&mut child);
@@ -281,28 +283,26 @@ fn started_with_sigterm_blocked_retry_can_still_be_stopped(how: Out) {
     );
 }
 
-/// While an attempt runs, retry watches it through a process descriptor beside its output,
-/// in one `ppoll`, when its output is in pipes (a reader that goes away stops the retrying);
-/// with its output in files, nothing else is watched, and it takes the attempt's end and the
-/// signals with `sigtimedwait`, blocked for the attempt, with no descriptor. The attempt starts
-/// with the mask retry was started with either way.
-///
-/// The portable build has no process descriptor, and SIGCHLD's handler wakes its `poll`.
-fn while_an_attempt_runs_retry_needs_no_process_descriptor_when_nothing_else_is_watched(how: Out) {
+/// While an attempt runs, retry holds no process descriptor for it when its end and the
+/// signals are all it waits for (it blocks them for the attempt and takes them with
+/// `sigtimedwait`); when it also replays stdin, it watches a process descriptor for the end
+/// in the `ppoll` that serves the replay. The attempt starts with the mask retry was started
+/// with either way. The portable build has no process descriptor: SIGCHLD's handler wakes
+/// its `poll`.
+fn while_an_attempt_runs_retry_holds_a_process_descriptor_only_when_it_watches_more(how: Waits) {
     let mut command = retry_blocking(&[]);
-    command.args([
+    command.args(how.flags()).args([
         "--",
         "sh",
         "-c",
         r#"echo "process descriptors $(ls -l /proc/$PPID/fd | grep -c pidfd)"
 grep ^SigBlk: /proc/$$/status"#,
     ]);
-    let (mut child, out, _err) = how.launch(&mut command);
+    let (mut child, out, _err) = command.start();
     let status = wait(&mut child);
     assert_eq!(status.code(), Some(0));
-    // The portable build watches SIGCHLD through its self-pipe instead, either way.
     let descriptors = match how {
-        Out::Piped if cfg!(all(target_os = "linux", not(retry_portable))) => 1,
+        Waits::ForStdinToo if cfg!(all(target_os = "linux", not(retry_portable))) => 1,
         _ => 0,
     };
     assert_eq!(
@@ -311,19 +311,20 @@ grep ^SigBlk: /proc/$$/status"#,
     );
 }
 
-/// Each of these tests, run with retry's output read through pipes and from files ([`Out`]).
+/// Each of these tests, run with retry waiting for the attempt's end alone, and for stdin
+/// too ([`Waits`]).
 macro_rules! both_ways {
     ($($name:ident),* $(,)?) => {
-        mod piped {
+        mod for_the_end_alone {
             $(#[test]
             fn $name() {
-                super::$name(super::Out::Piped)
+                super::$name(super::Waits::ForTheEndAlone)
             })*
         }
-        mod to_files {
+        mod for_stdin_too {
             $(#[test]
             fn $name() {
-                super::$name(super::Out::Files)
+                super::$name(super::Waits::ForStdinToo)
             })*
         }
     };
@@ -341,7 +342,7 @@ both_ways!(
     usr1_is_passed_on_and_the_run_goes_on,
     started_with_sigchld_blocked_retry_still_sees_its_attempts_end_and_passes_the_mask_on,
     started_with_sigterm_blocked_retry_can_still_be_stopped,
-    while_an_attempt_runs_retry_needs_no_process_descriptor_when_nothing_else_is_watched,
+    while_an_attempt_runs_retry_holds_a_process_descriptor_only_when_it_watches_more,
 );
 
 /// A CI runner's cancel (GitHub Actions: SIGINT to the step's shell, SIGTERM 7.5 s later) with

@@ -410,6 +410,32 @@ fn a_reader_that_goes_away_ends_the_command_with_sigpipe_as_without_retry() {
     assert_eq!(signal, Some(13), "{status:?} {log}");
 }
 
+/// An attempt that fails without writing anything, once nobody reads retry's stdout: no
+/// SIGPIPE tells, and retry asks whether its output still has a reader when it judges the
+/// failure (stderr, still read, does not count): it gives up rather than retry for nobody.
+#[test]
+fn a_failed_attempt_is_not_retried_once_nobody_reads_the_output() {
+    let mut child = retry()
+        .args(["-n", "5", "-d", "0", "--", "sh", "-c"])
+        .arg("echo ready >&2; read line; exit 1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start retry");
+    let err = support::Lines::of(child.stderr.take().expect("stderr"));
+    err.until("ready");
+    drop(child.stdout.take());
+    // The attempt goes on once its reader of retry's stdout is gone.
+    drop(child.stdin.take());
+    let status = wait(&mut child);
+    let rest = err.rest();
+    let log = rest.join("\n");
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("nothing reads its output any more"), "{log}");
+    assert!(!rest.iter().any(|l| l == "ready"), "one attempt: {log}");
+}
+
 #[test]
 fn an_attempt_whose_reader_went_away_is_not_retried() {
     let (status, log) = yes_until_the_reader_goes_away(&["-v", "-n", "5", "-d", "0"]);

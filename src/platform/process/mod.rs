@@ -103,10 +103,11 @@ pub struct Process {
     /// terminal can; a file or /dev/null cannot, and is never watched or polled for it.
     output_can_go: [bool; 2],
     /// Whether, while an attempt runs, its end and the handled signals are all the loop
-    /// waits for (no stdin replayed, no output read, no other thread that takes signals,
-    /// no output that can lose its reader): then, where SIGCHLD is at its default action, they
-    /// are blocked for the attempt and waited for with one `sigtimedwait`
-    /// ([`Signals::block`]) instead of a process descriptor and a `ppoll`.
+    /// waits for (no stdin replayed, no output read, no thread that looks at the parent):
+    /// then, where SIGCHLD is at its default action, they are blocked for the attempt and
+    /// waited for with one `sigtimedwait` ([`Signals::block`]) instead of a process
+    /// descriptor and a `ppoll`; whether retry's output lost its reader is asked with a
+    /// `poll` of its own, when a failed attempt is judged.
     #[cfg(all(target_os = "linux", not(retry_portable)))]
     waits_for_the_end_alone: bool,
     /// Whether nobody reads retry's output any more, as the wait that learned of the
@@ -179,8 +180,7 @@ impl Process {
         let waits_for_the_end_alone = !p.stop_with_parent
             && !input.replays()
             && stdout.passes_through()
-            && stderr.passes_through()
-            && output_can_go == [false; 2];
+            && stderr.passes_through();
         Ok(Process {
             program,
             argv,

@@ -227,12 +227,6 @@ pub trait Launch {
     fn run_with_stdin(&mut self, input: impl Into<Vec<u8>>) -> Run;
     /// Starts it, stdin empty, its stdout and stderr read line by line.
     fn start(&mut self) -> (Started, Lines, Lines);
-    /// Starts it as [`Launch::start`] does, but with its stdout and stderr written to files
-    /// of their own, read line by line as they grow: output that cannot lose its reader, so
-    /// that an attempt's end and the signals are all retry waits for while it runs (blocked,
-    /// and taken with sigtimedwait, where a pipe is watched with a process descriptor in a
-    /// `ppoll`).
-    fn start_to_files(&mut self) -> (Started, Lines, Lines);
     /// Runs it to the end, stdin empty, and hands its output to assert_cmd's [`Assert`]: for a
     /// test that checks its status and parts of its output.
     fn assert(&mut self) -> Assert {
@@ -261,57 +255,6 @@ impl Launch for Command {
         let out = Lines::of(child.stdout.take().expect("stdout"));
         let err = Lines::of(child.stderr.take().expect("stderr"));
         (Started(child), out, err)
-    }
-
-    fn start_to_files(&mut self) -> (Started, Lines, Lines) {
-        // The files are read through descriptors of their own: the folder can go at once.
-        let dir = tempfile::tempdir().expect("temp dir");
-        let open = |name: &str| {
-            let path = dir.path().join(name);
-            let written = std::fs::File::create(&path).expect("create an output file");
-            let read = std::fs::File::open(&path).expect("open it to read");
-            (written, read)
-        };
-        let ((out, out_read), (err, err_read)) = (open("stdout"), open("stderr"));
-        let child = self
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("start retry");
-        let pid = child.id() as i32;
-        let tail = |file| {
-            Lines::of(Tail {
-                file,
-                pid,
-                ended: false,
-            })
-        };
-        (Started(child), tail(out_read), tail(err_read))
-    }
-}
-
-/// A file that process `pid` writes, read as it grows: its end is the end of what it holds
-/// once the process has ended.
-struct Tail {
-    file: std::fs::File,
-    pid: i32,
-    ended: bool,
-}
-
-impl Read for Tail {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            let n = self.file.read(buf)?;
-            if n > 0 || self.ended {
-                return Ok(n);
-            }
-            // Read once more after the end: what was written just before it.
-            self.ended = !running(self.pid);
-            if !self.ended {
-                thread::sleep(Duration::from_millis(5));
-            }
-        }
     }
 }
 
