@@ -1,8 +1,10 @@
 //! Signals that reach retry, turned into events of the attempt loop: each handler, registered
 //! with signal-hook, counts its signal and wakes the loop through a self-pipe, and SIGCHLD,
-//! where it is watched, wakes it when an attempt ends. On Linux an attempt's end is learned from
-//! a process descriptor instead (process/exit_fd.rs), and SIGCHLD is watched only where a
-//! child's stop or an orphan's end matters too, or a hook runs.
+//! where it is watched, wakes it when an attempt ends. On Linux an attempt's end is learned
+//! otherwise, and SIGCHLD is watched only where a child's stop or an orphan's end matters too,
+//! or a hook runs: when the attempt's end and the signals are all the loop waits for, they are
+//! blocked while it runs and taken with `sigtimedwait` ([`Signals::block`]); when it also
+//! waits for stdin or the attempt's output, from a process descriptor (process/exit_fd.rs).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

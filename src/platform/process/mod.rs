@@ -1,7 +1,8 @@
 //! The real world of the attempt loop: the child in its own process group, its stdin and
 //! stdout, the clock and signals, all waited for in one `ppoll`. The attempt's end wakes it
 //! through a process descriptor on Linux (`exit_fd`), through SIGCHLD elsewhere and wherever
-//! a child's stop or an orphan's end must wake it too.
+//! a child's stop or an orphan's end must wake it too. On Linux, an attempt whose end and the
+//! signals are all the loop waits for is waited for with one `sigtimedwait` instead.
 
 use std::ffi::CString;
 use std::io::{self, Write};

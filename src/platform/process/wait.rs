@@ -1,6 +1,7 @@
 //! One wait of the attempt loop, in its steps: what is known without waiting, the one
-//! `ppoll` over every descriptor that can wake it, and what retry does for the descriptors
-//! that woke it (stdin replayed, output passed on).
+//! `ppoll` over every descriptor that can wake it (or, while the signals are blocked for an
+//! attempt that is all it waits for, one `sigtimedwait`), and what retry does for the
+//! descriptors that woke it (stdin replayed, output passed on).
 
 use std::os::fd::AsFd;
 use std::time::Duration;
