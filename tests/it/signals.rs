@@ -295,8 +295,10 @@ fn while_an_attempt_runs_retry_holds_a_process_descriptor_only_when_it_watches_m
         "--",
         "sh",
         "-c",
-        r#"echo "process descriptors $(ls -l /proc/$PPID/fd | grep -c pidfd)"
-grep ^SigBlk: /proc/$$/status"#,
+        // Once retry sleeps (S), it is in its wait: whatever it opens for it is open.
+        r#"until [ "$(cut -d ' ' -f 3 /proc/$PPID/stat)" = S ]; do sleep 0.01; done
+echo "process descriptors $(ls -l /proc/$PPID/fd | grep -c pidfd)"
+grep ^SigBlk: /proc/self/status"#,
     ]);
     let (mut child, out, _err) = command.start();
     let status = wait(&mut child);
