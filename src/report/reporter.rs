@@ -461,13 +461,17 @@ impl<'a> Reporter<'a> {
             self.log_moves(now);
             return;
         }
-        let mut e = self.entry(Event::Failure, now);
-        e.status = Some(end.status);
-        e.timed_out = end.stopped.is_some();
-        e.duration = Some(end.ran);
-        e.reason = words::judgement(d, &self.policy.rules, &self.key_name);
-        e.delay = delay;
-        self.log.write(&e);
+        // Its words are made only for a log that shows them: at -q and below, an attempt
+        // makes none.
+        if self.log.shows(Event::Failure) {
+            let mut e = self.entry(Event::Failure, now);
+            e.status = Some(end.status);
+            e.timed_out = end.stopped.is_some();
+            e.duration = Some(end.ran);
+            e.reason = words::judgement(d, &self.policy.rules, &self.key_name);
+            e.delay = delay;
+            self.log.write(&e);
+        }
         self.log_moves(now);
     }
 
