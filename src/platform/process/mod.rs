@@ -104,7 +104,8 @@ pub struct Process {
     /// terminal can; a file or /dev/null cannot, and is never watched or polled for it.
     output_can_go: [bool; 2],
     /// Whether, while an attempt runs, its end and the handled signals are all the loop
-    /// waits for (no stdin replayed, no output read, no thread that looks at the parent):
+    /// waits for (no stdin replayed, no output read, no `--stop-with-parent`, whose notice
+    /// comes by a signal of its own or from a thread):
     /// then, where SIGCHLD is at its default action, they are blocked for the attempt and
     /// waited for with one `sigtimedwait` ([`Signals::block`]) instead of a process
     /// descriptor and a `ppoll`; whether retry's output lost its reader is asked with a

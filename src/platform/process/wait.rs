@@ -99,7 +99,8 @@ impl Process {
     }
 
     /// Waits at most `timeout` in one `ppoll` for the self-pipe, the replay's descriptor, the
-    /// attempt's output, the watcher and the attempt's end, and says what it saw.
+    /// attempt's output, the watcher and the attempt's end, and says what it saw; while the
+    /// signals are blocked for the attempt, in one `sigtimedwait` for them and SIGCHLD.
     pub(super) fn poll(&mut self, timeout: Option<Duration>) -> Polled {
         #[cfg(all(target_os = "linux", not(retry_portable)))]
         if self.signals.blocked() {
