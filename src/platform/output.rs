@@ -69,6 +69,12 @@ impl Stream {
         self
     }
 
+    /// Whether retry's own stream (stdout or stderr) can lose its reader: a pipe, a socket or
+    /// a terminal can; a file or /dev/null cannot.
+    pub fn can_lose_its_reader(&self) -> bool {
+        self.out.sink.can_lose_its_reader
+    }
+
     /// Whether the attempts write to retry's own stream: nothing needs to see their output.
     pub fn passes_through(&self) -> bool {
         !self.hold && !self.scan && self.record.is_none()
@@ -295,6 +301,9 @@ struct Sink {
     fd: BorrowedFd<'static>,
     /// A regular file or a block device: a write to it never waits for a reader.
     always_ready: bool,
+    /// A pipe, a socket or a terminal (or what cannot be looked at), whose reader can go
+    /// away; not a file, a directory or a device that is no terminal (/dev/null).
+    can_lose_its_reader: bool,
 }
 
 impl Sink {
@@ -304,11 +313,20 @@ impl Sink {
         } else {
             child_fd::stderr()
         };
-        let always_ready = fstat(fd).is_ok_and(|st| {
-            let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
-            kind == SFlag::S_IFREG || kind == SFlag::S_IFBLK
-        });
-        Sink { fd, always_ready }
+        let kind = fstat(fd)
+            .ok()
+            .map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT);
+        let always_ready = kind.is_some_and(|k| k == SFlag::S_IFREG || k == SFlag::S_IFBLK);
+        let can_lose_its_reader = match kind {
+            Some(SFlag::S_IFREG | SFlag::S_IFDIR | SFlag::S_IFBLK) => false,
+            Some(SFlag::S_IFCHR) => nix::unistd::isatty(fd).unwrap_or(true),
+            _ => true,
+        };
+        Sink {
+            fd,
+            always_ready,
+            can_lose_its_reader,
+        }
     }
 
     fn fd(&self) -> BorrowedFd<'static> {

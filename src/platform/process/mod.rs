@@ -173,11 +173,10 @@ impl Process {
         if terminal.is_some() || reaper {
             signals.watch_children()?;
         }
-        let output_can_go =
-            [super::child_fd::stdout(), super::child_fd::stderr()].map(can_lose_its_reader);
         let stdout = Stream::new(true, hold, p.output_rules.reads(true)).recording(transcript);
         let stderr = Stream::new(false, false, p.output_rules.reads(false)).recording(transcript);
         let input = Input::new(p.stdin);
+        let output_can_go = [stdout.can_lose_its_reader(), stderr.can_lose_its_reader()];
         #[cfg(all(target_os = "linux", not(retry_portable)))]
         let waits_for_the_end_alone = !p.stop_with_parent
             && !input.replays()
@@ -368,9 +367,9 @@ impl Process {
     }
 }
 
-/// Whether retry's stdout or stderr, of those that `can_go` ([`can_lose_its_reader`]), is a
-/// pipe or socket whose reader went away. A closed descriptor (`>&-`) is not: its owner chose
-/// to drop that output.
+/// Whether retry's stdout or stderr, of those that `can_go` (`Stream::can_lose_its_reader`),
+/// is a pipe or socket whose reader went away. A closed descriptor (`>&-`) is not: its owner
+/// chose to drop that output.
 fn output_has_no_reader(can_go: [bool; 2]) -> bool {
     let mut fds = [
         PollFd::new(super::child_fd::stdout(), PollFlags::POLLOUT),
@@ -390,22 +389,6 @@ fn output_has_no_reader(can_go: [bool; 2]) -> bool {
         && fds
             .iter()
             .any(|fd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLERR)))
-}
-
-/// Whether `fd` (retry's stdout or stderr) can lose its reader: a pipe, a socket or a
-/// terminal (and, to be safe, whatever cannot be looked at); not a file, a directory or a
-/// device that is no terminal (/dev/null), which no reader holds.
-fn can_lose_its_reader(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    use nix::sys::stat::{SFlag, fstat};
-    let Ok(stat) = fstat(fd) else {
-        return true;
-    };
-    let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
-    match kind {
-        SFlag::S_IFREG | SFlag::S_IFDIR | SFlag::S_IFBLK => false,
-        SFlag::S_IFCHR => nix::unistd::isatty(fd).unwrap_or(true),
-        _ => true,
-    }
 }
 
 impl World for Process {
