@@ -217,7 +217,8 @@ pub enum Waited {
     Signal,
     /// The time was up.
     Timeout,
-    /// A signal retry has a handler for outside the blocked set cut the wait short.
+    /// Something else cut the wait short: a signal outside the blocked set that has a
+    /// handler, or retry stopped and continued.
     Interrupted,
 }
 
