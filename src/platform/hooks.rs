@@ -1,6 +1,7 @@
 //! Hooks: shell commands run before each wait (`--on-retry`) and after the last failure
 //! (`--on-giveup`), time-limited, whose failure is logged and changes nothing else.
 
+use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,7 +27,7 @@ const GRACE: Duration = Duration::from_secs(1);
 /// [`Escalation`] of an attempt, with a grace of its own.
 pub fn run(
     command: &str,
-    vars: &[(String, String)],
+    vars: &[(OsString, OsString)],
     timeout: Duration,
     signals: &mut Signals,
 ) -> Result<Status, String> {
@@ -41,7 +42,7 @@ pub fn run(
 
 /// Starts `sh -c command` in a process group of its own, with `vars` and without an attempt's
 /// own variables, stdin from /dev/null and stdout to retry's stderr.
-fn spawn(command: &str, vars: &[(String, String)]) -> Result<Child, String> {
+fn spawn(command: &str, vars: &[(OsString, OsString)]) -> Result<Child, String> {
     let mut sh = Command::new("sh");
     for name in env::ATTEMPT_ONLY {
         sh.env_remove(name);

@@ -4,7 +4,7 @@
 //! a child's stop or an orphan's end must wake it too. On Linux, an attempt whose end and the
 //! signals are all the loop waits for is waited for with one `sigtimedwait` instead.
 
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -61,8 +61,9 @@ pub struct Process {
     /// (Linux): it is started by fork and exec instead, and gets SIGKILL if retry is killed.
     #[cfg(all(target_os = "linux", not(retry_portable)))]
     tied: Option<tied::Tied>,
-    /// The run's own variables, the same for every attempt and hook.
-    run_vars: Vec<(String, String)>,
+    /// The run's own variables, the same for every attempt and hook; an inherited
+    /// idempotency key is passed on as its bytes, whatever they are.
+    run_vars: Vec<(&'static str, OsString)>,
     start: Instant,
     signals: Signals,
     input: Input,
@@ -125,17 +126,17 @@ impl Process {
         start: Instant,
         transcript: Option<&Transcript>,
     ) -> io::Result<Process> {
-        let inherited = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let key =
-            inherited(env::IDEMPOTENCY_KEY).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let key = std::env::var_os(env::IDEMPOTENCY_KEY)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string().into());
         let depth = p.nesting.level;
         let mut envp: Vec<CString> = std::env::vars_os()
             .filter(|(name, _)| !env::GIVEN.iter().any(|own| name == own))
             .map(|(name, value)| entry(name.as_bytes(), value.as_bytes()))
             .collect::<nix::Result<_>>()?;
         let run_vars = vec![
-            (env::IDEMPOTENCY_KEY.to_string(), key),
-            (env::DEPTH.to_string(), depth.to_string()),
+            (env::IDEMPOTENCY_KEY, key),
+            (env::DEPTH, depth.to_string().into()),
         ];
         for (name, value) in &run_vars {
             envp.push(entry(name.as_bytes(), value.as_bytes())?);
@@ -579,10 +580,18 @@ impl World for Process {
     fn hook(
         &mut self,
         command: &str,
-        mut vars: Vec<(String, String)>,
+        vars: Vec<(String, String)>,
         timeout: Duration,
     ) -> Result<Status, String> {
-        vars.extend(self.run_vars.iter().cloned());
+        let vars: Vec<(OsString, OsString)> = vars
+            .into_iter()
+            .map(|(name, value)| (name.into(), value.into()))
+            .chain(
+                self.run_vars
+                    .iter()
+                    .map(|(name, value)| ((*name).into(), value.clone())),
+            )
+            .collect();
         super::hooks::run(command, &vars, timeout, &mut self.signals)
     }
 

@@ -199,6 +199,41 @@ fn an_inherited_idempotency_key_is_kept() {
 }
 
 #[test]
+fn an_inherited_idempotency_key_that_is_not_utf_8_reaches_the_command_and_hooks_unchanged() {
+    // A key is the caller's bytes: one that is not UTF-8 is passed on as it is, not replaced.
+    let key = OsString::from_vec(vec![b'k', 0xff, b'-', 0x80, b'1']);
+    let dir = TempDir::new().expect("temp dir");
+    let hook_out = dir.path().join("giveup");
+    let mut cmd = retry();
+    cmd.env("RETRY_IDEMPOTENCY_KEY", &key)
+        .env("HOOK_OUT", &hook_out)
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--on-giveup",
+            r#"printf '%s' "$RETRY_IDEMPOTENCY_KEY" > "$HOOK_OUT""#,
+            "--",
+            "sh",
+            "-c",
+            r#"printf '%s\0' "$RETRY_IDEMPOTENCY_KEY"; exit 1"#,
+        ]);
+    let r = cmd.run();
+    r.assert().code(1);
+    assert_eq!(
+        r.out.stdout,
+        nul_separated(&[key.clone(), key.clone()]),
+        "{}",
+        r.show()
+    );
+    assert_eq!(
+        std::fs::read(&hook_out).expect("the hook wrote the key"),
+        key.as_encoded_bytes()
+    );
+}
+
+#[test]
 fn retry_depth_is_1_and_2_inside_a_nested_retry() {
     let script = r#"echo "outer $RETRY_DEPTH $RETRY_IDEMPOTENCY_KEY"
         "$1" -n 1 -- sh -c 'echo "inner $RETRY_DEPTH $RETRY_IDEMPOTENCY_KEY"'"#;
