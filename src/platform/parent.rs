@@ -63,7 +63,7 @@ fn by_signal() -> io::Result<bool> {
     if signals::number_ignored_at_start(notice) {
         return Ok(false);
     }
-    // SAFETY: the action makes one getppid call and, at most, counts a signal and writes a
+    // SAFETY: the action makes one getppid call and, at most, stores a flag and writes a
     // byte to a pipe (`parent_gone`): all async-signal-safe.
     unsafe {
         signal_hook::low_level::register(notice, || {

@@ -32,8 +32,15 @@ pub const HANDLED: [Signal; 8] = [
 static ARRIVED: [AtomicUsize; HANDLED.len()] = [const { AtomicUsize::new(0) }; HANDLED.len()];
 
 /// Whether a signal that cancels the run has arrived since the handlers were installed (taken
-/// or not): what ends a wait that is not the loop's own (the key's lock) at once.
+/// or not): what ends a wait that is not the loop's own (the key's lock) at once. Not for a
+/// signal handler: it settles the parent's end ([`parent_gone`]).
 pub fn cancelling_arrived() -> bool {
+    settle_parent();
+    cancel_counted()
+}
+
+/// [`cancelling_arrived`] as the counts stand. Async-signal-safe.
+fn cancel_counted() -> bool {
     HANDLED.iter().zip(&ARRIVED).any(|(signal, count)| {
         crate::policy::status::cancels(*signal as i32) && count.load(Ordering::SeqCst) > 0
     })
@@ -63,19 +70,45 @@ fn count(signal: libc::c_int) {
     }
 }
 
-/// retry's parent has ended, with `--stop-with-parent`: counted as a SIGTERM that arrived,
-/// so that the run ends as it ends on one, by the same path, wherever it is (an attempt, a
-/// wait, the key's lock). Async-signal-safe: a signal handler calls it.
+/// retry's parent has ended, with `--stop-with-parent`: noted, and the loop woken, to count
+/// it as a SIGTERM that arrived ([`settle_parent`]), so that the run ends as it ends on one,
+/// by the same path, wherever it is (an attempt, a wait, the key's lock). Async-signal-safe:
+/// a signal handler calls it.
 pub fn parent_gone() {
-    PARENT_GONE.store(true, Ordering::SeqCst);
-    on_signal(libc::SIGTERM);
+    PARENT_NOTICE.store(true, Ordering::SeqCst);
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: as in `on_signal`.
+        let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+    }
 }
 
-/// Set once retry's parent has ended (`--stop-with-parent`).
+/// The parent's end, noted by [`parent_gone`] and not yet settled.
+static PARENT_NOTICE: AtomicBool = AtomicBool::new(false);
+
+/// Counts the parent's end noted by [`parent_gone`] as a SIGTERM, unless a signal that
+/// cancels the run reached retry already: then the parent's end is part of that cancel. A
+/// SIGTERM to a CI step's process group (GitLab's, systemd's) reaches retry and its shell at
+/// once, and the shell's end follows; counted, it would be a SIGTERM *again*, which kills the
+/// command at once instead of after `--kill-after`.
+///
+/// Settled here, outside any handler, because of the order handlers run in: when retry's
+/// SIGTERM and the parent's notice are both pending (a loaded machine runs the shell's end
+/// before retry's handler), the kernel takes the SIGTERM first but stacks the notice's
+/// handler above it, so that the notice's handler runs first. Once code outside the
+/// handlers runs, every signal taken with the notice has been counted.
+fn settle_parent() {
+    if PARENT_NOTICE.swap(false, Ordering::SeqCst) && !cancel_counted() {
+        PARENT_GONE.store(true, Ordering::SeqCst);
+        count(libc::SIGTERM);
+    }
+}
+
+/// Set once retry's parent has ended (`--stop-with-parent`) and that end cancelled the run.
 static PARENT_GONE: AtomicBool = AtomicBool::new(false);
 
 /// Whether a cancel by `signal` stands for retry's parent having ended (a SIGTERM counted by
-/// [`parent_gone`]), so that the log can say so rather than name a signal nobody sent.
+/// [`settle_parent`]), so that the log can say so rather than name a signal nobody sent.
 pub fn from_parent(signal: i32) -> bool {
     signal == libc::SIGTERM && PARENT_GONE.load(Ordering::SeqCst)
 }
@@ -392,6 +425,7 @@ impl Signals {
     /// Whether a signal that cancels the run has arrived and was not yet taken; it stays for
     /// `take` to report.
     pub fn cancel_pending(&self) -> bool {
+        settle_parent();
         (0..HANDLED.len())
             .filter(|i| crate::policy::status::cancels(HANDLED[*i] as i32))
             .any(|i| ARRIVED[i].load(Ordering::SeqCst) > self.seen[i])
@@ -416,6 +450,7 @@ impl Signals {
 
     /// The next signal that arrived and was not yet taken, one arrival at a time.
     pub fn take(&mut self) -> Option<i32> {
+        settle_parent();
         for (i, signal) in HANDLED.iter().enumerate() {
             if ARRIVED[i].load(Ordering::SeqCst) > self.seen[i] {
                 self.seen[i] += 1;

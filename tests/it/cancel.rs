@@ -300,6 +300,42 @@ fn a_gitlab_cancel_of_the_steps_group_leaves_no_attempt_running() {
     assert_attempt_ends(attempt);
 }
 
+/// An attempt that cleans up on SIGTERM, taking half a second, before it ends: it writes
+/// `cleaned` to the log once done. It waits in short sleeps, which end with its group's
+/// SIGTERM, so that the trap runs at once and nothing of the group outlives it.
+const CLEANS_UP_ON_TERM: &str = "trap 'sleep 0.5; echo cleaned >> \"$1\"; exit 143' TERM; \
+     echo ready; while :; do sleep 0.1; done";
+
+#[test]
+fn a_gitlab_cancel_of_the_steps_group_leaves_the_attempt_its_kill_after_to_clean_up() {
+    // GitLab's SIGTERM reaches retry and the step's bash at once, and bash's end follows: that
+    // is one cancel, not a SIGTERM and then another, which would kill the attempt at once.
+    let mut step = step(
+        Setting::Flag,
+        "",
+        &["--kill-after", "30s"],
+        CLEANS_UP_ON_TERM,
+        true,
+    );
+    step.out.until("ready");
+    let group = Pid::from_raw(step.bash.id() as i32);
+    killpg(group, Signal::SIGTERM).expect("SIGTERM to the step's group");
+    support::wait(&mut step.bash);
+    // retry's stderr closes when it ends, once the attempt has.
+    let log = step.err.rest();
+    let written = std::fs::read_to_string(&step.log).unwrap_or_default();
+    assert!(
+        written.contains("cleaned"),
+        "the attempt was not let clean up: {written:?} {log:#?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("SIGTERM received during attempt 1/5"))
+            && !log.iter().any(|l| l.contains("killed the command")),
+        "{log:#?}"
+    );
+}
+
 #[test]
 fn an_attempt_ends_with_a_retry_killed_by_sigkill() {
     if !tied() {
