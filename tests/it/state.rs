@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::keyed::{self, Setup, output, stderr, with};
-use crate::support::{PredicateBooleanExt, predicate};
+use crate::support::{self, PredicateBooleanExt, predicate};
 
 /// The scenarios every store runs (tests/it/support/keyed.rs), here on the state directory.
 macro_rules! on_files {
@@ -91,6 +91,15 @@ fn as_nobody(s: &Setup, c: &Command) -> Command {
     const NOBODY: u32 = 65534;
     let copy = s.dir.path().join("retry");
     fs::copy(crate::support::bin(), &copy).expect("copy of retry");
+    // A process another test forks while the copy is being written holds it open for writing
+    // until it execs: the copy cannot run before then (ETXTBSY).
+    let runs = support::within(support::PATIENCE, || {
+        !matches!(
+            Command::new(&copy).arg("--version").output(),
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+        )
+    });
+    assert!(runs, "the copy of retry stayed busy");
     for path in [s.dir.path().to_path_buf(), s.state(), copy.clone()] {
         std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown to nobody");
     }
