@@ -5,7 +5,11 @@
 //! When retry stands alone in its job in the terminal's foreground, each attempt gets the
 //! terminal as it starts. In a pipeline (`retry -- cmd | less`), the other commands of the job
 //! share retry's process group and may need the terminal themselves, so an attempt gets it
-//! only once it tries to read or set it (and stops on SIGTTIN or SIGTTOU). When retry's job is
+//! only once it tries to read or set it (and stops on SIGTTIN or SIGTTOU). So it is when
+//! retry shares its process group with whatever started it (a script's shell, make, npm, a
+//! loop's bash: a shell without job control makes no job of its own for retry): a Ctrl-C
+//! typed during an attempt must reach them too, so that a script or a make stops with retry,
+//! as it does when one of its commands is cancelled, rather than going on without it. When retry's job is
 //! in the background, an attempt that tries that stops the job with the same signal, so the
 //! shell shows it Stopped, and gets the terminal when `fg` brings the job back.
 
@@ -21,9 +25,11 @@ pub struct Terminal {
     tty: File,
     /// retry's own process group.
     own: Pid,
-    /// Neither retry's stdin nor its stdout is a pipe or socket (no other command of its job
-    /// reads from or writes to it), and SIGINT was not ignored when retry started (a
-    /// non-interactive shell's `&` ignores it: such a job leaves the terminal to the shell).
+    /// retry leads its process group (a shell with job control made the job for it, or
+    /// retry is the job's first process, after `exec`), neither its stdin nor its stdout is a
+    /// pipe or socket (no other command of its job reads from or writes to it), and SIGINT
+    /// was not ignored when it started (a non-interactive shell's `&` ignores it: such a job
+    /// leaves the terminal to the shell).
     alone: bool,
     /// A Ctrl-C typed at the terminal would have reached retry: SIGINT was not ignored when
     /// it started.
@@ -54,8 +60,11 @@ impl Terminal {
             })
         };
         let interruptible = !super::signals::ignored_at_start(Signal::SIGINT);
-        let alone =
-            interruptible && !piped(super::child_fd::stdin()) && !piped(super::child_fd::stdout());
+        let leads = own == nix::unistd::getpid();
+        let alone = interruptible
+            && leads
+            && !piped(super::child_fd::stdin())
+            && !piped(super::child_fd::stdout());
         Some(Terminal {
             tty,
             own,

@@ -379,6 +379,41 @@ fn ctrl_c_during_a_wait_stops_the_shell_loop_around_retry() {
     assert_eq!(status.code(), Some(130), "{rest}");
 }
 
+/// A Ctrl-C typed during an attempt stops the script that runs retry, as it stops a script
+/// whose command it cancels: the script's shell, which made no job of its own for retry (no
+/// job control), shares retry's process group, and the Ctrl-C must reach it too. retry hands
+/// the terminal to an attempt up front only when it leads its own group.
+#[test]
+fn ctrl_c_during_an_attempt_stops_the_script_around_retry() {
+    use std::io::Write;
+    if !support::have("bash", "apt-get install bash") {
+        return;
+    }
+    let retry = support::bin();
+    let line = format!(
+        "bash -c '{} -n 5 -d 0 -- sh -c \"echo ready; while :; do sleep 0.1; done\"; \
+         echo \"the script went on\"'",
+        retry.display()
+    );
+    let Some(mut script) = script() else { return };
+    let mut child = script
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run script(1)");
+    let mut keyboard = child.stdin.take().expect("script's stdin");
+    let screen = support::Lines::of(child.stdout.take().expect("script's stdout"));
+    screen.until("ready");
+    keyboard.write_all(b"\x03").expect("type Ctrl-C");
+    let status = support::wait(&mut child);
+    let rest = screen.rest().join("\n");
+    assert!(!rest.contains("the script went on"), "{rest}");
+    assert!(rest.contains("cancelled by SIGINT"), "{rest}");
+    assert!(!rest.contains("attempt 2/5"), "not retried: {rest}");
+    assert_eq!(status.code(), Some(130), "{rest}");
+}
+
 /// A command that catches the Ctrl-C and exits with another status (Python's `except
 /// KeyboardInterrupt: sys.exit(1)`, a shell's `trap 'exit 1' INT`) is not retried: the Ctrl-C
 /// reached the attempt's group, not retry, and retry still learns of it.
