@@ -22,6 +22,7 @@ pub mod policy;
 mod quote;
 mod report;
 mod run;
+mod secrets;
 #[doc(hidden)]
 pub mod setup;
 #[doc(hidden)]

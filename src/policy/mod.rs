@@ -321,9 +321,10 @@ impl From<BadValue> for UsageError {
 
 impl Policy {
     /// The command as a shell would show it: arguments with spaces or quotes in single quotes,
-    /// control characters and invalid UTF-8 escaped as `$'…'` writes them.
+    /// control characters and invalid UTF-8 escaped as `$'…'` writes them, and what looks like a
+    /// credential shown as `***` ([`crate::secrets`]).
     pub fn command_line(&self) -> String {
-        self.command
+        crate::secrets::masked(&self.command)
             .iter()
             .map(crate::quote::shown)
             .collect::<Vec<_>>()

@@ -679,3 +679,57 @@ fn log_time_stamps_text_lines_on_stderr_and_json_is_left_alone() {
     ]);
     assert_eq!(r.json().len(), 2, "{}", r.show());
 }
+
+/// What looks like a credential in the command (a URL's password, curl's `-u USER:PASSWORD`,
+/// an `Authorization` header, a `*_TOKEN=` variable) is `***` wherever retry shows the
+/// command (the give-up line, the JSON log, `--explain`); the command gets it unchanged.
+#[test]
+fn credentials_in_the_command_are_masked_in_the_log_and_reach_the_command() {
+    let secrets = ["hunter2", "s3cr3t", "t0ken", "ghp_abc"];
+    let command = [
+        "sh",
+        "-c",
+        r#"printf '%s\n' "$@"; exit 3"#,
+        "sh",
+        "-u",
+        "ann:hunter2",
+        "https://bob:s3cr3t@example.com/x?access_token=t0ken&page=2",
+        "-H",
+        "Authorization: Bearer ghp_abc",
+        "GITHUB_TOKEN=ghp_abc",
+    ];
+    for format in ["text", "json"] {
+        let mut args = vec!["-n", "1", "--log-format", format, "--"];
+        args.extend(command);
+        let r = run(&args);
+        r.assert().code(3);
+        // The command had every argument as given.
+        assert_eq!(
+            r.stdout(),
+            command[4..].join("\n") + "\n",
+            "{format}: {}",
+            r.show()
+        );
+        let log = r.stderr();
+        for secret in secrets {
+            assert!(!log.contains(secret), "{format}: {secret} shown: {log}");
+        }
+        for masked in [
+            "ann:***",
+            "https://bob:***@example.com/x?access_token=***&page=2",
+            "Authorization: ***",
+            "GITHUB_TOKEN=***",
+        ] {
+            assert!(log.contains(masked), "{format}: no {masked:?} in {log}");
+        }
+    }
+    let mut args = vec!["--explain", "--"];
+    args.extend(command);
+    let explained = run(&args);
+    explained.assert().code(0);
+    let text = explained.stdout();
+    assert!(text.contains("ann:***"), "{text}");
+    for secret in secrets {
+        assert!(!text.contains(secret), "{secret} shown: {text}");
+    }
+}
