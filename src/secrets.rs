@@ -53,7 +53,7 @@ const SECRET_PARTS: [&str; 7] = [
 
 /// Whether a name (of an option, a header, a variable, a query parameter) says that its value
 /// is a secret.
-fn secret_name(name: &str) -> bool {
+pub fn secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     if SECRET_PARTS.iter().any(|part| lower.contains(part)) {
         return true;

@@ -256,12 +256,10 @@ pub fn redact(text: &str) -> String {
 const KNOWN_PARAMETERS: [&str; 3] = ["sentinelMasterId", "sentinelUser", "db"];
 
 /// Whether a query parameter's value may be a secret: its name says so (`sentinelPassword`,
-/// `password`, `auth`, `token`, `secret`, `pwd`, `key`).
+/// `password`, `auth`, `token`, `secret`, `pwd`, `key`), by the rule every command line retry
+/// shows is masked by.
 fn secret_parameter(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["pass", "auth", "token", "secret", "pwd", "key"]
-        .iter()
-        .any(|word| name.contains(word))
+    crate::secrets::secret_name(name)
 }
 
 /// The query (from the first `?`) with each secret parameter's value masked.
