@@ -55,9 +55,14 @@ static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// keeps errno intact around it.)
 fn on_signal(signal: libc::c_int) {
     count(signal);
+    wake();
+}
+
+/// Wakes the loop, through the self-pipe. Async-signal-safe.
+fn wake() {
     let fd = WAKE.load(Ordering::SeqCst);
     if fd >= 0 {
-        // A full pipe already holds a wake-up; the count above is what matters.
+        // A full pipe already holds a wake-up; what was noted before it is what matters.
         // SAFETY: write(2) of one byte from a static buffer is async-signal-safe.
         let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
     }
@@ -76,11 +81,7 @@ fn count(signal: libc::c_int) {
 /// a signal handler calls it.
 pub fn parent_gone() {
     PARENT_NOTICE.store(true, Ordering::SeqCst);
-    let fd = WAKE.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: as in `on_signal`.
-        let _ = unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
-    }
+    wake();
 }
 
 /// The parent's end, noted by [`parent_gone`] and not yet settled.
