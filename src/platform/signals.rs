@@ -208,6 +208,34 @@ pub fn stop(signal: Signal, job: bool) {
     }
 }
 
+/// Sends `signal` to the rest of retry's process group, as the terminal sends a Ctrl-C to a
+/// job: retry's own copy is discarded, so that retry does not take it for a second signal.
+/// For a Ctrl-C typed while an attempt held the terminal, when retry's group is the job of
+/// a script, make or npm: without retry between them, the Ctrl-C would have reached them.
+pub fn to_the_rest_of_the_group(signal: Signal) {
+    let mut only = SigSet::empty();
+    only.add(signal);
+    let Ok(()) = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&only), None) else {
+        return;
+    };
+    let number = signal as libc::c_int;
+    // SAFETY: kill(0, …) signals retry's own process group; the signal is blocked in this
+    // thread (and every other thread of retry's blocks every signal), so retry's copy stays
+    // pending. Setting its action to SIG_IGN discards a pending signal (POSIX), and the action
+    // read then, retry's handler, is put back as it was; `old` is zeroed memory of the right
+    // type, filled by the first sigaction.
+    unsafe {
+        libc::kill(0, number);
+        let mut ignore = std::mem::MaybeUninit::<libc::sigaction>::zeroed().assume_init();
+        ignore.sa_sigaction = libc::SIG_IGN;
+        let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+        if libc::sigaction(number, &ignore, old.as_mut_ptr()) == 0 {
+            libc::sigaction(number, old.as_ptr(), std::ptr::null_mut());
+        }
+    }
+    let _ = pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+}
+
 /// Runs `spawn`, which starts a thread, with every signal blocked, so that the thread starts
 /// with them all blocked and every signal sent to retry goes to the thread that waits for it
 /// (which may take them with `sigtimedwait`: [`Signals::block`]), never to a helper.

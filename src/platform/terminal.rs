@@ -34,6 +34,9 @@ pub struct Terminal {
     /// A Ctrl-C typed at the terminal would have reached retry: SIGINT was not ignored when
     /// it started.
     interruptible: bool,
+    /// retry leads its process group: the job is its own, not that of a script, make or npm
+    /// that started it.
+    leads: bool,
 }
 
 impl Terminal {
@@ -70,6 +73,7 @@ impl Terminal {
             own,
             alone,
             interruptible,
+            leads,
         })
     }
 
@@ -81,6 +85,12 @@ impl Terminal {
     /// Whether a Ctrl-C typed at the terminal is retry's to watch for.
     pub fn interruptible(&self) -> bool {
         self.interruptible
+    }
+
+    /// Whether retry's process group is its own job (a shell with job control made it for
+    /// retry), rather than that of whatever started it: a script's shell, make, npm.
+    pub fn leads(&self) -> bool {
+        self.leads
     }
 
     /// Whether retry's group holds the terminal now: its job is in the foreground.

@@ -414,6 +414,32 @@ fn ctrl_c_during_an_attempt_stops_the_script_around_retry() {
     assert_eq!(status.code(), Some(130), "{rest}");
 }
 
+/// The same once the attempt has taken the terminal to read it: the Ctrl-C then reaches the
+/// attempt's group alone, and retry passes it to the rest of its own group (the script's
+/// shell), which the terminal would have sent it to without retry in between.
+#[test]
+fn ctrl_c_at_an_attempt_that_reads_the_terminal_stops_the_script_around_retry() {
+    let Some(mut shell) = Shell::start() else {
+        return;
+    };
+    shell.line(
+        "bash -c 'for i in 1 2; do \"$RETRY\" -n 2 -d 0 -- sh -c \"echo name?; read n; exit 1\"; \
+         echo \"loop $i\"; done; echo finished'",
+    );
+    shell.screen.until("name?");
+    // The attempt stopped on reading, was given the terminal, and reads it.
+    shell.waits_for_input("sh");
+    shell.type_("\x03");
+    shell.screen.until("cancelled by SIGINT");
+    assert_eq!(shell.status(), "130");
+    let screen = shell.exit();
+    // (The command line typed holds the words, not the lines.)
+    assert!(
+        !screen.contains("loop 1") && !screen.lines().any(|l| l.trim() == "finished"),
+        "the script went on: {screen}"
+    );
+}
+
 /// A command that catches the Ctrl-C and exits with another status (Python's `except
 /// KeyboardInterrupt: sys.exit(1)`, a shell's `trap 'exit 1' INT`) is not retried: the Ctrl-C
 /// reached the attempt's group, not retry, and retry still learns of it.

@@ -61,6 +61,13 @@ impl Process {
             let typed = self.watcher.as_mut().and_then(Watcher::typed);
             if let Some(signal) = self.typed.take().or(typed) {
                 self.signals.cancelled_at_the_terminal();
+                // The Ctrl-C reached the attempt's group alone; the script, make or npm whose
+                // job retry is in would have had it too.
+                if self.terminal.as_ref().is_some_and(|t| !t.leads())
+                    && let Ok(signal) = Signal::try_from(signal)
+                {
+                    crate::platform::signals::to_the_rest_of_the_group(signal);
+                }
                 return Some(Event::Typed(signal));
             }
             if let Some(status) = self.exited.take() {
