@@ -226,9 +226,19 @@ fn on_terminal(
     std::process::ChildStdin,
     support::Lines,
 )> {
-    let retry = support::bin();
+    shell_line_on_terminal(&format!("{} {args}", support::bin().display()))
+}
+
+/// [`on_terminal`] for a whole shell line, run by script(1)'s `sh -c`.
+fn shell_line_on_terminal(
+    line: &str,
+) -> Option<(
+    std::process::Child,
+    std::process::ChildStdin,
+    support::Lines,
+)> {
     let mut child = script()?
-        .args(["-qec", &format!("{} {args}", retry.display()), "/dev/null"])
+        .args(["-qec", line, "/dev/null"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -360,15 +370,9 @@ fn ctrl_c_during_a_wait_stops_the_shell_loop_around_retry() {
          echo finished'",
         retry.display()
     );
-    let Some(mut script) = script() else { return };
-    let mut child = script
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run script(1)");
-    let mut keyboard = child.stdin.take().expect("script's stdin");
-    let screen = support::Lines::of(child.stdout.take().expect("script's stdout"));
+    let Some((mut child, mut keyboard, screen)) = shell_line_on_terminal(&line) else {
+        return;
+    };
     screen.until("retrying in 5s");
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
     let status = support::wait(&mut child);
@@ -395,15 +399,9 @@ fn ctrl_c_during_an_attempt_stops_the_script_around_retry() {
          echo \"the script went on\"'",
         retry.display()
     );
-    let Some(mut script) = script() else { return };
-    let mut child = script
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run script(1)");
-    let mut keyboard = child.stdin.take().expect("script's stdin");
-    let screen = support::Lines::of(child.stdout.take().expect("script's stdout"));
+    let Some((mut child, mut keyboard, screen)) = shell_line_on_terminal(&line) else {
+        return;
+    };
     screen.until("ready");
     keyboard.write_all(b"\x03").expect("type Ctrl-C");
     let status = support::wait(&mut child);
