@@ -271,8 +271,11 @@ fn url(text: &str) -> Option<String> {
 
 /// One word, given the one before it: masked, or `None` when it shows no secret.
 fn word(before: Option<&str>, word: &str) -> Option<String> {
-    if let Some(value) = before.and_then(secret_option) {
-        return value.mask(word);
+    if let Some(masked) = before
+        .and_then(secret_option)
+        .and_then(|value| value.mask(word))
+    {
+        return Some(masked);
     }
     if let Some((option, value)) = word.split_once('=').filter(|(o, _)| o.starts_with("--"))
         && let Some(kind) = secret_option(option)
@@ -413,6 +416,11 @@ mod tests {
                 "-ucy:***",
                 "https://h/"
             ]
+        );
+        // A value the option's own rule leaves is still read by the others.
+        assert_eq!(
+            shown(&["docker", "run", "-e", "URL=https://ann:pw@db/"]),
+            ["docker", "run", "-e", "URL=https://ann:***@db/"]
         );
         // A user without a password, and a flag that only looks like one, are shown.
         assert_eq!(
