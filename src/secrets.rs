@@ -361,6 +361,17 @@ fn line(text: &str) -> Option<String> {
     changed.then_some(out)
 }
 
+/// A command as a shell would show it ([`crate::quote::shown`]), what looks like a credential
+/// masked: the one way retry shows a command line, or a hook's.
+pub fn shown_command<A: AsRef<OsStr>>(args: &[A]) -> String {
+    let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
+    masked(&args)
+        .iter()
+        .map(crate::quote::shown)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The arguments as retry shows them: each one that holds a secret masked, by the rules above.
 pub fn masked(args: &[OsString]) -> Vec<Cow<'_, OsStr>> {
     let mut shown = Vec::with_capacity(args.len());

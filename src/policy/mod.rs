@@ -324,10 +324,6 @@ impl Policy {
     /// control characters and invalid UTF-8 escaped as `$'…'` writes them, and what looks like a
     /// credential shown as `***` ([`crate::secrets`]).
     pub fn command_line(&self) -> String {
-        crate::secrets::masked(&self.command)
-            .iter()
-            .map(crate::quote::shown)
-            .collect::<Vec<_>>()
-            .join(" ")
+        crate::secrets::shown_command(&self.command)
     }
 }

@@ -394,9 +394,11 @@ fn value_name(v: impl clap::ValueEnum) -> String {
         .map_or(String::new(), |p| p.get_name().to_string())
 }
 
-/// A hook's command, or `none`.
+/// A hook's command as it runs (`sh -c …`), what looks like a credential masked, or `none`.
 fn hook(command: Option<&str>) -> String {
-    command.map_or("none".into(), |c| format!("sh -c '{c}'"))
+    command.map_or("none".into(), |c| {
+        crate::secrets::shown_command(&["sh", "-c", c])
+    })
 }
 
 /// A report file, or `none`.

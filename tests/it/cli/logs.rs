@@ -723,12 +723,21 @@ fn credentials_in_the_command_are_masked_in_the_log_and_reach_the_command() {
             assert!(log.contains(masked), "{format}: no {masked:?} in {log}");
         }
     }
-    let mut args = vec!["--explain", "--"];
+    let mut args = vec![
+        "--explain",
+        "--on-giveup",
+        "curl -fsS -u ann:hunter2 https://h/",
+        "--",
+    ];
     args.extend(command);
     let explained = run(&args);
     explained.assert().code(0);
     let text = explained.stdout();
     assert!(text.contains("ann:***"), "{text}");
+    assert!(
+        text.contains("sh -c 'curl -fsS -u ann:*** https://h/'"),
+        "the hook's line: {text}"
+    );
     for secret in secrets {
         assert!(!text.contains(secret), "{secret} shown: {text}");
     }

@@ -138,7 +138,7 @@ const TRANSLATIONS: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "retry --on-retry ./cleanup.sh -- COMMAND",
-        &[("on-retry", "sh -c './cleanup.sh'")],
+        &[("on-retry", "sh -c ./cleanup.sh")],
     ),
     (
         r#"retry -- bash -c 'if [ "$RETRY_ATTEMPT" -eq 1 ]; then ./build.sh; else ./resume.sh; fi'"#,
@@ -199,11 +199,11 @@ const TRANSLATIONS: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "retry --on-retry ./notify.sh -- COMMAND",
-        &[("on-retry", "sh -c './notify.sh'")],
+        &[("on-retry", "sh -c ./notify.sh")],
     ),
     (
         "retry --on-giveup ./report.sh -- COMMAND",
-        &[("on-giveup", "sh -c './report.sh'")],
+        &[("on-giveup", "sh -c ./report.sh")],
     ),
 ];
 
