@@ -59,7 +59,7 @@ pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
         &[
             (
                 "text",
-                "one line per event on stderr (or --log-file), prefixed retry:, with the time first in a --log-file, with -v or with --log-time. A failure: the attempt, its status, how long it ran, the verdict, the next wait. The give-up and success lines end with the command.",
+                "one line per event on stderr (or --log-file), prefixed retry:, with the time first in a --log-file, with -v or with --log-time. A failure: the attempt, its status, how long it ran, the verdict, the next wait. The give-up and success lines end with the command, what looks like a credential in it shown as ***.",
             ),
             (
                 "--log-format json",
