@@ -62,13 +62,7 @@ fn an_unwritable_state_directory_is_a_warning_and_changes_no_outcome() {
     let s = Setup::file();
     fs::write(s.state(), b"a file where the directory should be").expect("write");
     let out = s.run(&["--key", "api", "-n", "2", "-d", "1ms"], 6);
-    out.assert().code(6);
-    assert_eq!(s.ran(), 2, "the run went on without state");
-    let log = stderr(&out);
-    assert!(
-        log.contains("warning: key 'api'") && log.contains("going on without"),
-        "{log}"
-    );
+    let log = went_on_without_state(&s, &out);
     assert_eq!(
         log.matches("warning").count(),
         1,
@@ -128,14 +122,21 @@ fn a_read_only_state_directory_is_a_warning_and_changes_no_outcome() {
     }
     fs::set_permissions(s.state(), fs::Permissions::from_mode(0o500)).expect("chmod");
     let out = output(c);
+    let log = went_on_without_state(&s, &out);
+    assert!(!s.file_of("api").exists(), "nothing was written: {log}");
+}
+
+/// The run of `s.command(6)` twice under the key `api` went on without its state, with a
+/// warning: its log.
+fn went_on_without_state(s: &Setup, out: &crate::support::Run) -> String {
     out.assert().code(6);
     assert_eq!(s.ran(), 2, "the run went on without state");
-    let log = stderr(&out);
+    let log = stderr(out);
     assert!(
         log.contains("warning: key 'api'") && log.contains("going on without"),
         "{log}"
     );
-    assert!(!s.file_of("api").exists(), "nothing was written: {log}");
+    log
 }
 
 #[test]
