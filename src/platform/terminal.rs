@@ -4,14 +4,14 @@
 //!
 //! When retry stands alone in its job in the terminal's foreground, each attempt gets the
 //! terminal as it starts. In a pipeline (`retry -- cmd | less`), the other commands of the job
-//! share retry's process group and may need the terminal themselves, so an attempt gets it
-//! only once it tries to read or set it (and stops on SIGTTIN or SIGTTOU). So it is when
-//! retry shares its process group with whatever started it (a script's shell, make, npm, a
-//! loop's bash: a shell without job control makes no job of its own for retry): a Ctrl-C
-//! typed during an attempt must reach them too, so that a script or a make stops with retry,
-//! as it does when one of its commands is cancelled, rather than going on without it. When retry's job is
-//! in the background, an attempt that tries that stops the job with the same signal, so the
-//! shell shows it Stopped, and gets the terminal when `fg` brings the job back.
+//! share retry's process group and may need the terminal themselves, so an attempt gets it only
+//! once it tries to read or set it (and stops on SIGTTIN or SIGTTOU). So it is when retry
+//! shares its process group with whatever started it (a script's shell, make, npm, a loop's
+//! bash: a shell without job control makes no job of its own for retry): a Ctrl-C typed during
+//! an attempt must reach them too, so that a script or a make stops with retry, as it does when
+//! one of its commands is cancelled, rather than going on without it. When retry's job is in
+//! the background, an attempt that tries that stops the job with the same signal, so the shell
+//! shows it Stopped, and gets the terminal when `fg` brings the job back.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
