@@ -364,8 +364,7 @@ fn line(text: &str) -> Option<String> {
 /// A command as a shell would show it ([`crate::quote::shown`]), what looks like a credential
 /// masked: the one way retry shows a command line, or a hook's.
 pub fn shown_command<A: AsRef<OsStr>>(args: &[A]) -> String {
-    let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
-    masked(&args)
+    masked(args)
         .iter()
         .map(crate::quote::shown)
         .collect::<Vec<_>>()
@@ -373,12 +372,13 @@ pub fn shown_command<A: AsRef<OsStr>>(args: &[A]) -> String {
 }
 
 /// The arguments as retry shows them: each one that holds a secret masked, by the rules above.
-pub fn masked(args: &[OsString]) -> Vec<Cow<'_, OsStr>> {
+pub fn masked<A: AsRef<OsStr>>(args: &[A]) -> Vec<Cow<'_, OsStr>> {
     let mut shown = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
+        let arg = arg.as_ref();
         let before = i
             .checked_sub(1)
-            .and_then(|b| args[b].to_str())
+            .and_then(|b| args[b].as_ref().to_str())
             .filter(|b| !b.contains(char::is_whitespace));
         let masked = arg.to_str().and_then(|text| {
             if text.trim().contains(char::is_whitespace) && before.and_then(secret_option).is_none()
@@ -390,7 +390,7 @@ pub fn masked(args: &[OsString]) -> Vec<Cow<'_, OsStr>> {
         });
         shown.push(match masked {
             Some(m) => Cow::Owned(OsString::from(m)),
-            None => Cow::Borrowed(arg.as_os_str()),
+            None => Cow::Borrowed(arg),
         });
     }
     shown
