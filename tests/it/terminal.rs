@@ -13,7 +13,9 @@ use crate::support::Launch;
 fn script() -> Option<Command> {
     support::have("script", "apt-get install bsdutils").then(|| {
         let mut script = Command::new("script");
-        support::hermetic(&mut script);
+        // script(1) runs its line with `$SHELL -c`: the developer's own shell (bash execs a
+        // lone command, dash does not) must not decide whether retry leads its process group.
+        support::hermetic(&mut script).env("SHELL", "/bin/sh");
         script
     })
 }
@@ -218,7 +220,8 @@ fn the_fleet_charts_colour_follows_color_on_stdout() {
 }
 
 /// Runs `retry ARGS` on a pseudo-terminal made by script(1), whose keyboard is the returned
-/// stdin and whose screen is read line by line; `None` where script(1) is missing.
+/// stdin and whose screen is read line by line; `None` where script(1) is missing. retry is
+/// its own job there, leading its process group, as when typed at an interactive shell.
 fn on_terminal(
     args: &str,
 ) -> Option<(
@@ -226,7 +229,7 @@ fn on_terminal(
     std::process::ChildStdin,
     support::Lines,
 )> {
-    shell_line_on_terminal(&format!("{} {args}", support::bin().display()))
+    shell_line_on_terminal(&format!("exec {} {args}", support::bin().display()))
 }
 
 /// [`on_terminal`] for a whole shell line, run by script(1)'s `sh -c`.
