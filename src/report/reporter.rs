@@ -511,7 +511,8 @@ impl<'a> Reporter<'a> {
 
     /// The give-up line. A run that gives up never exits 0, even when its last attempt did
     /// (`--success-on` without 0): a caller must not read a failure as a success; it exits 1
-    /// then, as for an output rule. Returns the exit.
+    /// then, as for an output rule, or 22 for an HTTP status, and the line says so. Returns
+    /// the exit.
     pub fn giving_up(
         &mut self,
         now: Duration,
@@ -539,11 +540,25 @@ impl<'a> Reporter<'a> {
                 e.reraises = Some(sig);
             }
         }
-        let exit = if outcome == Outcome::Failure && exit == Exit::Code(0) {
+        // The last attempt's status was a success and still the run failed (`--success-on`
+        // without 0, an output rule, an HTTP status): the line says which status retry exits
+        // with instead of the command's.
+        let instead = match (outcome, end.status) {
+            (Outcome::Failure, Status::Code(code)) if end.stopped.is_none() => match exit {
+                Exit::Code(0) => Some((code, Exit::OUTPUT_FAILED)),
+                Exit::HTTP_FAILED | Exit::OUTPUT_FAILED if exit.status() != code => {
+                    Some((code, exit))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let exit = if let Some((code, exit)) = instead {
             e.reason = Some(format!(
-                "{why} (exit status 0 is not a success here; retry exits 1)"
+                "{why} (exit status {code} is not a success here; retry exits {})",
+                exit.status()
             ));
-            Exit::Code(1)
+            exit
         } else {
             e.reason = Some(why.to_string());
             exit

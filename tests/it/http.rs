@@ -52,6 +52,12 @@ fn without_fail_a_503_that_never_recovers_does_not_exit_0() {
     let out = curl(&["-n", "2", "-d", "0"], &[], &server.url("/"));
     assert_eq!(server.requests(), 2);
     assert_eq!(out.code(), Some(22), "{}", stderr(&out));
+    // curl exited 0: the give-up line says why retry's status is not the command's.
+    assert!(
+        stderr(&out).contains("(exit status 0 is not a success here; retry exits 22)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -906,3 +906,18 @@ fn one_long_attempt_under_output_on_failure_holds_no_more_than_the_bound_in_tmpd
         "{first}"
     );
 }
+
+#[test]
+fn an_output_rule_that_fails_an_exit_0_says_retry_exits_1_instead() {
+    let out = support::retry()
+        .args(["-n", "2", "-d", "0", "--retry-if-output", "busy", "--"])
+        .args(["echo", "busy"])
+        .run();
+    out.assert().code(1);
+    assert_eq!(out.stdout, b"busy\nbusy\n");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("attempts used up (exit status 0 is not a success here; retry exits 1)"),
+        "{log}"
+    );
+}
