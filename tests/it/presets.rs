@@ -21,6 +21,18 @@ fn sysexits_retries_ex_tempfail_only() {
     assert_eq!(attempts("sysexits", "exit 78"), 1);
 }
 
+/// docs/http.md: the curl preset's retried statuses work as `--retry-on`: what curl does
+/// not document is not retried, and what it documents as transient is.
+#[test]
+fn curl_retries_what_its_manual_calls_transient_and_nothing_it_does_not_document() {
+    assert_eq!(attempts("curl", "exit 28"), 3);
+    assert_eq!(attempts("curl", "exit 6"), 3);
+    assert_eq!(attempts("curl", "exit 3"), 1);
+    for undocumented in ["exit 20", "exit 101", "kill -9 $$"] {
+        assert_eq!(attempts("curl", undocumented), 1, "{undocumented}");
+    }
+}
+
 #[test]
 fn ssh_retries_its_own_errors_but_not_a_refused_login_or_the_remote_commands_failure() {
     assert_eq!(

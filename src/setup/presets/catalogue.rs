@@ -13,8 +13,8 @@
 //! 5, 6, 12 and 28, retries 7 with `--retry-connrefused`, and retries 22 only for the HTTP
 //! statuses 408, 429, 500, 502, 503 and 504; this preset is broader, as a retry wrapper sees
 //! only the exit status. Statuses the man page does not list (20, 24, 29, 32, 40, 44, 46, 50,
-//! 51, 57, 62, 75, 76, 81: obsolete or library-only) are in neither list and so fall back to
-//! the default rules.
+//! 51, 57, 62, 75, 76, 81: obsolete or library-only) are in neither list; since the preset's
+//! transient list works as `--retry-on`, they are not retried.
 
 use super::{Code, Preset, Seen};
 
