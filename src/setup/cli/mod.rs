@@ -161,8 +161,9 @@ DUR:         250ms, 1.5s, 2m, 1h 30m, or a bare number of seconds (at most 1y)
 LIST:        exit statuses, ranges and signals, as 1,5-7,75,SIGKILL
 Exit status: the last attempt's, or the signal that killed it: retry ends by it
              too; 124 timed out; 125 bad usage or retry's own failure; 126/127
-             cannot run / not found; 75 refused, the --key's breaker being open;
-             cancelled by a signal (Ctrl-C, TERM): retry ends by that signal
+             cannot run / not found; 75 refused: the --key's breaker is open, or
+             its store is down and --state-fail is closed; cancelled by a
+             signal (Ctrl-C, TERM): retry ends by that signal
 HTTP:        retry --preset curl -- curl -fsS -D {hints} URL: retry reads the
              status from curl's header dump and waits as Retry-After asks
 Presets:     curl, sysexits, ssh, git, apt (--preset NAME; -p NAME is a config
