@@ -82,6 +82,10 @@ pub struct Entry {
     pub cancelled: Option<String>,
     /// On the give-up line: retry ends by the signal that killed the command.
     pub reraises: Option<i32>,
+    /// On the give-up line: the status retry exits with instead of the last attempt's, which
+    /// counted as success though the run failed (an HTTP status, an output rule,
+    /// `--success-on` without 0).
+    pub exits_instead: Option<i32>,
 }
 
 /// What every log entry of a run with `--key` tells of the key's state.
@@ -114,6 +118,7 @@ impl Entry {
             policy: None,
             cancelled: None,
             reraises: None,
+            exits_instead: None,
         }
     }
 
@@ -484,6 +489,12 @@ fn text(e: &Entry, colour: bool) -> String {
                 Some(name) => format!("{last}; retry ends by {name} too, as the command did"),
                 None => last,
             };
+            let last = match (e.exits_instead, e.status_number()) {
+                (Some(exit), Some(status)) => format!(
+                    "{last}; retry exits {exit}: exit status {status} is not a success here"
+                ),
+                _ => last,
+            };
             format!(
                 "retry: {} after {} in {}: {reason}{last}{command}",
                 paint("giving up", BOLD_RED),
@@ -562,6 +573,9 @@ struct Json<'a> {
     duration_ms: Option<u128>,
     delay_ms: Option<u128>,
     reason: Option<&'a str>,
+    /// The give-up's exit status, where it is not the command's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit: Option<i32>,
     elapsed_ms: u128,
     timestamp: String,
     level: u32,
@@ -585,6 +599,7 @@ fn json(e: &Entry, level: u32) -> String {
         duration_ms: e.duration.map(|d| d.as_millis()),
         delay_ms: e.delay.map(|d| d.as_millis()),
         reason: e.reason.as_deref(),
+        exit: e.exits_instead,
         elapsed_ms: e.elapsed.as_millis(),
         timestamp: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         level,

@@ -545,23 +545,19 @@ impl<'a> Reporter<'a> {
         // with instead of the command's.
         let instead = match (outcome, end.status) {
             (Outcome::Failure, Status::Code(code)) if end.stopped.is_none() => match exit {
-                Exit::Code(0) => Some((code, Exit::OUTPUT_FAILED)),
-                Exit::HTTP_FAILED | Exit::OUTPUT_FAILED if exit.status() != code => {
-                    Some((code, exit))
-                }
+                Exit::Code(0) => Some(Exit::OUTPUT_FAILED),
+                Exit::HTTP_FAILED | Exit::OUTPUT_FAILED if exit.status() != code => Some(exit),
                 _ => None,
             },
             _ => None,
         };
-        let exit = if let Some((code, exit)) = instead {
-            e.reason = Some(format!(
-                "{why} (exit status {code} is not a success here; retry exits {})",
-                exit.status()
-            ));
-            exit
-        } else {
-            e.reason = Some(why.to_string());
-            exit
+        e.reason = Some(why.to_string());
+        let exit = match instead {
+            Some(exit) => {
+                e.exits_instead = Some(exit.status());
+                exit
+            }
+            None => exit,
         };
         self.log.write(&e);
         exit

@@ -63,7 +63,7 @@ pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
             ),
             (
                 "--log-format json",
-                "one JSON object per event, with event, attempt, max_attempts, status, signal, duration_ms, delay_ms, reason, elapsed_ms, timestamp, level; command and name on give_up and success; key, breaker, probe and tokens with --key.",
+                "one JSON object per event, with event, attempt, max_attempts, status, signal, duration_ms, delay_ms, reason, elapsed_ms, timestamp, level; command and name on give_up and success; exit on give_up when retry exits 22 or 1 for an attempt that exited 0; key, breaker, probe and tokens with --key.",
             ),
             (
                 "events",

@@ -247,6 +247,23 @@ fn three_failures_fail_the_step_with_total_attempts_3_and_exit_code_1() {
 }
 
 #[test]
+fn a_failure_at_exit_0_says_which_status_the_step_exits_with_instead() {
+    let job = Job::new();
+    let run = job.run(&[
+        ("command", "echo busy"),
+        ("max_attempts", "2"),
+        ("retry_wait_seconds", "0"),
+        ("args", "--retry-if-output busy"),
+    ]);
+    run.assert().code(1);
+    assert_eq!(job.output("exit_code"), "1");
+    assert_eq!(
+        job.output("exit_error"),
+        "attempts used up; last exit status 0; retry exits 1"
+    );
+}
+
+#[test]
 fn a_success_at_the_second_attempt_passes_with_total_attempts_2() {
     let job = Job::new();
     let run = job.run(&[

@@ -54,7 +54,8 @@ fn without_fail_a_503_that_never_recovers_does_not_exit_0() {
     assert_eq!(out.code(), Some(22), "{}", stderr(&out));
     // curl exited 0: the give-up line says why retry's status is not the command's.
     assert!(
-        stderr(&out).contains("(exit status 0 is not a success here; retry exits 22)"),
+        stderr(&out)
+            .contains("last exit status 0; retry exits 22: exit status 0 is not a success here;"),
         "{}",
         stderr(&out)
     );

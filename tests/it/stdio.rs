@@ -578,7 +578,7 @@ retry: --- output of attempt 1/2 ---
 retry: attempt 1/2 failed: exit status 0 after [ELAPSED] (retryable: HTTP status 503); retrying in 0ms
 retry: --- output of attempt 2/2 ---
 retry: attempt 2/2 failed: exit status 0 after [ELAPSED] (HTTP status 503; not retried: attempts used up)
-retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; command: curl -sS -D {hints} http://127.0.0.1:[..]/
+retry: giving up after 2 attempts in [ELAPSED]: attempts used up; last exit status 0; retry exits 22: exit status 0 is not a success here; command: curl -sS -D {hints} http://127.0.0.1:[..]/
 
 "#]];
     let held = run(None);
@@ -917,7 +917,7 @@ fn an_output_rule_that_fails_an_exit_0_says_retry_exits_1_instead() {
     assert_eq!(out.stdout, b"busy\nbusy\n");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(
-        log.contains("attempts used up (exit status 0 is not a success here; retry exits 1)"),
+        log.contains("attempts used up; last exit status 0; retry exits 1: exit status 0 is not a success here;"),
         "{log}"
     );
 }

@@ -52,7 +52,38 @@ fn a_run_that_gives_up_never_exits_zero() {
     // A fatal 0 gives up at once, and still does not exit 0.
     let r = run(&["--success-on", "3", "--fatal-on", "0", "--", "true"]);
     r.assert().code(1);
-    r.assert().stderr(predicate::str::contains("exit status 0"));
+    r.assert().stderr(predicate::str::contains(
+        "retry exits 1: exit status 0 is not a success here",
+    ));
+    // The JSON log's give-up says the same with an `exit` field, there only.
+    let r = run(&[
+        "--success-on",
+        "3",
+        "-n",
+        "1",
+        "--log-format",
+        "json",
+        "--",
+        "true",
+    ]);
+    r.assert().code(1);
+    let events: Vec<Value> = r
+        .stderr()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let exits: Vec<_> = events
+        .iter()
+        .map(|e| (&e["event"], e.get("exit")))
+        .collect();
+    assert_eq!(
+        exits,
+        [
+            (&"failure".into(), None),
+            (&"give_up".into(), Some(&1.into()))
+        ],
+        "{events:?}"
+    );
 }
 
 #[test]
