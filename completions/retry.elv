@@ -56,7 +56,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --color 'When the text log on stderr colours its verdict words, and --explain --fleet its chart on stdout. auto: NO_COLOR set and not empty means no colour, else CLICOLOR_FORCE set and not 0 means colour, else colour on a terminal. always and never win over both. A --log-file has none'
             cand --on-retry 'Run CMD through `sh -c` before each wait, with the RETRY_* environment, RETRY_STATUS (the failed attempt''s status) and RETRY_NEXT_DELAY_MS. Its failure is only logged'
             cand --on-giveup 'Run CMD through `sh -c` when retry gives up, with the RETRY_* environment, RETRY_STATUS and RETRY_REASON. Its failure is only logged'
-            cand --hook-timeout 'Longest a hook may run before its process group is stopped'
+            cand --hook-timeout 'Longest a hook may run before its process group is stopped (0: no limit). --on-retry is stopped at --max-time too, as the wait it runs in is'
             cand --summary 'Write a JSON summary of the run to FILE at the end (attempts, statuses, time running and waiting, outcome, reason)'
             cand --metrics 'Write Prometheus metrics to FILE at the end, atomically, for node_exporter''s textfile collector; counters carry on from the file''s previous version'
             cand --name 'The job''s name in the summary and the metrics'' `name` label [default: the command''s file name]'

@@ -184,7 +184,7 @@ complete -c retry -n 'not __retry_command_started' -l log-time -d 'Begin each te
 complete -c retry -n 'not __retry_command_started' -l color -x -a '(__retry_values color)' -d 'When the text log on stderr colours its verdict words'
 complete -c retry -n 'not __retry_command_started' -l on-retry -x -d 'Run CMD through `sh -c` before each wait, with the RETRY_* environment'
 complete -c retry -n 'not __retry_command_started' -l on-giveup -x -d 'Run CMD through `sh -c` when retry gives up'
-complete -c retry -n 'not __retry_command_started' -l hook-timeout -x -d 'Longest a hook may run before its process group is stopped'
+complete -c retry -n 'not __retry_command_started' -l hook-timeout -x -d 'Longest a hook may run before its process group is stopped (0: no limit)'
 complete -c retry -n 'not __retry_command_started' -l summary -r -F -d 'Write a JSON summary of the run to FILE at the end'
 complete -c retry -n 'not __retry_command_started' -l metrics -r -F -d 'Write Prometheus metrics to FILE at the end, atomically'
 complete -c retry -n 'not __retry_command_started' -l name -x -d 'The job\'s name in the summary and the metrics\' `name` label'

@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 use super::group::group_alive;
 use super::signals::Signals;
 use super::status::status_of;
+use super::world::HookLimits;
 use crate::env;
 use crate::policy::escalation::{Escalation, STRAGGLER_POLL};
 use crate::policy::status::Status;
@@ -22,13 +23,13 @@ const GRACE: Duration = Duration::from_secs(1);
 
 /// Runs `command` through `sh -c` with `vars` added to the environment, in a process group of
 /// its own, stdout to retry's stderr (stdout belongs to the command being retried). After
-/// `timeout`, or as soon as a signal that cancels the run arrives (left pending for the loop),
+/// the first of its `limits`, or as soon as a signal that cancels the run arrives (left pending for the loop),
 /// the group gets SIGTERM, and a second later SIGKILL if anything of it is left: the
 /// [`Escalation`] of an attempt, with a grace of its own.
 pub fn run(
     command: &str,
     vars: &[(OsString, OsString)],
-    timeout: Duration,
+    limits: HookLimits,
     signals: &mut Signals,
 ) -> Result<Status, String> {
     // The hook's end wakes the wait below by SIGCHLD, watched before the hook starts so that
@@ -37,7 +38,7 @@ pub fn run(
         .watch_children()
         .map_err(|e| format!("cannot watch for its end: {e}"))?;
     let child = spawn(command, vars)?;
-    watch(child, timeout, signals)
+    watch(child, limits, signals)
 }
 
 /// Starts `sh -c command` in a process group of its own, with `vars` and without an attempt's
@@ -71,7 +72,7 @@ fn spawn(command: &str, vars: &[(OsString, OsString)]) -> Result<Child, String> 
 
 /// Waits for the hook's end, stopping its group at `timeout` or when the run is cancelled,
 /// and waiting for what is left of the group once it was asked to stop.
-fn watch(mut child: Child, timeout: Duration, signals: &mut Signals) -> Result<Status, String> {
+fn watch(mut child: Child, limits: HookLimits, signals: &mut Signals) -> Result<Status, String> {
     let group = Pid::from_raw(child.id() as i32);
     let started = Instant::now();
     let mut escalation = Escalation::default();
@@ -102,7 +103,7 @@ fn watch(mut child: Child, timeout: Duration, signals: &mut Signals) -> Result<S
                 // SIGKILL ends any process but one stuck in the kernel: wait no longer.
                 return Err(format!("{why}; some of its processes outlived SIGKILL"));
             }
-        } else if let Some(why) = reason_to_stop(signals, now, timeout) {
+        } else if let Some(why) = reason_to_stop(signals, now, limits) {
             let _ = killpg(group, Signal::SIGTERM);
             escalation.ask(now, GRACE);
             stopped = Some(why);
@@ -111,30 +112,32 @@ fn watch(mut child: Child, timeout: Duration, signals: &mut Signals) -> Result<S
             escalation.wake(now, ended.is_some()),
             killed_at.map(|at| at + GRACE),
             killed_at.map(|_| now + STRAGGLER_POLL),
-            stopped.is_none().then_some(timeout),
+            limits.timeout.filter(|_| stopped.is_none()),
+            limits.deadline.filter(|_| stopped.is_none()),
         ]
         .into_iter()
         .flatten()
-        .min()
-        .unwrap_or(timeout);
-        let left = wake.saturating_sub(now).max(Duration::from_millis(1));
+        .min();
+        let left = wake.map(|wake| wake.saturating_sub(now).max(Duration::from_millis(1)));
         let mut fds = [PollFd::new(signals.fd(), PollFlags::POLLIN)];
         // The hook's end (SIGCHLD) or a signal wakes this; EINTR is one of them.
-        let _ = super::pipe::wait(&mut fds, Some(left));
+        let _ = super::pipe::wait(&mut fds, left);
         signals.drain();
     }
 }
 
 /// Why the hook is to be stopped now, if it is: the run was cancelled, or its time is up.
-fn reason_to_stop(signals: &Signals, now: Duration, timeout: Duration) -> Option<String> {
+fn reason_to_stop(signals: &Signals, now: Duration, limits: HookLimits) -> Option<String> {
     if signals.cancel_pending() {
-        Some("stopped: the run was cancelled".to_string())
-    } else if now >= timeout {
-        Some(format!(
-            "timed out after {}",
-            crate::policy::duration::human(timeout)
-        ))
-    } else {
-        None
+        return Some("stopped: the run was cancelled".to_string());
+    }
+    let human = crate::policy::duration::human;
+    match (limits.timeout, limits.deadline) {
+        (Some(timeout), _) if now >= timeout => Some(format!("timed out after {}", human(timeout))),
+        (_, Some(deadline)) if now >= deadline => Some(format!(
+            "stopped after {}: --max-time reached",
+            human(deadline)
+        )),
+        _ => None,
     }
 }

@@ -58,12 +58,13 @@ pub trait World {
     /// `less` quits). Asked only before a retry: the run then ends as a shell pipeline would,
     /// since every further attempt's output would have nowhere to go.
     fn output_gone(&self) -> bool;
-    /// Runs a hook command with these variables added to the run's environment.
+    /// Runs a hook command with these variables added to the run's environment, stopped at
+    /// the first of its `limits`.
     fn hook(
         &mut self,
         command: &str,
         vars: Vec<(String, String)>,
-        timeout: Duration,
+        limits: HookLimits,
     ) -> Result<Status, String>;
     /// Why no further attempt can be given what this one had, if that is so: stdin that could
     /// not be recorded for replay. Asked only before a retry.
@@ -74,6 +75,16 @@ pub trait World {
     /// stdout then, else to stderr). Fails when output that retry carries for the attempt
     /// could not be delivered.
     fn finish(&mut self, last: bool) -> Result<(), String>;
+}
+
+/// When a hook is stopped, counted from its start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HookLimits {
+    /// `--hook-timeout`; `None` for none.
+    pub timeout: Option<Duration>,
+    /// The time left before `--max-time`, for a hook that runs within the run (`--on-retry`);
+    /// `None` when nothing bounds the run, or for `--on-giveup`, which runs once it is over.
+    pub deadline: Option<Duration>,
 }
 
 /// What the child is told about its attempt (the `RETRY_*` environment).

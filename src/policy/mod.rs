@@ -148,7 +148,8 @@ impl Default for Nesting {
 pub struct Hooks {
     pub on_retry: Option<String>,
     pub on_giveup: Option<String>,
-    pub timeout: Duration,
+    /// `--hook-timeout`; `None` for 0, no limit.
+    pub timeout: Option<Duration>,
 }
 
 /// Which HTTP statuses are retried and which are fatal.

@@ -97,7 +97,7 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
         ("log", log(p)),
         ("on-retry", hook(p.hooks.on_retry.as_deref())),
         ("on-giveup", hook(p.hooks.on_giveup.as_deref())),
-        ("hook-timeout", human(p.hooks.timeout)),
+        ("hook-timeout", opt(p.hooks.timeout)),
         ("summary", file(p.summary.as_deref())),
         ("metrics", file(p.metrics.as_deref())),
         ("name", p.name.clone()),

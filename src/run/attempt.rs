@@ -12,7 +12,7 @@ use super::gate::{Admission, Gate};
 use super::supervise::supervise;
 use crate::env;
 use crate::exit::Exit;
-use crate::platform::world::{AttemptEnv, Event, World};
+use crate::platform::world::{AttemptEnv, Event, HookLimits, World};
 use crate::policy::Policy;
 use crate::policy::breaker::Attempt;
 use crate::policy::judgement::{self, Decision, Ended, Next, Overrule, SaidFailed};
@@ -285,7 +285,17 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
         }
         let hook_from = self.world.elapsed();
         let vars = || env::on_retry(end.number(), delay);
-        self.hook(self.policy.hooks.on_retry.as_deref(), "--on-retry", vars);
+        // Within the run: the deadline stops it as it would the wait.
+        let deadline = self
+            .policy
+            .max_time
+            .map(|max| max.saturating_sub(self.world.elapsed()));
+        self.hook(
+            self.policy.hooks.on_retry.as_deref(),
+            "--on-retry",
+            deadline,
+            vars,
+        );
         let hook_ran = self.world.elapsed().saturating_sub(hook_from);
         let woke = self.sleep(wake);
         self.rep.slept(
@@ -327,19 +337,36 @@ impl<'a, W: World, R: Rng + ?Sized> Attempts<'a, W, R> {
             .giving_up(now, end, &why, names_status, outcome, exit);
         if outcome != Outcome::Cancelled {
             let vars = || env::on_giveup(end.number(), &why);
-            self.hook(self.policy.hooks.on_giveup.as_deref(), "--on-giveup", vars);
+            // The run is over: the hook has its own --hook-timeout, whatever --max-time left.
+            self.hook(
+                self.policy.hooks.on_giveup.as_deref(),
+                "--on-giveup",
+                None,
+                vars,
+            );
         }
         self.rep.end(self.world.elapsed(), outcome, why, exit);
         exit
     }
 
     /// Runs a hook, if one is given, with the attempt's variables and its own (`vars`, made only
-    /// for a hook); logs its failure.
-    fn hook(&mut self, command: Option<&str>, flag: &str, vars: impl FnOnce() -> Vec<env::Var>) {
+    /// for a hook), stopped by `--hook-timeout` or the `deadline` left, whichever comes first;
+    /// logs its failure.
+    fn hook(
+        &mut self,
+        command: Option<&str>,
+        flag: &str,
+        deadline: Option<Duration>,
+        vars: impl FnOnce() -> Vec<env::Var>,
+    ) {
         let Some(command) = command else { return };
         let mut vars = vars();
         vars.extend(env::attempt(self.attempt, self.pacing.max_attempts()));
-        let (status, failure) = match self.world.hook(command, vars, self.policy.hooks.timeout) {
+        let limits = HookLimits {
+            timeout: self.policy.hooks.timeout,
+            deadline,
+        };
+        let (status, failure) = match self.world.hook(command, vars, limits) {
             Ok(Status::Code(0)) => return,
             Ok(status) => (Some(status), status.to_string()),
             Err(why) => (None, why),

@@ -6,7 +6,7 @@ use super::fake::*;
 use crate::exit::Exit;
 use crate::policy::status::SIGHUP;
 
-use crate::platform::world::{Event, Findings, SpawnError};
+use crate::platform::world::{Event, Findings, HookLimits, SpawnError};
 use crate::policy::output_rules::Found;
 use crate::policy::status::Status;
 use crate::report::summary::Outcome;
@@ -520,6 +520,51 @@ fn on_retry_runs_before_each_wait_within_it_and_on_giveup_once_at_the_end() {
     );
     // The 50 ms hook ran within the 1 s wait, not before it.
     assert_eq!(r.world.slept[0], ms(950));
+}
+
+#[test]
+fn on_retry_is_stopped_by_max_time_as_the_wait_is_and_on_giveup_by_its_own_limit_alone() {
+    let args = [
+        "-n",
+        "2",
+        "-d",
+        "1s",
+        "--jitter",
+        "none",
+        "--max-time",
+        "10s",
+        "--hook-timeout",
+        "3s",
+        "--on-retry",
+        "r",
+        "--on-giveup",
+        "g",
+    ];
+    let r = run_with(&args, Fake::new([exits(7, 400), exits(7, 400)]));
+    let limits = |timeout, deadline| HookLimits { timeout, deadline };
+    assert_eq!(
+        r.world.hook_limits,
+        [
+            // Started 400 ms into the run: 9.6 s of --max-time left.
+            limits(Some(ms(3000)), Some(ms(9600))),
+            limits(Some(ms(3000)), None),
+        ]
+    );
+    // --hook-timeout 0 is no limit, as every other 0 limit is.
+    let r = run_with(
+        &[
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--hook-timeout",
+            "0",
+            "--on-retry",
+            "r",
+        ],
+        Fake::new([exits(1, 5), exits(0, 5)]),
+    );
+    assert_eq!(r.world.hook_limits, [limits(None, None)]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::policy::status::{SIGINT, SIGKILL, SIGTERM, SIGUSR1};
 
 use super::attempt::Attempts;
 use crate::exit::Exit;
-use crate::platform::world::{AttemptEnv, Event, Findings, SpawnError, World};
+use crate::platform::world::{AttemptEnv, Event, Findings, HookLimits, SpawnError, World};
 use crate::policy::status::Status;
 use crate::report::log::Log;
 use crate::report::summary::Summary;
@@ -64,6 +64,8 @@ pub struct Fake {
     pub findings: VecDeque<Findings>,
     /// Each hook run.
     pub hooks: Vec<HookRun>,
+    /// Each hook run's limits.
+    pub hook_limits: Vec<HookLimits>,
     /// Nothing reads retry's output.
     pub output_gone: bool,
     /// When the run was suspended (Ctrl-Z).
@@ -178,10 +180,15 @@ impl World for Fake {
         &mut self,
         command: &str,
         vars: Vec<(String, String)>,
-        timeout: Duration,
+        limits: HookLimits,
     ) -> Result<Status, String> {
         self.hooks.push((self.now, command.to_string(), vars));
-        self.now += timeout.min(ms(50));
+        self.hook_limits.push(limits);
+        let limit = [limits.timeout, limits.deadline]
+            .into_iter()
+            .flatten()
+            .min();
+        self.now += limit.map_or(ms(50), |t| t.min(ms(50)));
         Ok(Status::Code(if command == "fail" { 1 } else { 0 }))
     }
 

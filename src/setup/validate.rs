@@ -97,7 +97,7 @@ pub(super) fn build(cli: Cli) -> Result<(Policy, Option<KeySettings>), UsageErro
         hooks: Hooks {
             on_retry: cli.reports.on_retry,
             on_giveup: cli.reports.on_giveup,
-            timeout: set.hook_timeout,
+            timeout: limit(Some(set.hook_timeout)),
         },
         named: cli.reports.name.is_some(),
         summary: cli.reports.summary,

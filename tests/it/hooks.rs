@@ -534,6 +534,58 @@ retry: --on-giveup hook failed: timed out after 200ms
 }
 
 #[test]
+fn max_time_stops_an_on_retry_hook_as_it_stops_the_wait_and_on_giveup_still_runs() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run_hooked(
+        &dir,
+        "3",
+        &[
+            "--max-time",
+            "500ms",
+            "--on-retry",
+            "sleep 30",
+            "--on-giveup",
+            r#"echo "$RETRY_REASON" > "$OUT/reason""#,
+        ],
+        "exit 2",
+    );
+    assert!(r.took < QUICK, "took {:?}", r.took);
+    r.assert().code(2);
+    assert_output(
+        r.stderr(),
+        str![[r#"
+retry: attempt 1/3 failed: exit status 2 after [ELAPSED] (retryable); retrying in 0ms
+retry: --on-retry hook failed: stopped after [..]: --max-time reached
+retry: giving up after 1 attempt in [ELAPSED]: --max-time reached while waiting; last exit status 2; command: sh -c 'exit 2'
+
+"#]],
+    );
+    assert_eq!(
+        read(dir.path().join("reason")),
+        "--max-time reached while waiting\n"
+    );
+}
+
+#[test]
+fn hook_timeout_0_lets_a_hook_run_to_its_end() {
+    let dir = TempDir::new().expect("temp dir");
+    let r = run_hooked(
+        &dir,
+        "2",
+        &[
+            "--hook-timeout",
+            "0",
+            "--on-retry",
+            "sleep 0.3; echo hook done",
+        ],
+        r#"[ "$RETRY_ATTEMPT" = 2 ]"#,
+    );
+    r.assert().code(0);
+    assert!(r.stderr().contains("hook done"), "{}", r.stderr());
+    assert!(!r.stderr().contains("hook failed"), "{}", r.stderr());
+}
+
+#[test]
 fn a_hook_that_ignores_term_is_killed_a_second_later() {
     let dir = TempDir::new().expect("temp dir");
     let r = run_hooked(

@@ -28,7 +28,7 @@ use super::stdin::Input;
 use super::terminal::Terminal;
 use super::transcript::Transcript;
 use super::watcher::Watcher;
-use super::world::{AttemptEnv, Event, SpawnError, World};
+use super::world::{AttemptEnv, Event, HookLimits, SpawnError, World};
 use crate::env;
 use crate::exit::Exit;
 use crate::policy::judgement::{Findings, Unstarted};
@@ -581,7 +581,7 @@ impl World for Process {
         &mut self,
         command: &str,
         vars: Vec<(String, String)>,
-        timeout: Duration,
+        limits: HookLimits,
     ) -> Result<Status, String> {
         let vars: Vec<(OsString, OsString)> = vars
             .into_iter()
@@ -592,7 +592,7 @@ impl World for Process {
                     .map(|(name, value)| ((*name).into(), value.clone())),
             )
             .collect();
-        super::hooks::run(command, &vars, timeout, &mut self.signals)
+        super::hooks::run(command, &vars, limits, &mut self.signals)
     }
 
     fn output_gone(&self) -> bool {

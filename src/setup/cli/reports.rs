@@ -22,7 +22,8 @@ pub struct Reports {
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
     pub on_giveup: Option<String>,
 
-    /// Longest a hook may run before its process group is stopped.
+    /// Longest a hook may run before its process group is stopped (0: no limit). --on-retry
+    /// is stopped at --max-time too, as the wait it runs in is.
     #[arg(long, value_name = "DUR", value_parser = duration::parse, allow_hyphen_values = true)]
     pub hook_timeout: Option<Duration>,
 
