@@ -67,7 +67,7 @@ pub const MANUAL: [(&str, &[(&str, &str)]); 3] = [
             ),
             (
                 "events",
-                "policy and start (-v), failure, success, reset, signal, terminal_cancel, stop, not_started, hook, warning, give_up, state, refused, report.",
+                "policy, splay and start (-v), failure, success, reset, signal, terminal_cancel, stop, not_started, hook, warning, give_up, state, refused, report.",
             ),
             (
                 "levels",
