@@ -15,15 +15,31 @@ pub const LONGEST: Duration = Duration::from_secs(31_557_600);
 /// A humantime duration (`250ms`, `1.5s`, `1h 30m`) or a bare number of seconds (`0.5`), at
 /// most [`LONGEST`].
 pub fn parse(s: &str) -> Result<Duration, BadValue> {
+    match read(s)? {
+        Some(d) if d <= LONGEST => Ok(d),
+        _ => Err(too_long(s)),
+    }
+}
+
+/// A duration asked for by someone else (a `retry-after=` hint), where a long one is capped
+/// later rather than refused: as [`parse`], but any length, `Duration::MAX` for one beyond
+/// what a `Duration` holds; `None` for what is not a duration.
+pub fn parse_uncapped(s: &str) -> Option<Duration> {
+    read(s).ok().map(|d| d.unwrap_or(Duration::MAX))
+}
+
+fn too_long(given: &str) -> BadValue {
+    BadValue::new(
+        "too long a duration",
+        given,
+        "the longest is 1y (365.25 days)",
+    )
+}
+
+/// The duration `s` says, `None` for one longer than a `Duration` holds.
+fn read(s: &str) -> Result<Option<Duration>, BadValue> {
     let given = s;
     let s = s.trim();
-    let too_long = || {
-        BadValue::new(
-            "too long a duration",
-            given,
-            "the longest is 1y (365.25 days)",
-        )
-    };
     // humantime reads "5 10m" as 510m and "1 30s" as 130s: it joins the digits of a number
     // that has no unit to the next one (humantime issue 69). Every number but a lone one
     // needs its unit.
@@ -37,24 +53,50 @@ pub fn parse(s: &str) -> Result<Duration, BadValue> {
             ),
         ));
     }
-    let d = match s.parse::<f64>() {
-        Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|_| {
-            if secs.is_finite() && secs > 0.0 {
-                too_long()
-            } else {
-                BadValue::new("not a duration of zero or more", given, SYNTAX)
-            }
-        })?,
+    match s.parse::<f64>() {
+        Ok(secs) => match Duration::try_from_secs_f64(secs) {
+            Ok(d) => Ok(Some(d)),
+            Err(_) if secs.is_finite() && secs > 0.0 => Ok(None),
+            Err(_) => Err(BadValue::new(
+                "not a duration of zero or more",
+                given,
+                SYNTAX,
+            )),
+        },
         // humantime's own message lists every unit it knows: the syntax says more in less.
-        Err(_) => humantime::parse_duration(s).map_err(|e| match e {
-            humantime::DurationError::NumberOverflow => too_long(),
-            _ => BadValue::new("not a duration", given, SYNTAX),
-        })?,
-    };
-    if d > LONGEST {
-        return Err(too_long());
+        Err(_) => match humantime::parse_duration(s) {
+            Ok(d) => Ok(Some(d)),
+            // Overflow is told before the units are read: only a duration whose numbers, made
+            // small, read as one is too long; any other is no duration.
+            Err(humantime::DurationError::NumberOverflow)
+                if humantime::parse_duration(&small(s)).is_ok() =>
+            {
+                Ok(None)
+            }
+            Err(humantime::DurationError::NumberOverflow) => {
+                Err(BadValue::new("not a duration", given, SYNTAX))
+            }
+            Err(_) => Err(BadValue::new("not a duration", given, SYNTAX)),
+        },
     }
-    Ok(d)
+}
+
+/// `s` with each run of digits made `1`: its units and shape, without its size.
+fn small(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_digits = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('1');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    out
 }
 
 /// The first number of `s` that is followed, after spaces, by another number: a number
@@ -156,6 +198,10 @@ mod tests {
             let err = parse(bad).expect_err(bad);
             assert_eq!(err.what, "too long a duration", "{bad}: {err}");
             assert_eq!(err.value, bad, "{err}");
+        }
+        // A number too big for humantime with no unit it knows is no duration at all.
+        for bad in ["99999999999999999999x", "99999999999999999999 fortnights"] {
+            assert_eq!(parse(bad).expect_err(bad).what, "not a duration", "{bad}");
         }
     }
 

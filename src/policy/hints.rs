@@ -43,7 +43,8 @@ impl RetryAfter {
         if let Ok(at) = httpdate::parse_http_date(value) {
             return Some(RetryAfter::At(at));
         }
-        super::duration::parse(value).ok().map(RetryAfter::Delay)
+        // Longer than any flag takes is still a wait asked for: capped, not dropped.
+        super::duration::parse_uncapped(value).map(RetryAfter::Delay)
     }
 }
 
@@ -188,6 +189,20 @@ mod tests {
         // Not digits alone: not a number of seconds, however long.
         let dump = "HTTP/1.1 503 x\r\nRetry-After: 99999999999999999999x\r\n\r\n";
         assert_eq!(Hint::parse(dump).retry_after, None);
+    }
+
+    #[test]
+    fn a_retry_after_hint_longer_than_any_flag_takes_is_kept_to_be_capped() {
+        let hint = |value: &str| Hint::parse(&format!("retry-after={value}\n")).retry_after;
+        let delay = |secs| Some(RetryAfter::Delay(Duration::from_secs(secs)));
+        assert_eq!(hint("2y"), delay(2 * 31_557_600));
+        assert_eq!(hint("100000h"), delay(360_000_000));
+        // Past what a Duration holds: the longest wait, as for digits past u64.
+        let longest = Some(RetryAfter::Delay(Duration::MAX));
+        assert_eq!(hint("18446744073709551616s"), longest);
+        assert_eq!(hint("1e30"), longest);
+        assert_eq!(hint("soon"), None);
+        assert_eq!(hint("-5s"), None);
     }
 
     #[test]
