@@ -19,7 +19,7 @@ use super::child_fd::{self, ChildFd};
 use super::signals::Signals;
 use super::spool::Spool;
 use super::transcript::{To, Transcript};
-use crate::policy::output_rules::{Found, Rules, Scan};
+use crate::policy::output_rules::{Rules, Scan, Seen};
 
 /// How much is read from an attempt's pipe at a time.
 const CHUNK: usize = 64 * 1024;
@@ -164,7 +164,7 @@ impl Stream {
 
     /// The attempt ended: passes on the rest of its output, and returns what the rules found.
     /// A cancelled run drops what the reader downstream does not take.
-    pub fn finish(&mut self, rules: &Rules, signals: &mut Signals) -> Option<Found> {
+    pub fn finish(&mut self, rules: &Rules, signals: &mut Signals) -> Seen {
         loop {
             self.on_output(rules);
             if self.out.pending.is_empty() {
@@ -172,7 +172,10 @@ impl Stream {
             }
             self.out.flush_all(signals);
         }
-        self.current.as_mut().and_then(|c| c.scan.finish(rules))
+        self.current
+            .as_mut()
+            .map(|c| c.scan.finish(rules))
+            .unwrap_or_default()
     }
 
     /// The attempt's fate is known: its held stdout goes to stdout if it ends the run, else to

@@ -10,7 +10,7 @@ use rand::{Rng, RngExt};
 
 use super::adaptive::Estimates;
 use super::breaker::Attempt;
-use super::output_rules::Found;
+use super::output_rules::{Found, Seen};
 pub use super::pacing::Limit;
 use super::pacing::Pacing;
 use super::rules::{Class, Reason};
@@ -23,7 +23,7 @@ use crate::exit::Exit;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Findings {
     /// What the output rules found.
-    pub output: Option<Found>,
+    pub output: Seen,
     /// The status of the last HTTP response in a header dump.
     pub http_status: Option<u16>,
     /// The wait asked for by `Retry-After` or a `retry-after=` hint.
@@ -363,16 +363,18 @@ fn classify(
         .http_status
         .and_then(|code| Some((code, p.http.classify(code)?)));
     let by_status = p.rules.classify(status);
+    // A preset's patterns tell why a failing command failed; a success's output is its own.
+    let output = f.output.judging(by_status != Class::Success);
     let fatal = if f.stop {
         Some(Fatal::Stop)
-    } else if let Some(Found::Fatal(pattern)) = &f.output {
+    } else if let Some(Found::Fatal(pattern)) = &output {
         Some(Fatal::Output(pattern.clone()))
     } else if let Some((code, HttpClass::Fatal)) = http {
         Some(Fatal::Http(code))
     } else {
         None
     };
-    let retry = match (&f.output, http) {
+    let retry = match (&output, http) {
         (_, Some((code, HttpClass::Retry))) => Some(Retryable::Http(code)),
         (Some(Found::Retry(pattern)), _) => Some(Retryable::Output(pattern.clone())),
         _ => None,

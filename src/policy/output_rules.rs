@@ -27,9 +27,47 @@ pub enum MatchStream {
 /// The output rules of a run.
 #[derive(Clone, Debug)]
 pub struct Rules {
+    /// `--retry-if-output`'s patterns, then the preset's.
     pub retry: Vec<Regex>,
+    /// `--fatal-if-output`'s patterns, then the preset's.
     pub fatal: Vec<Regex>,
+    /// How many of `retry` and of `fatal` are the user's own; the rest are a preset's, which
+    /// judge only an attempt whose status failed: `git commit -m "Fix early EOF"` that exits 0
+    /// is no failed fetch.
+    pub own: (usize, usize),
     pub stream: MatchStream,
+}
+
+/// What the rules found in an attempt's output: by the user's own patterns, which judge any
+/// attempt, and by a preset's, which judge only one whose status failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub own: Option<Found>,
+    pub preset: Option<Found>,
+}
+
+impl Seen {
+    /// What this and `other` saw together: of each kind, this one's finding, unless only
+    /// the other's is fatal.
+    pub fn or(self, other: Seen) -> Seen {
+        let stronger = |a: Option<Found>, b: Option<Found>| match a {
+            Some(a) => Some(a.or(b)),
+            None => b,
+        };
+        Seen {
+            own: stronger(self.own, other.own),
+            preset: stronger(self.preset, other.preset),
+        }
+    }
+
+    /// The finding that judges an attempt: the user's, and the preset's too when the status
+    /// `failed`; fatal wins over retry.
+    pub fn judging(&self, failed: bool) -> Option<Found> {
+        match (self.own.clone(), self.preset.clone().filter(|_| failed)) {
+            (Some(own), preset) => Some(own.or(preset)),
+            (None, preset) => preset,
+        }
+    }
 }
 
 /// What a rule found in an attempt's output.
@@ -66,14 +104,26 @@ impl Rules {
             }
     }
 
-    fn judge(&self, line: &[u8]) -> Option<Found> {
-        if let Some(re) = self.fatal.iter().find(|re| re.is_match(line)) {
-            return Some(Found::Fatal(re.as_str().to_string()));
+    /// What a line says, by the user's patterns and by the preset's.
+    fn judge(&self, line: &[u8]) -> Seen {
+        let (own_retry, own_fatal) = self.own;
+        let matching = |patterns: &[Regex]| {
+            patterns
+                .iter()
+                .find(|re| re.is_match(line))
+                .map(|re| re.as_str().to_string())
+        };
+        let one = |retry: &[Regex], fatal: &[Regex]| {
+            matching(fatal)
+                .map(Found::Fatal)
+                .or_else(|| matching(retry).map(Found::Retry))
+        };
+        let (retry, preset_retry) = self.retry.split_at(own_retry.min(self.retry.len()));
+        let (fatal, preset_fatal) = self.fatal.split_at(own_fatal.min(self.fatal.len()));
+        Seen {
+            own: one(retry, fatal),
+            preset: one(preset_retry, preset_fatal),
         }
-        self.retry
-            .iter()
-            .find(|re| re.is_match(line))
-            .map(|re| Found::Retry(re.as_str().to_string()))
     }
 }
 
@@ -81,15 +131,15 @@ impl Rules {
 #[derive(Default)]
 pub struct Scan {
     line: Vec<u8>,
-    found: Option<Found>,
+    found: Seen,
 }
 
 impl Scan {
     /// Takes the next bytes of output, in whatever pieces they come.
     pub fn feed(&mut self, rules: &Rules, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            if matches!(self.found, Some(Found::Fatal(_))) {
-                // Nothing can outrank a fatal match: stop reading.
+            if matches!(self.found.own, Some(Found::Fatal(_))) {
+                // Nothing can outrank a fatal match of the user's own: stop reading.
                 return;
             }
             let room = MAX_LINE - self.line.len();
@@ -107,18 +157,17 @@ impl Scan {
     }
 
     /// The stream ended: a last line without a newline counts too. Returns what was found.
-    pub fn finish(&mut self, rules: &Rules) -> Option<Found> {
+    pub fn finish(&mut self, rules: &Rules) -> Seen {
         if !self.line.is_empty() {
             self.end_line(rules);
         }
-        self.found.take()
+        std::mem::take(&mut self.found)
     }
 
     fn end_line(&mut self, rules: &Rules) {
         let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
-        if let Some(found) = rules.judge(line) {
-            self.found = Some(found.or(self.found.take()));
-        }
+        let seen = rules.judge(line);
+        self.found = seen.or(std::mem::take(&mut self.found));
         self.line.clear();
     }
 }
@@ -132,6 +181,7 @@ mod tests {
         Rules {
             retry: retry.iter().map(re).collect(),
             fatal: fatal.iter().map(re).collect(),
+            own: (retry.len(), fatal.len()),
             stream: MatchStream::Both,
         }
     }
@@ -144,9 +194,35 @@ mod tests {
             scan.feed(&r, piece.as_bytes());
         }
         assert_eq!(
-            scan.finish(&r),
+            scan.finish(&r).own,
             Some(Found::Retry("^Service Unavailable$".into()))
         );
+    }
+
+    #[test]
+    fn a_presets_patterns_judge_only_a_failure_and_the_users_any_attempt() {
+        let re = |p: &str| compile(p).expect("valid regex");
+        // The user's "busy" and "denied", then the preset's "early EOF" and "fatal: x".
+        let r = Rules {
+            retry: vec![re("busy"), re("early EOF")],
+            fatal: vec![re("denied"), re("fatal: x")],
+            own: (1, 1),
+            stream: MatchStream::Both,
+        };
+        let seen = |text: &str| {
+            let mut scan = Scan::default();
+            scan.feed(&r, text.as_bytes());
+            scan.finish(&r)
+        };
+        let retry = |p: &str| Some(Found::Retry(p.into()));
+        let fatal = |p: &str| Some(Found::Fatal(p.into()));
+        assert_eq!(seen("early EOF\n").judging(false), None);
+        assert_eq!(seen("early EOF\n").judging(true), retry("early EOF"));
+        assert_eq!(seen("busy\n").judging(false), retry("busy"));
+        // Fatal wins across the two: the preset's on a failure, the user's always.
+        assert_eq!(seen("busy\nfatal: x\n").judging(true), fatal("fatal: x"));
+        assert_eq!(seen("busy\nfatal: x\n").judging(false), retry("busy"));
+        assert_eq!(seen("early EOF\ndenied\n").judging(false), fatal("denied"));
     }
 
     #[test]
@@ -154,7 +230,7 @@ mod tests {
         let r = rules(&["a b"], &[]);
         let mut scan = Scan::default();
         scan.feed(&r, b"a\nb\n");
-        assert_eq!(scan.finish(&r), None);
+        assert_eq!(scan.finish(&r).own, None);
     }
 
     #[test]
@@ -164,7 +240,7 @@ mod tests {
             let mut scan = Scan::default();
             scan.feed(&r, text.as_bytes());
             assert_eq!(
-                scan.finish(&r),
+                scan.finish(&r).own,
                 Some(Found::Fatal("denied".into())),
                 "{text}"
             );
@@ -176,7 +252,7 @@ mod tests {
         let r = rules(&[], &["^fatal"]);
         let mut scan = Scan::default();
         scan.feed(&r, b"ok\nfatal: no");
-        assert_eq!(scan.finish(&r), Some(Found::Fatal("^fatal".into())));
+        assert_eq!(scan.finish(&r).own, Some(Found::Fatal("^fatal".into())));
     }
 
     #[test]
@@ -187,7 +263,7 @@ mod tests {
         long.extend_from_slice(b"needle\n");
         scan.feed(&r, &long);
         assert!(scan.line.capacity() <= MAX_LINE * 2);
-        assert_eq!(scan.finish(&r), Some(Found::Retry("needle".into())));
+        assert_eq!(scan.finish(&r).own, Some(Found::Retry("needle".into())));
     }
 
     #[test]
@@ -195,7 +271,7 @@ mod tests {
         let r = rules(&["\\xff\\xfe"], &[]);
         let mut scan = Scan::default();
         scan.feed(&r, b"\x00\xff\xfe\n");
-        assert!(scan.finish(&r).is_some());
+        assert!(scan.finish(&r).own.is_some());
     }
 
     fn matches(pattern: &str, line: &str) -> bool {

@@ -7,7 +7,7 @@ use crate::exit::Exit;
 use crate::policy::status::SIGHUP;
 
 use crate::platform::world::{Event, Findings, HookLimits, SpawnError};
-use crate::policy::output_rules::Found;
+use crate::policy::output_rules::{Found, Seen};
 use crate::policy::status::Status;
 use crate::report::summary::Outcome;
 
@@ -395,7 +395,10 @@ fn a_retry_after_cut_to_retry_after_max_that_fits_the_deadline_is_followed() {
 #[test]
 fn a_fatal_output_match_wins_over_a_retryable_http_status() {
     let found = Findings {
-        output: Some(Found::Fatal("denied".into())),
+        output: Seen {
+            own: Some(Found::Fatal("denied".into())),
+            preset: None,
+        },
         ..http(503)
     };
     let world = with_findings(Fake::new([exits(1, 5)]), [found]);
@@ -407,7 +410,10 @@ fn a_fatal_output_match_wins_over_a_retryable_http_status() {
 #[test]
 fn a_retry_output_match_retries_a_status_that_retry_on_leaves_out_but_not_fatal_on() {
     let busy = || Findings {
-        output: Some(Found::Retry("lock".into())),
+        output: Seen {
+            own: Some(Found::Retry("lock".into())),
+            preset: None,
+        },
         ..Findings::default()
     };
     let world = with_findings(Fake::new([exits(100, 5), exits(0, 5)]), [busy()]);

@@ -235,9 +235,11 @@ fn results(results: cli::Results, set: &WithDefaults) -> Result<Judging, UsageEr
         }
         None => Rules::new(results.success_on, results.retry_on, results.fatal_on),
     };
+    let own = (results.retry_if_output.len(), results.fatal_if_output.len());
     let output_rules = output_rules::Rules {
         retry: with_preset(results.retry_if_output, preset.map(|p| p.retry_if_output))?,
         fatal: with_preset(results.fatal_if_output, preset.map(|p| p.fatal_if_output))?,
+        own,
         stream: set.match_stream,
     };
     Ok(Judging {

@@ -352,3 +352,58 @@ fn a_missing_repository_over_git_protocol_is_not_retried_and_a_refused_ssh_is() 
         out.show()
     );
 }
+
+/// A preset's output patterns tell why a failing command failed: a commit whose message says
+/// "early EOF" succeeded, and is made once, not once per attempt.
+#[test]
+fn a_presets_output_patterns_do_not_judge_a_command_that_succeeded() {
+    if !support::have("git", "apt-get install git") {
+        return;
+    }
+    let repo = tempfile::TempDir::new().expect("temp dir");
+    let dir = repo.path().to_str().expect("UTF-8 path");
+    let commit = [
+        "-C",
+        dir,
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+    ];
+    let init = git(&["init", "-q", dir], None);
+    init.assert().code(0);
+    let out = git(
+        &[
+            &commit[..],
+            &["--allow-empty", "-m", "Fix early EOF handling"],
+        ]
+        .concat(),
+        None,
+    );
+    out.assert().code(0);
+    let log = git(&["-C", dir, "log", "--format=%s"], None);
+    assert_eq!(log.stdout(), "Fix early EOF handling\n");
+    // The same words from a git that failed are retried, as the preset says.
+    let failed = support::retry()
+        .args(["--preset", "git", "-n", "2", "-d", "0", "--", "sh", "-c"])
+        .arg("echo attempt; echo 'fatal: early EOF' >&2; exit 128")
+        .run();
+    assert_eq!(failed.stdout(), "attempt\nattempt\n");
+    // The user's own pattern still judges a success: that is what it is for.
+    let own = support::retry()
+        .args([
+            "--preset",
+            "git",
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--retry-if-output",
+            "early EOF",
+        ])
+        .args(["--", "echo", "early EOF"])
+        .run();
+    own.assert().code(1);
+}

@@ -556,10 +556,7 @@ impl World for Process {
     fn findings(&mut self) -> Findings {
         let stdout = self.stdout.finish(&self.rules, &mut self.signals);
         let stderr = self.stderr.finish(&self.rules, &mut self.signals);
-        let output = match (stdout, stderr) {
-            (Some(a), b) => Some(a.or(b)),
-            (None, b) => b,
-        };
+        let output = stdout.or(stderr);
         let taken = self.hints.as_ref().map(|h| h.take(self.attempt));
         let (hint, warning) = match taken {
             Some(t) => (t.hint, t.warning),

@@ -28,7 +28,7 @@ pub struct Results {
 
     /// Built-in lists of retryable and fatal statuses for a well-known command: curl, sysexits,
     /// ssh, git, apt. --retry-on replaces the preset's retryable list; --fatal-on adds to its
-    /// fatal one.
+    /// fatal one. A preset's output patterns judge only an attempt whose status failed.
     #[arg(
         long,
         value_name = "NAME",
@@ -50,7 +50,8 @@ pub struct Results {
     )]
     pub retry_if_output: Vec<regex::bytes::Regex>,
 
-    /// Never retry when a line of output matches REGEX; wins over every retry rule (repeatable).
+    /// Never retry when a line of output matches REGEX, and fail an attempt that exited 0 (the
+    /// run then exits 1); wins over every retry rule (repeatable).
     #[arg(
         long,
         value_name = "REGEX",
