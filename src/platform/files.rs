@@ -41,21 +41,36 @@ pub fn refusal(kind: io::ErrorKind, words: impl Into<String>) -> io::Error {
 pub enum LockError {
     /// Another process held it for the whole wait.
     Busy,
+    /// Another process held it when a signal that cancels the run arrived: the run answers
+    /// the signal rather than wait.
+    Cancelled,
     Io(io::Error),
 }
 
 /// Opens (creating it with `mode`) the lock file at `path` and takes its exclusive lock,
-/// waiting up to `wait` for another process to let it go; the lock is let go when the file is
-/// dropped. Only a regular file is a lock. `path` is followed as the user named it; the
-/// files retry keeps for itself are locked through [`Dir::lock_file`], which refuses links.
+/// waiting up to `wait` for another process to let it go, and no longer once a signal that
+/// cancels the run has arrived; the lock is let go when the file is dropped. Only a regular
+/// file is a lock, and never through a link: a FIFO planted there is refused without waiting
+/// for a reader, and a link cannot make retry create a file elsewhere. The files retry keeps
+/// for itself are locked through [`Dir::lock_file`].
 pub fn lock(path: &Path, mode: u32, wait: Duration) -> Result<File, LockError> {
     let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .mode(mode)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
         .open(path)
-        .map_err(LockError::Io)?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => {
+                LockError::Io(refusal(io::ErrorKind::Other, "it is not a regular file"))
+            }
+            Some(nix::libc::ELOOP) => LockError::Io(refusal(
+                io::ErrorKind::Other,
+                "it is a symbolic link, which retry does not follow for a lock",
+            )),
+            _ => LockError::Io(e),
+        })?;
     if !file.metadata().map_err(LockError::Io)?.is_file() {
         return Err(LockError::Io(refusal(
             io::ErrorKind::Other,
@@ -67,6 +82,9 @@ pub fn lock(path: &Path, mode: u32, wait: Duration) -> Result<File, LockError> {
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) if super::signals::cancelling_arrived() => {
+                return Err(LockError::Cancelled);
+            }
             Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(2));
@@ -446,6 +464,27 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)
 }
 
+/// Opens `path` to append to it, creating it (mode 0666 less the umask) if it is not there,
+/// without waiting for the reader of a FIFO: one that no process reads is refused (a FIFO
+/// that is read is written as a file is).
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => {
+                refusal(io::ErrorKind::Other, "it is a FIFO that no process reads")
+            }
+            _ => e,
+        })?;
+    let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)?;
+    let flags = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+    Ok(file)
+}
+
 /// Makes a FIFO at `path`, readable and writable by its owner: for tests of what retry does
 /// when one is planted where it expects a file.
 #[cfg(test)]
@@ -493,7 +532,12 @@ mod tests {
         std::os::unix::fs::symlink(&target, dir.path().join("planted.lock")).expect("linked");
         let opened = Dir::open(dir.path()).expect("opened");
         assert!(opened.lock_file("planted.lock", 0o600).is_err());
+        // Nor does a lock beside a file the user named (the metrics' sidecar) follow one, or
+        // wait for a FIFO's reader.
+        assert!(lock(&dir.path().join("planted.lock"), 0o600, Duration::ZERO).is_err());
         assert!(!target.exists(), "nothing is created through the link");
-        assert!(lock(&dir.path().join("planted.lock"), 0o600, Duration::ZERO).is_ok());
+        let fifo = dir.path().join("fifo.lock");
+        make_fifo(&fifo).expect("a FIFO");
+        assert!(lock(&fifo, 0o600, Duration::ZERO).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! retry's own log: text lines prefixed `retry:` or JSON lines, on stderr or in a file.
 
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, SystemTime};
 
@@ -376,7 +376,7 @@ impl Log {
 }
 
 fn open_append(path: &std::path::Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    crate::platform::files::open_append(path)
 }
 
 /// Whether to write colour, by `--color` and the environment, to a stream that is a terminal

@@ -167,15 +167,19 @@ impl Summary {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Writes the JSON summary to `path` (see [`write`]).
-    pub fn write_json(&self, path: &Path) -> io::Result<()> {
-        write(path, false, |_| format!("{}\n", self.to_json()))
+    /// Writes the JSON summary to `path` (see [`write`]); it takes no lock, and so waits for
+    /// none.
+    pub fn write_json(&self, path: &Path, _lock_wait: Duration) -> io::Result<()> {
+        write(path, None, |_| format!("{}\n", self.to_json()))
     }
 
     /// Writes the metrics to `path` (see [`write`]), carrying the counters, the last success
-    /// time and the other names' series of the file's previous version on, under a lock.
-    pub fn write_metrics(&self, path: &Path) -> io::Result<()> {
-        write(path, true, |before| self.metrics(before, SystemTime::now()))
+    /// time and the other names' series of the file's previous version on, under a lock that
+    /// it waits up to `lock_wait` for ([`lock_wait`]).
+    pub fn write_metrics(&self, path: &Path, lock_wait: Duration) -> io::Result<()> {
+        write(path, Some(lock_wait), |before| {
+            self.metrics(before, SystemTime::now())
+        })
     }
 
     /// The Prometheus text exposition, given the previous file's text.
@@ -433,12 +437,30 @@ fn value(text: &str, metric: &str, labels: &str) -> Option<f64> {
 /// How long a run waits for another's lock on a metrics file before it gives up writing it.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
+/// The least wait for that lock within `--max-time`: the report of a run that reached its
+/// deadline still gets the moment another run's write takes (milliseconds), not a stuck
+/// holder's time.
+const LOCK_WAIT_PAST_DEADLINE: Duration = Duration::from_millis(250);
+
+/// How long a run with `left` before its `--max-time` (`None`: no deadline) waits for the
+/// metrics file's lock: [`LOCK_WAIT`], but no longer than the deadline leaves, and at least
+/// [`LOCK_WAIT_PAST_DEADLINE`].
+pub fn lock_wait(left: Option<Duration>) -> Duration {
+    left.map_or(LOCK_WAIT, |left| {
+        left.clamp(LOCK_WAIT_PAST_DEADLINE, LOCK_WAIT)
+    })
+}
+
 /// Writes a report to `path`, symlinks followed: a regular file (or none yet) is replaced at
 /// once by rename, so readers see the old file or the new, never a part, and with `locked` its
-/// previous text is read and the new one written under a lock on a sidecar file `PATH.lock`,
-/// so that runs that end together lose nothing of each other. Anything else, a device or a
+/// previous text is read and the new one written under a lock on a sidecar file `PATH.lock`
+/// (waited for up to `locked`), so that runs that end together lose nothing of each other. Anything else, a device or a
 /// FIFO, is never replaced: it is written in place, a FIFO only if a process reads it.
-fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io::Result<()> {
+fn write(
+    path: &Path,
+    locked: Option<Duration>,
+    contents: impl FnOnce(&str) -> String,
+) -> io::Result<()> {
     // `/dev/stderr`, `/dev/fd/N`: retry's own open stream, written where it stands.
     if let Some(fd) = files::descriptor(path) {
         return files::write_to_descriptor(fd, contents("").as_bytes());
@@ -447,12 +469,11 @@ fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io
     if !regular {
         return files::write_in_place(&target, contents("").as_bytes());
     }
-    let _lock = if locked {
-        Some(lock(&target, LOCK_WAIT)?)
-    } else {
-        None
+    let _lock = match locked {
+        Some(wait) => Some(lock(&target, wait)?),
+        None => None,
     };
-    let before = if locked {
+    let before = if locked.is_some() {
         fs::read_to_string(&target).unwrap_or_default()
     } else {
         String::new()
@@ -460,8 +481,8 @@ fn write(path: &Path, locked: bool, contents: impl FnOnce(&str) -> String) -> io
     replace(&target, contents(&before).as_bytes())
 }
 
-/// Takes the lock on `PATH.lock` beside `path`, waiting up to `wait` ([`LOCK_WAIT`]) for
-/// another run to let it go; it is let go when the file is dropped. The sidecar stays:
+/// Takes the lock on `PATH.lock` beside `path`, waiting up to `wait` ([`lock_wait`]) for
+/// another run to let it go, and not once the run is cancelled; it is let go when the file is dropped. The sidecar stays:
 /// removing it would race with a run that opened it, and a textfile collector reads only
 /// `*.prom`.
 fn lock(path: &Path, wait: Duration) -> io::Result<fs::File> {
@@ -473,7 +494,14 @@ fn lock(path: &Path, wait: Duration) -> io::Result<fs::File> {
             format!(
                 "another process held its lock, {}, for {}",
                 crate::quote::shown(&name),
-                humantime::format_duration(wait)
+                crate::policy::duration::human(wait)
+            ),
+        ),
+        LockError::Cancelled => files::refusal(
+            io::ErrorKind::Interrupted,
+            format!(
+                "another process held its lock, {}, when the run was cancelled",
+                crate::quote::shown(&name)
             ),
         ),
         LockError::Io(e) => e,

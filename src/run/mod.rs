@@ -95,13 +95,18 @@ fn write_reports(policy: &Policy, summary: &Summary, log: &mut Log, start: Insta
         (
             &policy.summary,
             "--summary",
-            Summary::write_json as fn(&_, &_) -> _,
+            Summary::write_json as fn(&_, &_, _) -> _,
         ),
         (&policy.metrics, "--metrics", Summary::write_metrics),
     ];
+    // A lock on a report is something the run waits on: --max-time bounds it too.
+    let left = policy
+        .max_time
+        .map(|max| max.saturating_sub(start.elapsed()));
+    let lock_wait = crate::report::summary::lock_wait(left);
     for (path, flag, write) in reports {
         let Some(path) = path else { continue };
-        let Err(e) = write(summary, path) else {
+        let Err(e) = write(summary, path, lock_wait) else {
             continue;
         };
         let mut entry = Entry::new(

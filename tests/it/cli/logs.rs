@@ -423,6 +423,32 @@ fn a_log_file_that_cannot_be_opened_is_one_warning_and_the_job_runs_logging_to_s
         .stderr(predicate::str::contains("giving up after 2 attempts"));
 }
 
+/// A FIFO that no process reads would block the open for ever: it is refused at once, as any
+/// log file that cannot be opened is, and the command runs.
+#[test]
+fn a_log_file_that_is_a_fifo_nobody_reads_is_a_warning_and_never_hangs_the_job() {
+    let dir = TempDir::new().expect("temp dir");
+    let (mark, cmd) = marker(&dir);
+    let fifo = dir.path().join("log.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let mut args = vec![
+        "--log-file".to_string(),
+        fifo.display().to_string(),
+        "--".into(),
+    ];
+    args.extend(cmd);
+    // run() gives up within the tests' patience: a hang fails, it does not stall the suite.
+    let r = run(&args);
+    r.assert().code(0);
+    assert!(mark.exists(), "the command ran: {}", r.show());
+    let warning = format!(
+        "retry: warning: cannot open --log-file '{}': it is a FIFO that no process reads; \
+         logging to stderr instead",
+        fifo.display()
+    );
+    assert!(r.log().contains(&warning), "{}", r.show());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Logs a new user reads
 

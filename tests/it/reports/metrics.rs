@@ -243,6 +243,65 @@ fn metrics_that_cannot_be_written_are_logged_and_the_exit_status_stands() {
     assert_eq!(read_summary(&summary)["outcome"], "success");
 }
 
+/// A FIFO or a link planted at the lock's sidecar is refused at once: the open neither waits
+/// for a reader nor creates a file where the link points.
+#[test]
+fn a_fifo_or_a_link_at_the_metrics_lock_is_refused_at_once() {
+    let (dir, file) = metrics_dir();
+    let lock = dir.path().join("job.prom.lock");
+    nix::unistd::mkfifo(&lock, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    // run() gives up within the tests' patience: a hang fails, it does not stall the suite.
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    r.assert().code(0);
+    assert!(
+        r.stderr()
+            .contains("cannot write the --metrics file (it is not a regular file): "),
+        "{}",
+        r.stderr()
+    );
+    fs::remove_file(&lock).expect("remove the fifo");
+    let elsewhere = dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere, &lock).expect("symlink");
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    r.assert().code(0);
+    assert!(
+        r.stderr()
+            .contains("(it is a symbolic link, which retry does not follow for a lock)"),
+        "{}",
+        r.stderr()
+    );
+    assert!(!elsewhere.exists(), "created through the link");
+}
+
+/// A lock on the metrics file is something the run waits on: `--max-time` bounds the wait, and
+/// a SIGTERM ends it at once.
+#[test]
+fn a_held_metrics_lock_waits_no_longer_than_max_time_and_not_past_a_sigterm() {
+    let (dir, file) = metrics_dir();
+    let lock = fs::File::create(dir.path().join("job.prom.lock")).expect("the lock");
+    lock.lock().expect("hold the lock");
+    let r = run_metrics(&file, "job", &["--max-time", "1s", "--", "true"]);
+    r.assert().code(0);
+    // The wait was what --max-time left, about a second, not the 10 s a run without it waits.
+    assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
+    assert!(
+        r.stderr().contains("(another process held its lock, ") && r.stderr().contains("ms)"),
+        "{}",
+        r.stderr()
+    );
+    let (mut child, _out, err) = retry()
+        .args(["--metrics", &path_arg(&file), "--", "true"])
+        .start();
+    let pid = Pid::from_raw(child.id() as i32);
+    // The lock is what it waits for now: its one attempt is over.
+    std::thread::sleep(Duration::from_millis(500));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    let status = wait(&mut child);
+    let said = err.rest().join("\n");
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains("when the run was cancelled"), "{said}");
+}
+
 #[test]
 fn promtool_accepts_the_metrics() {
     // Prometheus's own check of the format, beside the test's parser. .ci/run unpacks it from
