@@ -39,6 +39,19 @@ pub fn cancelling_arrived() -> bool {
     cancel_counted()
 }
 
+/// How many signals that cancel the run have arrived so far: a wait that began with this many
+/// ends once there are more, so that a cancel arriving during it is answered at once, while a
+/// call made after the run was cancelled (its state saved at the end) still gets its time.
+pub fn cancels_so_far() -> usize {
+    settle_parent();
+    HANDLED
+        .iter()
+        .zip(&ARRIVED)
+        .filter(|(signal, _)| crate::policy::status::cancels(**signal as i32))
+        .map(|(_, count)| count.load(Ordering::SeqCst))
+        .sum()
+}
+
 /// [`cancelling_arrived`] as the counts stand. Async-signal-safe.
 fn cancel_counted() -> bool {
     HANDLED.iter().zip(&ARRIVED).any(|(signal, count)| {

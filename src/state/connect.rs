@@ -197,13 +197,13 @@ fn tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream, Failure> {
     };
     let mut last = Failure::Reply(format!("{} has no address", excerpt(host.as_bytes())));
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, left(deadline)?) {
+        match tcp_connect(addr, deadline) {
             Ok(tcp) => {
                 // A command is one write, its reply awaited: Nagle's delay would only add to it.
                 let _ = tcp.set_nodelay(true);
                 return Ok(tcp);
             }
-            Err(e) => last = Failure::from(e),
+            Err(e) => last = e,
         }
         if matches!(last, Failure::Timeout) {
             break;
@@ -212,13 +212,82 @@ fn tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream, Failure> {
     Err(last)
 }
 
-/// Runs `f` on a thread of its own, and waits for it until the deadline; after that, the
-/// thread is left behind, and ends when `f` does.
+/// How often a wait that no signal interrupts (a connect, a helper thread) looks whether one
+/// that cancels the run has arrived.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// How many signals that cancel the run have arrived: a store call that began with this many
+/// ends as soon as another arrives, so that the run answers it rather than wait out
+/// `--state-timeout` ([`cancelled_since`]).
+fn cancels() -> usize {
+    crate::platform::signals::cancels_so_far()
+}
+
+/// Whether a signal that cancels the run arrived since `since` ([`cancels`]).
+fn cancelled_since(since: usize) -> bool {
+    cancels() > since
+}
+
+/// The error of a call a cancel cut short; not of the kind `Interrupted`, which std's readers
+/// take for a call to make again.
+fn cancel() -> io::Error {
+    io::Error::other("the run was cancelled")
+}
+
+/// A TCP connection to `addr`, made by the deadline, and given up at once on a cancel:
+/// `TcpStream::connect_timeout` goes on through a signal.
+fn tcp_connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, Failure> {
+    let since = cancels();
+    use nix::errno::Errno;
+    use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrStorage, socket, sockopt};
+    use std::os::fd::AsFd;
+    let io = |e: Errno| Failure::Io(e.into());
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket(family, SockType::Stream, SockFlag::empty(), None).map_err(io)?;
+    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io)?;
+    fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(io)?;
+    match nix::sys::socket::connect(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrStorage::from(addr),
+    ) {
+        Ok(()) => {}
+        Err(Errno::EINPROGRESS | Errno::EINTR) => loop {
+            let slice = left(deadline)?.min(CANCEL_POLL);
+            let timeout = PollTimeout::try_from(slice).unwrap_or(PollTimeout::ZERO);
+            let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+            match poll(&mut fds, timeout) {
+                Ok(0) | Err(Errno::EINTR) => {}
+                Ok(_) => match nix::sys::socket::getsockopt(&fd, sockopt::SocketError) {
+                    Ok(0) => break,
+                    Ok(errno) => return Err(io::Error::from_raw_os_error(errno).into()),
+                    Err(e) => return Err(io(e)),
+                },
+                Err(e) => return Err(io(e)),
+            }
+            if cancelled_since(since) {
+                return Err(Failure::Io(cancel()));
+            }
+        },
+        Err(e) => return Err(io(e)),
+    }
+    let tcp = TcpStream::from(fd);
+    tcp.set_nonblocking(false).map_err(Failure::Io)?;
+    Ok(tcp)
+}
+
+/// Runs `f` on a thread of its own, and waits for it until the deadline or a cancel; after
+/// that, the thread is left behind, and ends when `f` does.
 fn on_helper<T: Send + 'static>(
     deadline: Instant,
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> Result<T, Failure> {
-    let left = left(deadline)?;
+    left(deadline)?;
+    let since = cancels();
     let (tx, rx) = mpsc::channel();
     // Unnamed: naming a thread is a prctl on Linux, which the portable build makes none of.
     // With every signal blocked: a thread left behind must not take a signal meant for the
@@ -231,9 +300,15 @@ fn on_helper<T: Send + 'static>(
     spawned
         .and_then(|spawned| spawned)
         .map_err(|e| Failure::Reply(format!("cannot start a thread to connect: {e}")))?;
-    match rx.recv_timeout(left) {
-        Ok(done) => Ok(done?),
-        Err(_) => Err(Failure::Timeout),
+    loop {
+        match rx.recv_timeout(left(deadline)?.min(CANCEL_POLL)) {
+            Ok(done) => return Ok(done?),
+            Err(mpsc::RecvTimeoutError::Timeout) if cancelled_since(since) => {
+                return Err(Failure::Io(cancel()));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Failure::Timeout),
+        }
     }
 }
 
@@ -361,24 +436,41 @@ impl Socket for UnixStream {
 /// limit is set to what is left, so that a peer that sends a byte just in time, again and
 /// again, cannot make the whole take longer. TLS reads and writes through it too, so its
 /// handshake is bounded as well.
+/// A cancel that arrives during a call ends it too: the socket's calls are interrupted by the
+/// signal, and none is made after it.
 struct Limited<S> {
     socket: S,
     deadline: Instant,
+    /// The cancels that had arrived when the call began ([`cancels`]).
+    since: usize,
 }
 
 impl<S: Socket> Limited<S> {
     fn new(socket: S, deadline: Instant) -> Limited<S> {
-        Limited { socket, deadline }
+        Limited {
+            socket,
+            deadline,
+            since: cancels(),
+        }
+    }
+
+    /// A call that ends at `deadline` begins.
+    fn until(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        self.since = cancels();
     }
 
     fn left(&self) -> io::Result<Duration> {
+        if cancelled_since(self.since) {
+            return Err(cancel());
+        }
         remaining(self.deadline).ok_or_else(|| io::ErrorKind::TimedOut.into())
     }
 }
 
 /// A read or write that ran out of time says so; one a signal interrupted is made again with
 /// what is left (a socket with a time limit is not restarted after a signal handler, even one
-/// installed with SA_RESTART).
+/// installed with SA_RESTART), unless the signal cancels the run ([`Limited::left`] says so).
 fn retried(mut io: impl FnMut() -> io::Result<usize>) -> io::Result<usize> {
     loop {
         match io() {
@@ -424,10 +516,10 @@ enum Transport {
 impl Transport {
     fn until(&mut self, deadline: Instant) {
         match self {
-            Transport::Tcp(s) => s.deadline = deadline,
-            Transport::Unix(s) => s.deadline = deadline,
+            Transport::Tcp(s) => s.until(deadline),
+            Transport::Unix(s) => s.until(deadline),
             #[cfg(feature = "tls")]
-            Transport::Tls(s) => s.sock.deadline = deadline,
+            Transport::Tls(s) => s.sock.until(deadline),
         }
     }
 }

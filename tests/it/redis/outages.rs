@@ -2,7 +2,7 @@
 //! `--state-fail open` (this host's local state, and one warning) and `closed`.
 
 use super::*;
-use crate::support::predicate;
+use crate::support::{Launch, predicate};
 
 #[test]
 fn a_store_that_is_down_means_this_hosts_local_state_and_one_warning() {
@@ -82,6 +82,36 @@ fn a_store_that_never_answers_costs_no_more_than_the_state_timeout() {
         );
     }
     assert_eq!(s.ran(), 1, "the closed run ran nothing");
+}
+
+/// A long `--state-timeout` is no reason to make a SIGTERM wait: the call ends at once and the
+/// run ends by the signal, the command never started.
+#[test]
+fn a_sigterm_while_the_store_does_not_answer_ends_the_run_at_once() {
+    let silent = Silent::start();
+    let s = Setup::file();
+    let url = silent.url();
+    let mut c = s.retry(&["--key", "api", "--state", &url, "--state-timeout", "30s"]);
+    c.arg("--").args(s.command(0));
+    let (mut child, _out, err) = c.start();
+    // Connected, and waiting for an answer that never comes.
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = crate::support::wait(&mut child);
+    let took = sent.elapsed();
+    let log = err.rest().join("\n");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15),
+        "{log}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}: {log}");
+    assert_eq!(s.ran(), 0, "{log}");
 }
 
 #[test]
