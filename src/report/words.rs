@@ -254,7 +254,7 @@ pub fn refusal(refused: Refused, key: &str) -> String {
         ),
         Refusal::Budget => format!("the retry budget for key '{key}' is spent"),
         Refusal::Unknown => format!(
-            "the state of key '{key}' could not be read in time, and no retry is made without its breaker and budget"
+            "the state of key '{key}' is unknown to this run, and no retry is made without its breaker and budget"
         ),
     }
 }

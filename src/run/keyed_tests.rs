@@ -280,7 +280,7 @@ fn a_key_whose_lock_stays_busy_runs_the_first_attempt_and_makes_no_retry() {
         );
         assert!(
             r.log.contains(
-                "the state of key 'api' could not be read in time, and no retry is made without its breaker and budget"
+                "the state of key 'api' is unknown to this run, and no retry is made without its breaker and budget"
             ),
             "{}",
             r.log

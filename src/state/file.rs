@@ -145,7 +145,7 @@ impl FileStore {
             .stat()
             .map_err(|source| io_error("open", path, source))?;
         unsafe_dir(path, stat.st_uid, stat.st_mode)
-            .map_or(Ok(Some(dir)), |why| Err(Error::Unusable(why)))
+            .map_or(Ok(Some(dir)), |why| Err(Error::UnsafeDirectory(why)))
     }
 
     /// Reads the state file, placed on the clock's timeline.

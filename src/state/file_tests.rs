@@ -291,7 +291,7 @@ fn a_state_directory_others_can_write_is_refused_unless_sticky_and_ours() {
     let mut store = FileStore::new(Some(dir.path().to_path_buf()), "k");
     let result = store.update(&settings(), |state, now| state.admit(&settings(), now));
     assert!(
-        matches!(result, Err(Error::Unusable(_))),
+        matches!(result, Err(Error::UnsafeDirectory(_))),
         "{:?}",
         result.err()
     );

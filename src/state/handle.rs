@@ -32,7 +32,8 @@ pub struct Shared {
     pub key: String,
     rules: KeyRules,
     store: Box<dyn Store>,
-    /// With a `--state` store: what to do if it fails at the start. Taken when the run starts.
+    /// With a `--state` store: what to do if it fails, at the start or mid-run. Taken when
+    /// the run falls back on it.
     pub fallback: Option<Fallback>,
     /// The store's errors in this run.
     pub errors: u32,
@@ -225,12 +226,15 @@ impl Shared {
         })
     }
 
-    /// A store's error: counted; a lock not had in time leaves the key's state unknown, and
-    /// the run goes on under that (`Ok`), with [`Shared::lock_lost`] saying why; any other
-    /// error is returned.
+    /// A store's error: counted; one that leaves the key's state unknown
+    /// ([`Error::leaves_state_unknown`]: a lock not had in time, a state that cannot be
+    /// written) makes the run go on under that (`Ok`), with [`Shared::lock_lost`] saying why;
+    /// any other error, or one after a cancel, is returned.
     fn failed(&mut self, e: Error) -> Result<(), Error> {
         self.errors += 1;
-        if !e.leaves_state_unknown() {
+        // A call a cancel cut short: the run is ending by the signal, which must not be taken
+        // for the key's refusal of a retry.
+        if !e.leaves_state_unknown() || crate::platform::signals::cancelling_arrived() {
             return Err(e);
         }
         self.unknown = true;
@@ -269,7 +273,11 @@ impl Shared {
                 ));
                 self.store.admit(&self.rules)
             }
-            (answer, _) => answer,
+            (answer, fallback) => {
+                // Kept for a store that fails mid-run.
+                self.fallback = fallback;
+                answer
+            }
         };
         let mut reply = match answer {
             Ok(reply) => reply,
@@ -294,6 +302,51 @@ impl Shared {
         }
     }
 
+    /// A `--state` store that failed mid-run, with `--state-fail open`: the run goes on with
+    /// this host's local state, as a run whose store failed at its start does (one warning
+    /// says so), admitted there afresh: `Ok(None)` with the new ticket, or the local state's
+    /// refusal. Any other error, or the store's with `closed`, is given back.
+    fn fall_back(&mut self, e: Error) -> Result<Option<Refused>, Error> {
+        let open = self
+            .fallback
+            .as_ref()
+            .is_some_and(|f| f.fail == FailMode::Open);
+        if !matches!(e, Error::Store { .. }) || !open {
+            return Err(e);
+        }
+        let Some(fallback) = self.fallback.take() else {
+            return Err(e);
+        };
+        self.store = fallback.local;
+        self.memo = None;
+        let went_on = format!(
+            "key '{}': {e}; going on with this host's local state (--state-fail open)",
+            self.key
+        );
+        let reply = match self.store.admit(&self.rules) {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.warning = Some(went_on);
+                return Err(e);
+            }
+        };
+        let (admitted, now) = self.heard(reply);
+        self.warning = Some(match self.warning.take() {
+            Some(w) => format!("{went_on}; {w}"),
+            None => went_on,
+        });
+        match admitted {
+            Admit::Run(ticket) => {
+                self.ticket = Some(ticket);
+                Ok(None)
+            }
+            Admit::Refused(refusal) => {
+                self.ticket = None;
+                Ok(Some(refused(refusal, now)))
+            }
+        }
+    }
+
     /// After an attempt's verdict: counts it, and when the run wants a retry, asks for one.
     /// Returns the breaker's move and, when the retry is refused, why.
     pub fn after_attempt(
@@ -313,17 +366,41 @@ impl Shared {
             self.at_start = false;
             return Ok((Change::None, None));
         }
-        let reply = match self
+        let mut answer = self
             .store
-            .after_attempt(&self.rules, ticket, attempt, wants_retry, u)
-        {
+            .after_attempt(&self.rules, ticket, attempt, wants_retry, u);
+        // The fallback's warning, said with the local state's answer.
+        let mut went_on = None;
+        if let Err(e) = answer {
+            answer = match self.fall_back(e) {
+                // Admitted there: the attempt is told to this host's state.
+                Ok(None) => match self.ticket {
+                    Some(ticket) => {
+                        went_on = self.warning.take();
+                        self.store
+                            .after_attempt(&self.rules, ticket, attempt, wants_retry, u)
+                    }
+                    None => return Ok((Change::None, None)),
+                },
+                Ok(Some(refused)) => return Ok((Change::None, wants_retry.then_some(refused))),
+                Err(e) => Err(e),
+            };
+        }
+        let reply = match answer {
             Ok(reply) => reply,
             Err(e) => {
+                self.warning = went_on;
                 self.failed(e)?;
                 return Ok((Change::None, self.unknown_refusal(wants_retry)));
             }
         };
         let (after, now) = self.heard(reply);
+        if let Some(went_on) = went_on {
+            self.warning = Some(match self.warning.take() {
+                Some(w) => format!("{went_on}; {w}"),
+                None => went_on,
+            });
+        }
         self.ticket = Some(after.ticket);
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
     }
@@ -376,10 +453,14 @@ impl Shared {
         }
         let reply = match self.store.before_retry(&self.rules, ticket) {
             Ok(reply) => reply,
-            Err(e) => {
-                self.failed(e)?;
-                return Ok(self.unknown_refusal(true));
-            }
+            // Admitted by this host's state, or refused by it: that is the answer.
+            Err(e) => match self.fall_back(e) {
+                Ok(refused) => return Ok(refused),
+                Err(e) => {
+                    self.failed(e)?;
+                    return Ok(self.unknown_refusal(true));
+                }
+            },
         };
         let ((refusal, ticket), now) = self.heard(reply);
         self.ticket = Some(ticket);

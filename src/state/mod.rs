@@ -239,6 +239,9 @@ pub enum Error {
     },
     /// The state cannot be used, for the reason given, which says what to do about it.
     Unusable(String),
+    /// The state directory is one others can write, or another user's: refused, for what says
+    /// how to fix it. The run goes on without the key, as without a directory.
+    UnsafeDirectory(String),
     /// Reading or writing the state failed.
     Io {
         doing: &'static str,
@@ -269,9 +272,14 @@ pub enum LockWait {
 }
 
 impl Error {
-    /// Whether the run no longer knows its key's state, rather than going on without it.
+    /// Whether the run no longer knows its key's state, rather than going on without it:
+    /// every problem of a key's state but a directory there is none of, or none to trust. A
+    /// run that cannot read or write its key's state (a lock not had in time, a file it cannot
+    /// write under `ulimit -f`, a store that stopped answering mid-run) cannot know what its
+    /// budget holds, and a crowd of such runs must not spend more than it: each makes its first
+    /// attempt, and no retry the breaker or budget would have had to allow.
     pub fn leaves_state_unknown(&self) -> bool {
-        matches!(self, Error::Locked(_))
+        !matches!(self, Error::NoDirectory | Error::UnsafeDirectory(_))
     }
 }
 
@@ -304,7 +312,7 @@ impl fmt::Display for Error {
             ),
             Error::Store { place, why } => write!(f, "the store {place}: {why}"),
             Error::Locked(locked) => locked.fmt(f),
-            Error::Unusable(why) => f.write_str(why),
+            Error::Unusable(why) | Error::UnsafeDirectory(why) => f.write_str(why),
             Error::Io {
                 doing,
                 path,

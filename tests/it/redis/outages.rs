@@ -232,10 +232,52 @@ fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
     assert_eq!(s.ran(), 3, "{}", stderr(&out));
     let log = stderr(&out);
     assert_eq!(log.matches("warning").count(), 1, "{log}");
+    // The store failed mid-run: the run goes on with this host's local state, as one whose
+    // store failed at its start does (--state-fail open), and its budget allows the retries.
     assert!(
-        log.contains("going on without its breaker and budget"),
+        log.contains("going on with this host's local state (--state-fail open)"),
         "{log}"
     );
+    assert!(s.file_of("api").exists(), "counted in the local state");
+}
+
+/// With `--state-fail closed`, a store lost mid-run is not replaced by this host's state: the
+/// run no longer knows its key's budget, and makes no retry it would have paid for.
+#[test]
+fn a_store_lost_mid_run_with_state_fail_closed_allows_no_retry_the_budget_would_pay_for() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Setup::redis(&server);
+    let pid = server.pid();
+    let out = s.run(
+        &[
+            "--key",
+            "api",
+            "--state-fail",
+            "closed",
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo ran >> '{}'; kill -9 {pid} 2>/dev/null; exit 3",
+                s.marks().display()
+            ),
+        ],
+        0,
+    );
+    out.assert().code(3);
+    let log = stderr(&out);
+    assert_eq!(s.ran(), 1, "{log}");
+    assert!(
+        log.contains("this run makes no retry its breaker or budget would have had to allow"),
+        "{log}"
+    );
+    assert!(!s.file_of("api").exists(), "{log}");
 }
 
 /// A run whose connection to the store is closed while it holds it idle: the call that finds it
