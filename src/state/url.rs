@@ -75,13 +75,18 @@ fn unix_socket(authority: &str, tail: &str) -> Result<StoreUrl, String> {
     if url.fragment().is_some() {
         return Err("a fragment ('#') is not understood: only ?db=N is".into());
     }
-    let db = match url.query() {
-        None => 0,
-        Some(q) => match q.strip_prefix("db=") {
-            Some(n) => db(n)?,
-            None => return Err(format!("'?{q}' is not understood: only ?db=N is")),
-        },
-    };
+    // A parameter is named, never quoted whole: its value may be a password.
+    let mut db_n = 0;
+    for pair in url.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("db", n)) => db_n = db(n)?,
+            _ => {
+                let name = pair.split('=').next().unwrap_or_default();
+                return Err(format!("'?{name}=' is not understood: only ?db=N is"));
+            }
+        }
+    }
+    let db = db_n;
     let (user, password) = userinfo(&url)?;
     Ok(StoreUrl {
         place: Place::Unix(PathBuf::from(decode(url.path())?)),
