@@ -447,10 +447,11 @@ fn text(e: &Entry, colour: bool) -> String {
             let failed = paint("failed", RED);
             format!("retry: {attempt} {failed}: {what}{ran} ({reason}){next}")
         }
+        // The attempt's own time: the run's may hold a --splay and the store's answer too.
         Event::Success if e.attempt <= 1 => format!(
             "retry: {attempt} {} in {}{}",
             paint("succeeded", GREEN),
-            human(e.elapsed),
+            human(e.duration.unwrap_or(e.elapsed)),
             e.job_text()
         ),
         Event::Success => format!(

@@ -23,14 +23,15 @@ fn drawn(log: &str) -> Duration {
 
 #[test]
 fn a_run_with_a_splay_waits_it_says_so_at_v_and_succeeds() {
-    let r = run(&["-v", "--splay", "200ms", "--", "true"]);
+    // Seed 7 draws 157 ms of the 1 s: long beside `true`'s time.
+    let r = run(&["-v", "--seed", "7", "--splay", "1s", "--", "true"]);
     r.assert().code(0);
     let log = r.stderr();
     let waited = drawn(&log);
-    assert!(waited < Duration::from_millis(200), "{log}");
+    assert_eq!(waited, Duration::from_millis(157), "{log}");
     assert!(r.took >= waited, "{:?} < {waited:?}", r.took);
     assert!(
-        log.contains("before the first attempt (drawn at random from 0 to --splay 200ms)"),
+        log.contains("before the first attempt (drawn at random from 0 to --splay 1s)"),
         "{log}"
     );
     let (splay, start) = (
@@ -39,6 +40,14 @@ fn a_run_with_a_splay_waits_it_says_so_at_v_and_succeeds() {
         log.find("attempt 1/5: starting").expect("the start line"),
     );
     assert!(splay < start, "{log}");
+    // The success line tells the attempt's time, not the splay's with it.
+    let ran = log
+        .split("attempt 1/5 succeeded in ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .map(dur)
+        .unwrap_or_else(|| panic!("no success line in:\n{log}"));
+    assert!(ran < Duration::from_millis(150), "{ran:?}: {log}");
     // Without -v the wait is silent.
     let r = run(&["--splay", "200ms", "--", "true"]);
     r.assert().code(0);
