@@ -59,9 +59,13 @@ impl Gate {
     /// Before the first attempt: whether the key lets the run start. The reporter learns the
     /// key's state, so that every line after this one carries it.
     pub fn begin(&mut self, now: Duration, rep: &mut Reporter) -> Admission {
-        let Some(shared) = self.shared(now) else {
+        // Half of what --max-time leaves at most: the command keeps the rest, rather than start
+        // at the deadline (and be stopped at once) behind a store that was slow to answer.
+        let left = self.max_time.map(|max| max.saturating_sub(now) / 2);
+        let Some(shared) = self.shared.as_mut() else {
             return Admission::Run;
         };
+        shared.wait_at_most(left);
         let admitted = shared.admit();
         self.heard(now, rep);
         match admitted {

@@ -263,7 +263,7 @@ impl RedisStore {
             match failure {
                 Failure::Timeout if by_max_time => Error::Store {
                     place: self.settings.url.redacted(),
-                    why: "no answer before the run's --max-time".into(),
+                    why: "no answer in the time the run's --max-time left it".into(),
                 },
                 failure => self.error(failure),
             }

@@ -77,7 +77,12 @@ fn unix_socket(authority: &str, tail: &str) -> Result<StoreUrl, String> {
     }
     // A parameter is named, never quoted whole: its value may be a password.
     let mut db_n = 0;
-    for pair in url.query().unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+    for pair in url
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         match pair.split_once('=') {
             Some(("db", n)) => db_n = db(n)?,
             _ => {

@@ -351,7 +351,8 @@ fn a_runs_store_calls_end_at_its_max_time() {
         e.stderr
     );
     assert!(
-        e.stderr.contains("no answer before the run's --max-time"),
+        e.stderr
+            .contains("no answer in the time the run's --max-time left it"),
         "{}",
         e.stderr
     );

@@ -84,6 +84,35 @@ fn a_store_that_never_answers_costs_no_more_than_the_state_timeout() {
     assert_eq!(s.ran(), 1, "the closed run ran nothing");
 }
 
+/// A store that does not answer takes at most half of what `--max-time` leaves before the
+/// first attempt: the command still runs, rather than start at the deadline and be stopped.
+#[test]
+fn a_silent_store_leaves_the_command_half_of_a_short_max_time() {
+    let silent = Silent::start();
+    let s = Setup::file();
+    let url = silent.url();
+    let out = s.run(
+        &[
+            "--key",
+            "api",
+            "--state",
+            &url,
+            "--state-timeout",
+            "30s",
+            "--max-time",
+            "1s",
+        ],
+        0,
+    );
+    let log = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    assert_eq!(s.ran(), 1, "{log}");
+    assert!(
+        log.contains("no answer in the time the run's --max-time left it"),
+        "{log}"
+    );
+}
+
 /// A long `--state-timeout` is no reason to make a SIGTERM wait: the call ends at once and the
 /// run ends by the signal, the command never started.
 #[test]
