@@ -407,3 +407,128 @@ fn a_presets_output_patterns_do_not_judge_a_command_that_succeeded() {
         .run();
     own.assert().code(1);
 }
+
+/// A Debian package of one empty file's worth, `retrylab` 1.0, built in `dir` by dpkg-deb;
+/// returns its bytes and its index entry, as a flat repository's `Packages` gives it.
+fn lab_package(dir: &std::path::Path) -> (Vec<u8>, String) {
+    let root = dir.join("pkg");
+    std::fs::create_dir_all(root.join("DEBIAN")).expect("package folder");
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        "Package: retrylab\nVersion: 1.0\nArchitecture: all\nMaintainer: lab <lab@example.com>\n\
+         Description: lab\n",
+    )
+    .expect("control file");
+    let deb = dir.join("retrylab.deb");
+    let built = std::process::Command::new("dpkg-deb")
+        .args(["-Zgzip", "-b"])
+        .arg(&root)
+        .arg(&deb)
+        .output()
+        .expect("run dpkg-deb");
+    assert!(built.status.success(), "{built:?}");
+    let bytes = std::fs::read(&deb).expect("the package");
+    let sum = std::process::Command::new("sha256sum")
+        .arg(&deb)
+        .output()
+        .expect("run sha256sum");
+    let sha256 = String::from_utf8_lossy(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a sum")
+        .to_string();
+    let entry = format!(
+        "Package: retrylab\nVersion: 1.0\nArchitecture: all\nMaintainer: lab <lab@example.com>\n\
+         Filename: pkgs/retrylab_1.0_all.deb\nSize: {}\nSHA256: {sha256}\nDescription: lab\n",
+        bytes.len()
+    );
+    (bytes, entry)
+}
+
+/// Today's apt against a mirror of the test's own: a 503 and a mirror caught mid-sync are
+/// retried until the package comes, a 404 (an index out of date) is not.
+#[test]
+fn apt_retries_a_mirror_that_answers_503_or_is_mid_sync_but_not_a_404() {
+    use crate::support::http::{Reply, Server};
+    if !support::have("apt-get", "a Debian or Ubuntu machine")
+        || !support::have("dpkg-deb", "apt-get install dpkg")
+    {
+        return;
+    }
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let (deb, entry) = lab_package(dir.path());
+    let cases: [(&str, Vec<Reply>, i32, usize); 3] = [
+        (
+            "503",
+            vec![Reply::new(503), Reply::new(200).body(deb.clone())],
+            0,
+            2,
+        ),
+        (
+            "a mirror mid-sync",
+            vec![
+                Reply::new(200).body(vec![b'x'; 999]),
+                Reply::new(200).body(deb.clone()),
+            ],
+            0,
+            2,
+        ),
+        ("404", vec![Reply::new(404)], 100, 1),
+    ];
+    for (case, replies, code, attempts) in cases {
+        let work = tempfile::TempDir::new().expect("temp dir");
+        let server = Server::routes(vec![
+            ("/./Packages", vec![Reply::new(200).body(entry.clone())]),
+            ("/pkgs/retrylab_1.0_all.deb", replies),
+        ]);
+        let sources = work.path().join("sources.list");
+        std::fs::write(
+            &sources,
+            format!("deb [trusted=yes] {} ./\n", server.url("/")),
+        )
+        .expect("sources.list");
+        for d in ["lists/partial", "cache/archives/partial"] {
+            std::fs::create_dir_all(work.path().join(d)).expect("apt folders");
+        }
+        let set = |name: &str, value: &std::path::Path| format!("{name}={}", value.display());
+        let apt: Vec<String> = vec![
+            "apt-get".into(),
+            "-q".into(),
+            "-o".into(),
+            set("Dir::Etc::SourceList", &sources),
+            "-o".into(),
+            "Dir::Etc::SourceParts=/dev/null".into(),
+            "-o".into(),
+            set("Dir::State::Lists", &work.path().join("lists")),
+            "-o".into(),
+            set("Dir::Cache", &work.path().join("cache")),
+            "-o".into(),
+            "Debug::NoLocking=1".into(),
+            "-o".into(),
+            "Acquire::Retries=0".into(),
+            "-o".into(),
+            "APT::Sandbox::User=root".into(),
+        ];
+        let update = std::process::Command::new(&apt[0])
+            .args(&apt[1..])
+            .arg("update")
+            .output()
+            .expect("run apt-get update");
+        assert!(update.status.success(), "{case}: {update:?}");
+        let out = support::retry()
+            .current_dir(work.path())
+            .args(["--preset", "apt", "-n", "3", "-d", "0", "--"])
+            .args(&apt)
+            .args(["download", "retrylab"])
+            .run();
+        assert_eq!(out.code(), Some(code), "{case}: {}", out.show());
+        let asked = server
+            .request_paths()
+            .iter()
+            .filter(|p| p.ends_with(".deb"))
+            .count();
+        assert_eq!(asked, attempts, "{case}: {}", out.show());
+        let downloaded = work.path().join("retrylab_1.0_all.deb").exists();
+        assert_eq!(downloaded, code == 0, "{case}: {}", out.show());
+    }
+}

@@ -685,12 +685,14 @@ pub const GIT: Preset = Preset {
 };
 
 /// apt and dpkg: another package manager holding the lock, or a mirror that does not answer,
-/// is retried; other failures (apt exits 100 for all of them) are not.
+/// answers 408, 429 or 5xx, or is caught mid-sync, is retried; other failures (apt exits 100
+/// for all of them: a package that is not there, a 404 from an index out of date) are not.
 pub const APT: Preset = Preset {
     name: "apt",
     source: "apt-pkg's lock messages (\"Could not get lock\", \"Unable to acquire the dpkg \
              frontend lock\") and acquire errors (\"Temporary failure resolving\", \"Could not \
-             connect to\")",
+             connect to\", \"Connection failed\", an HTTP status, \"Mirror sync in progress?\"), \
+             as apt 2.6 prints them",
     codes: &[],
     retry_if_output: &[
         r"Could not get lock",
@@ -700,8 +702,79 @@ pub const APT: Preset = Preset {
         r"Temporary failure resolving",
         r"Could not connect to",
         r"Connection timed out",
+        r"Connection failed \[IP: ",
+        // The mirror's HTTP status, as apt writes it: `  503  Service Unavailable [IP: …]`.
+        r"\s(408|429|500|502|503|504)\s+[A-Z][A-Za-z ]*\[IP: ",
+        r"Mirror sync in progress\?",
         r"Hash Sum mismatch",
     ],
     fatal_if_output: &[],
-    seen: &[],
+    seen: &[
+        seen(
+            true,
+            "apt 2.6, another process holding the dpkg frontend lock",
+            "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 31706 \
+             (python3)\nE: Unable to acquire the dpkg frontend lock \
+             (/var/lib/dpkg/lock-frontend), is another process using it?",
+        ),
+        seen(
+            true,
+            "apt 2.6, another process holding the lists' lock (apt-get update, lists in \
+             /tmp/aptlab)",
+            "E: Could not get lock /tmp/aptlab/state/lists/lock. It is held by process 31750 \
+             (python3)\nE: Unable to lock directory /tmp/aptlab/state/lists/",
+        ),
+        seen(
+            true,
+            "apt 2.6, a mirror that answered 503",
+            "Err:1 http://127.0.0.1:18801 ./ retrylab 1.0\n  503  Service Unavailable [IP: \
+             127.0.0.1 18801]\nE: Failed to fetch \
+             http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  503  Service Unavailable [IP: \
+             127.0.0.1 18801]",
+        ),
+        seen(
+            true,
+            "apt 2.6, a proxy that answered 502",
+            "Err:1 http://127.0.0.1:18801 ./ retrylab 1.0\n  502  Bad Gateway [IP: 127.0.0.1 \
+             18801]\nE: Failed to fetch http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  502  \
+             Bad Gateway [IP: 127.0.0.1 18801]",
+        ),
+        seen(
+            true,
+            "apt 2.6, a mirror caught mid-sync (a file of another size than its index says)",
+            "Get:1 http://127.0.0.1:18801 ./ retrylab 1.0 [648 B]\nErr:1 \
+             http://127.0.0.1:18801 ./ retrylab 1.0\n  File has unexpected size (999 != 648). \
+             Mirror sync in progress? [IP: 127.0.0.1 18801]\nE: Failed to fetch \
+             http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  File has unexpected size (999 != \
+             648). Mirror sync in progress? [IP: 127.0.0.1 18801]",
+        ),
+        seen(
+            true,
+            "apt 2.6, a mirror that closed the connection without an answer",
+            "Err:1 http://127.0.0.1:18801 ./ retrylab 1.0\n  Connection failed [IP: 127.0.0.1 \
+             18801]\nE: Failed to fetch http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  \
+             Connection failed [IP: 127.0.0.1 18801]",
+        ),
+        seen(
+            true,
+            "apt 2.6, a mirror that refused the connection",
+            "Err:1 http://127.0.0.1:18801 ./ retrylab 1.0\n  Could not connect to \
+             127.0.0.1:18801 (127.0.0.1). - connect (111: Connection refused)\nE: Failed to \
+             fetch http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  Could not connect to \
+             127.0.0.1:18801 (127.0.0.1). - connect (111: Connection refused)",
+        ),
+        seen(
+            false,
+            "apt 2.6, a package the index names and the mirror does not have (an index out of \
+             date: apt-get update first)",
+            "Err:1 http://127.0.0.1:18801 ./ retrylab 1.0\n  404  Not Found [IP: 127.0.0.1 \
+             18801]\nE: Failed to fetch http://127.0.0.1:18801/pkgs/retrylab_1.0_all.deb  404  \
+             Not Found [IP: 127.0.0.1 18801]",
+        ),
+        seen(
+            false,
+            "apt 2.6, no such package",
+            "E: Unable to locate package retrylab-nonexistent",
+        ),
+    ],
 };
