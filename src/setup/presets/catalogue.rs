@@ -559,6 +559,9 @@ pub const GIT: Preset = Preset {
         r"does not appear to be a git repository",
         r"couldn't find remote ref",
         r"Host key verification failed",
+        // A ref in the way of another's name (`foo` of `foo/bar`): `cannot lock ref` says it
+        // too, but no wait clears it; `git remote prune` does.
+        r"' exists; cannot create '",
     ],
     seen: &[
         seen(
@@ -630,6 +633,15 @@ pub const GIT: Preset = Preset {
             true,
             "git, another git holding the index",
             "fatal: Unable to create '/r/.git/index.lock': File exists.",
+        ),
+        seen(
+            false,
+            "git 2.47, a fetch whose new branch foo/bar meets an old foo",
+            "error: cannot lock ref 'refs/remotes/origin/foo/bar': 'refs/remotes/origin/foo' \
+             exists; cannot create 'refs/remotes/origin/foo/bar'\nFrom /tmp/gref/up\n ! [new \
+             branch]      foo/bar    -> origin/foo/bar  (unable to update local ref)\nerror: \
+             some local refs could not be updated; try running\n 'git remote prune origin' to \
+             remove any old, conflicting branches",
         ),
         seen(
             false,
