@@ -92,6 +92,12 @@ pub fn times_with_a_bare_delay(
 /// and gives the rest as stdin, so the hint names that too.
 pub fn jitter_hint(s: &str) -> Option<String> {
     s.trim().parse::<u64>().ok().map(|n| {
+        if n == 0 {
+            // minfrin's no jitter at all: none here, not a percentage of none.
+            return "-j names a kind of jitter here: none, full, equal, decorrelated or N%; \
+                    minfrin's -j 0 added no jitter, which is -j none"
+                .to_string();
+        }
         format!(
             "-j names a kind of jitter here: none, full, equal, decorrelated or N%; minfrin's -j {n} \
              added up to {n}s to each delay, which -j full (each wait drawn from 0 to the delay, \
@@ -264,6 +270,7 @@ mod tests {
     #[test]
     fn a_bare_number_of_jitter_is_minfrins_seconds() {
         assert!(jitter_hint("5").is_some_and(|h| h.contains("minfrin")));
+        assert!(jitter_hint("0").is_some_and(|h| h.ends_with("which is -j none")));
         assert!(jitter_hint("full").is_none());
         assert!(jitter_hint("5%").is_none());
     }

@@ -179,6 +179,10 @@ fn rejected(e: &clap::Error, arg: &str, value: String) -> BadValue {
 fn unknown(e: &clap::Error, setting: &impl Fn(&str) -> String) -> BadValue {
     let unknown = context(e, ContextKind::InvalidArg).unwrap_or_default();
     let fix = match instead(e, setting) {
+        // Other retry tools' --max is a number of retries, which clap's nearest flag is not.
+        _ if unknown == "--max" => "did you mean --retries N (the most retries, as --max is in \
+                                    other retry tools) or --max-time DUR (a deadline)?"
+            .into(),
         Some(ours) => format!("did you mean {ours}?"),
         None => "see retry --help; an argument meant for the command goes after --, \
                  as retry -n 3 -- COMMAND --its-flag"
@@ -193,6 +197,9 @@ fn conflict(e: &clap::Error, arg: &str, setting: &impl Fn(&str) -> String) -> Ba
         .map(|p| p.split(", ").map(|a| flag(a, setting)).collect::<Vec<_>>())
         .unwrap_or_default()
         .join(", ");
+    if prior == arg {
+        return BadValue::new("a flag given twice", arg, "give it once");
+    }
     BadValue::new(
         "flags that exclude each other",
         format!("{arg} and {prior}"),
@@ -261,6 +268,14 @@ mod tests {
         assert!(
             conflict.contains("--forever") && conflict.ends_with("; keep one of them"),
             "{conflict}"
+        );
+        assert_eq!(
+            error(&["-n", "2", "-n", "3", "--", "x"]),
+            "a flag given twice: --attempts; give it once"
+        );
+        assert!(
+            error(&["--max", "10", "--", "x"])
+                .contains("did you mean --retries N (the most retries")
         );
         assert!(error(&["--atempts", "2", "--", "x"]).ends_with("did you mean --attempts?"));
         assert!(

@@ -355,3 +355,19 @@ fn the_readmes_equivalent_of_minfrins_bare_form_means_it() {
     ]));
     assert_eq!(worst, Duration::from_secs(30), "three waits of 10s");
 }
+
+/// README's table: minfrin's retry stops at once on a command killed by a signal; here it is
+/// retried, and `--fatal-on 129-192` stops as minfrin's does.
+#[test]
+fn a_command_killed_by_a_signal_is_retried_unless_fatal_on_names_the_signals_range() {
+    let crash = ["sh", "-c", "echo try; kill -SEGV $$"];
+    let r = run(&[&["-t", "3", "-d", "0", "--"][..], &crash[..]].concat());
+    assert_eq!(r.lines(), ["try"; 3], "{}", r.show());
+    let r = run(&[
+        &["-t", "3", "-d", "0", "--fatal-on", "129-192", "--"][..],
+        &crash[..],
+    ]
+    .concat());
+    assert_eq!(r.lines(), ["try"], "{}", r.show());
+    assert_eq!(r.status.signal(), Some(11), "{}", r.show());
+}
