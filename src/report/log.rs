@@ -222,6 +222,8 @@ pub struct Log {
     /// printout carries each attempt's line (its reason) and ends with the give-up line also
     /// when the log goes to `--log-file`.
     copy: Option<Box<dyn Write>>,
+    /// The least verbose level of what goes to `copy`: each attempt's line too under `-q`.
+    copy_level: i8,
 }
 
 impl Log {
@@ -256,7 +258,17 @@ impl Log {
             file: false,
             path: None,
             copy: None,
+            copy_level: settings.level,
         }
+    }
+
+    /// A log held for `--output-on-failure`'s printout, written to `sink`: [`Log::to`], with
+    /// each attempt's line (its reason) under `-q` too, since a printout of a failure always
+    /// says why each attempt failed; `-qq` still says nothing.
+    pub fn held(settings: &LogSettings, sink: Box<dyn Write>) -> Log {
+        let mut log = Log::to(settings, sink);
+        log.level = printout_level(settings.level);
+        log
     }
 
     /// Whether every run leaves a line: a `--log-file` answers "did the 14:36 run happen?",
@@ -269,6 +281,7 @@ impl Log {
     /// Every line goes to `copy` as well as to the log, in text.
     pub fn with_copy_to(mut self, copy: Box<dyn Write>) -> Log {
         self.copy = Some(copy);
+        self.copy_level = printout_level(self.level);
         self
     }
 
@@ -308,13 +321,27 @@ impl Log {
         self.format == LogFormat::Text
     }
 
-    /// Whether entries of this event would be written at all.
+    /// Whether entries of this event would be written at all: to the log, or to the copy.
     pub fn shows(&self, event: Event) -> bool {
+        self.logs(event) || self.copies(event)
+    }
+
+    /// Whether entries of this event go to the log itself.
+    fn logs(&self, event: Event) -> bool {
         event.level() <= self.level || (event == Event::Success && self.records_every_run())
     }
 
+    /// Whether entries of this event go to the copy.
+    fn copies(&self, event: Event) -> bool {
+        self.copy.is_some() && event.level() <= self.copy_level
+    }
+
     pub fn write(&mut self, entry: &Entry) {
-        if !self.shows(entry.event) {
+        let copied = self.copies(entry.event);
+        if !self.logs(entry.event) {
+            if copied {
+                self.copy_line(entry);
+            }
             return;
         }
         self.clear_countdown();
@@ -331,11 +358,16 @@ impl Log {
         };
         line.push('\n');
         self.put(line.as_bytes());
-        if self.copy.is_some() {
-            let text = format!("{}\n", self.leveled(text(entry, false)));
-            if let Some(copy) = &mut self.copy {
-                let _ = copy.write_all(text.as_bytes());
-            }
+        if copied {
+            self.copy_line(entry);
+        }
+    }
+
+    /// The entry's text line, to the copy.
+    fn copy_line(&mut self, entry: &Entry) {
+        let text = format!("{}\n", self.leveled(text(entry, false)));
+        if let Some(copy) = &mut self.copy {
+            let _ = copy.write_all(text.as_bytes());
         }
     }
 
@@ -377,6 +409,12 @@ impl Log {
 
 fn open_append(path: &std::path::Path) -> io::Result<File> {
     crate::platform::files::open_append(path)
+}
+
+/// The level of `--output-on-failure`'s printout at log level `level`: at least each attempt's
+/// line under `-q`; nothing under `-qq`.
+fn printout_level(level: i8) -> i8 {
+    if level == 0 { 1 } else { level }
 }
 
 /// Whether to write colour, by `--color` and the environment, to a stream that is a terminal

@@ -57,7 +57,7 @@ pub fn run(policy: &Policy, start: Instant) -> Result<Exit, Error> {
 /// The run's log: where the policy says, with a copy held for `--output-on-failure`.
 fn open_log(policy: &Policy, transcript: Option<&transcript::Transcript>) -> Result<Log, Error> {
     let opened = match (transcript, &policy.log.file) {
-        (Some(held), None) => Ok(Log::to(&policy.log, held.log())),
+        (Some(held), None) => Ok(Log::held(&policy.log, held.log())),
         // What is printed on failure carries retry's lines, also when the log is a file.
         (Some(held), Some(_)) => Log::open(&policy.log).map(|log| log.with_copy_to(held.log())),
         _ => Log::open(&policy.log),

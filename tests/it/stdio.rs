@@ -921,3 +921,43 @@ fn an_output_rule_that_fails_an_exit_0_says_retry_exits_1_instead() {
         "{log}"
     );
 }
+
+/// What `--output-on-failure` prints always says why each attempt failed and ends with the
+/// give-up line, under `-q` too, with the log on stderr or in a file; `-qq` prints the
+/// command's output alone, without a line of retry's.
+#[test]
+fn output_on_failure_under_q_still_says_why_each_attempt_failed_and_qq_says_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("retry.log");
+    for file in [false, true] {
+        let mut c = support::retry();
+        c.args(["-q", "-n", "2", "-d", "0", "--output-on-failure"]);
+        if file {
+            c.arg("--log-file").arg(&log);
+        }
+        let out = c.args(["--", "sh", "-c", "echo out; exit 3"]).run();
+        out.assert().code(3);
+        let said = String::from_utf8_lossy(&out.stderr);
+        for line in [
+            "retry: --- output of attempt 1/2 ---",
+            "retry: attempt 1/2 failed: exit status 3 after ",
+            "retry: attempt 2/2 failed: exit status 3 after ",
+            "retry: giving up after 2 attempts in ",
+        ] {
+            assert!(said.contains(line), "log file {file}: {line:?} in {said}");
+        }
+        assert!(
+            said.trim_end()
+                .lines()
+                .last()
+                .is_some_and(|l| l.contains("giving up"))
+        );
+    }
+    let out = support::retry()
+        .args(["-qq", "-n", "2", "-d", "0", "--output-on-failure"])
+        .args(["--", "sh", "-c", "echo out; echo err >&2; exit 3"])
+        .run();
+    out.assert().code(3);
+    assert_eq!(out.stdout, b"out\nout\n");
+    assert_eq!(out.stderr, b"err\nerr\n");
+}

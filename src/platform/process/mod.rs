@@ -90,6 +90,8 @@ pub struct Process {
     exited: Option<Status>,
     /// `--output-on-failure`: where each attempt's output is held, marked by attempt.
     transcript: Option<Transcript>,
+    /// `--output-on-failure`'s printout marks each attempt's part (not under `-qq`).
+    marks_attempts: bool,
     /// Orphans are reparented to retry (PID 1, a subreaper): it reaps them.
     reaper: bool,
     /// The attempt's wait status, when reaping orphans took it first.
@@ -198,6 +200,7 @@ impl Process {
             stdout,
             stderr,
             transcript: transcript.cloned(),
+            marks_attempts: p.log.level >= 0,
             rules: p.output_rules.clone(),
             hints,
             hints_lost,
@@ -270,7 +273,11 @@ impl Process {
                 .max_attempts
                 .map(|m| format!("/{m}"))
                 .unwrap_or_default();
-            let mark = format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt);
+            // -qq: retry says nothing, not even which attempt printed what.
+            let mark = match self.marks_attempts {
+                true => format!("retry: --- output of attempt {}{of} ---\n", attempt.attempt),
+                false => String::new(),
+            };
             held.attempt(attempt.attempt, mark.as_bytes());
         }
         let stdio = [
