@@ -339,11 +339,12 @@ fn no_wait_for_the_key_outlasts_max_time() {
         Some(Box::new(store.clone())),
     );
     assert_eq!(r.exit, Exit::Code(1), "{}", r.log);
-    // At the start, after the first attempt, before the retry, after the second.
+    // At the start (half of what --max-time leaves: the command keeps the rest), after the
+    // first attempt, before the retry, after the second.
     assert_eq!(
         *store.waits.borrow(),
         [
-            Some(ms(10_000)),
+            Some(ms(5_000)),
             Some(ms(6000)),
             Some(ms(6000)),
             Some(ms(5990))
