@@ -87,6 +87,14 @@ fn policy(out: &mut String, p: &Policy, origins: &Origins) {
         ("retry-if-output", patterns(&p.output_rules.retry)),
         ("fatal-if-output", patterns(&p.output_rules.fatal)),
         ("on timeout", on_timeout(p)),
+        (
+            "stop-with-parent",
+            if p.stop_with_parent {
+                "yes: the run ends when retry's parent does".into()
+            } else {
+                "no".into()
+            },
+        ),
         ("hints", hints(p)),
         ("retry-on-http", p.http.retry.to_string()),
         ("fatal-on-http", fatal_on_http(p)),
@@ -371,9 +379,17 @@ fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
         "on timeout" => &["kill-signal", "kill-after"],
         "log" => &["log-format", "log-file", "verbose", "quiet", "log-time"],
         "held output" => &["output-on-failure", "stdout"],
+        "stop-with-parent" => &["stop-with-parent", "no-stop-with-parent"],
         _ => std::slice::from_ref(&row),
     };
     let given = keys.iter().find_map(|k| origins.get(*k));
+    // A CI job's variable, which the flags and the config file override.
+    if given.is_none()
+        && row == "stop-with-parent"
+        && std::env::var_os(crate::env::STOP_WITH_PARENT).is_some()
+    {
+        return format!("  (${})", crate::env::STOP_WITH_PARENT);
+    }
     let default = match row {
         "name" => "the command's name",
         // Raised to the longest delay asked for, never below it (docs/policy.md, How long to wait).

@@ -135,8 +135,12 @@ pub fn cancelled_waiting(sig: i32) -> String {
 /// Why a run ends whose hook outlasted the wait and the deadline.
 pub const DEADLINE_WHILE_WAITING: &str = "--max-time reached while waiting";
 
-/// `cancelled by SIGINT`.
+/// `cancelled by SIGINT`; `cancelled: retry's parent ended (--stop-with-parent)` for the
+/// SIGTERM that stands for that, which nobody sent.
 pub fn cancelled(sig: i32) -> String {
+    if crate::platform::signals::from_parent(sig) {
+        return "cancelled: retry's parent ended (--stop-with-parent)".into();
+    }
     format!("cancelled by {}", signal_name(sig))
 }
 

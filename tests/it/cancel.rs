@@ -161,13 +161,33 @@ fn cancelled_with_its_shell(setting: Setting) {
         "{setting:?}: retry still runs"
     );
     let said = step.err.rest().join("\n");
-    assert!(said.contains("cancelled by SIGTERM"), "{setting:?}: {said}");
     // The log names what happened, not a signal nobody sent retry.
+    assert!(
+        said.contains("cancelled: retry's parent ended (--stop-with-parent): attempt 1/5"),
+        "{setting:?}: {said}"
+    );
     assert!(
         said.contains("retry's parent ended during attempt 1/5 (--stop-with-parent)"),
         "{setting:?}: {said}"
     );
     assert!(!said.contains("SIGTERM received"), "{setting:?}: {said}");
+}
+
+/// The step's shell ends while retry waits to retry: the run ends, and the log says why in
+/// the same words, not "cancelled by SIGTERM", a signal nobody sent.
+#[test]
+fn a_github_cancel_during_a_wait_ends_the_run_and_says_the_parent_ended() {
+    let mut step = step(Setting::Flag, "", &[], "echo ready; exit 1", false);
+    step.out.until("ready");
+    step.err.until("retrying in 1s");
+    github_cancel(&mut step);
+    let said = step.err.rest().join("\n");
+    assert_eq!(starts(&step.log).len(), 1, "{said}");
+    assert!(
+        said.contains("cancelled: retry's parent ended (--stop-with-parent) while waiting"),
+        "{said}"
+    );
+    assert!(!said.contains("cancelled by SIGTERM"), "{said}");
 }
 
 #[test]

@@ -140,6 +140,7 @@ Policy (where each value came from in brackets)
   retry-if-output  none  (default)
   fatal-if-output  none  (default)
   on timeout       SIGTERM, then SIGKILL after 10s  (default)
+  stop-with-parent no  (default)
   hints            off: no HTTP status or Retry-After is known  (default)
   retry-on-http    408,425,429,500,502-504  (default)
   fatal-on-http    every other 4xx  (default)
@@ -394,6 +395,7 @@ Policy (where each value came from in brackets)
   retry-if-output  none  (default)
   fatal-if-output  none  (default)
   on timeout       SIGTERM, then SIGKILL after 10s  (default)
+  stop-with-parent no  (default)
   hints            off: no HTTP status or Retry-After is known  (default)
   retry-on-http    408,425,429,500,502-504  (default)
   fatal-on-http    every other 4xx  (default)
@@ -480,4 +482,38 @@ fn a_status_in_both_lists_is_warned_of_fatal_wins() {
     );
     let text = explain(&["--retry-on", "1-5", "--fatal-on", "22", "--", "x"]);
     assert!(!text.contains("in both"), "{text}");
+}
+
+/// A CI job's `RETRY_STOP_WITH_PARENT` is not on the command line: `--explain` says whether
+/// the run stops with its parent, and where that came from.
+#[test]
+fn explain_says_whether_the_run_stops_with_its_parent_and_why() {
+    let job = |value: &str, flags: &[&str]| {
+        let out = support::retry()
+            .env("RETRY_STOP_WITH_PARENT", value)
+            .arg("--explain")
+            .args(flags)
+            .args(["--", "true"])
+            .run();
+        out.assert().code(0);
+        out.stdout()
+            .lines()
+            .find(|l| l.trim_start().starts_with("stop-with-parent "))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        job("1", &[]),
+        "stop-with-parent yes: the run ends when retry's parent does ($RETRY_STOP_WITH_PARENT)"
+    );
+    assert_eq!(
+        job("1", &["--no-stop-with-parent"]),
+        "stop-with-parent no (flag)"
+    );
+    assert_eq!(
+        job("0", &[]),
+        "stop-with-parent no ($RETRY_STOP_WITH_PARENT)"
+    );
 }
