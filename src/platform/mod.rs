@@ -21,6 +21,7 @@ pub mod signals;
 mod spool;
 pub mod start;
 mod status;
+pub mod stderr;
 mod stdin;
 mod terminal;
 pub mod time;

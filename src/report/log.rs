@@ -231,7 +231,7 @@ impl Log {
     pub fn open(settings: &LogSettings) -> io::Result<Log> {
         let sink: Box<dyn Write> = match &settings.file {
             Some(path) => Box::new(open_append(path)?),
-            None => Box::new(io::stderr()),
+            None => Box::new(crate::platform::stderr::Stderr),
         };
         let mut log = Log::to(settings, sink);
         log.file = settings.file.is_some();
@@ -393,7 +393,10 @@ impl Log {
         };
         let (sink, rest): (Box<dyn Write>, _) = match self.copy.take() {
             Some(held) => (held, "the rest of the log is held with the output"),
-            None => (Box::new(io::stderr()), "logging to stderr instead"),
+            None => (
+                Box::new(crate::platform::stderr::Stderr),
+                "logging to stderr instead",
+            ),
         };
         eprintln!(
             "retry: warning: cannot write --log-file {}: {}; {rest}",

@@ -28,6 +28,10 @@ pub fn run(policy: &Policy, start: Instant) -> Result<Exit, Error> {
     let transcript = policy
         .output_on_failure
         .then(transcript::Transcript::default);
+    // A log line waits for room on a stderr nobody reads no longer than the run may last.
+    if let Some(at) = policy.max_time.and_then(|max| start.checked_add(max)) {
+        crate::platform::stderr::deadline(at);
+    }
     let mut log = open_log(policy, transcript.as_ref())?;
     let own = |doing| move |cause| Error::Own { doing, cause };
     let signals = signals::Signals::install().map_err(own("cannot install signal handlers"))?;

@@ -961,3 +961,61 @@ fn output_on_failure_under_q_still_says_why_each_attempt_failed_and_qq_says_noth
     assert_eq!(out.stdout, b"out\nout\n");
     assert_eq!(out.stderr, b"err\nerr\n");
 }
+
+/// A stderr that nobody reads (a pager whose screen is full, a stuck pipeline) fills, and
+/// retry's log waits for room: no longer than `--max-time`, and not past a SIGTERM.
+#[test]
+fn a_stderr_nobody_reads_holds_retry_no_longer_than_max_time_or_a_sigterm() {
+    use std::os::fd::OwnedFd;
+    use std::time::Duration;
+    let start = |args: &[&str]| {
+        let (unread, stderr) = nix::unistd::pipe().expect("a pipe");
+        let child = support::retry()
+            .args(args)
+            .args([
+                "--forever",
+                "-d",
+                "0",
+                "-b",
+                "constant",
+                "-j",
+                "none",
+                "--",
+                "false",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::from(OwnedFd::from(stderr)))
+            .spawn()
+            .expect("start retry");
+        (child, unread)
+    };
+    let (mut child, _unread) = start(&["--max-time", "1s"]);
+    let started = std::time::Instant::now();
+    let status = wait(&mut child);
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let (mut child, _unread) = start(&[]);
+    // Long enough for its log to fill the pipe: then it waits for room.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = wait(&mut child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15)
+    );
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+}
