@@ -966,7 +966,6 @@ fn output_on_failure_under_q_still_says_why_each_attempt_failed_and_qq_says_noth
 /// retry's log waits for room: no longer than `--max-time`, and not past a SIGTERM.
 #[test]
 fn a_stderr_nobody_reads_holds_retry_no_longer_than_max_time_or_a_sigterm() {
-    use std::os::fd::OwnedFd;
     use std::time::Duration;
     let start = |args: &[&str]| {
         let (unread, stderr) = nix::unistd::pipe().expect("a pipe");
@@ -985,7 +984,7 @@ fn a_stderr_nobody_reads_holds_retry_no_longer_than_max_time_or_a_sigterm() {
             ])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::from(OwnedFd::from(stderr)))
+            .stderr(std::process::Stdio::from(stderr))
             .spawn()
             .expect("start retry");
         (child, unread)
