@@ -992,7 +992,8 @@ fn a_stderr_nobody_reads_holds_retry_no_longer_than_max_time_or_a_sigterm() {
     let (mut child, _unread) = start(&["--max-time", "1s"]);
     let started = std::time::Instant::now();
     let status = wait(&mut child);
-    assert_eq!(status.code(), Some(1));
+    // The deadline comes during a wait (the last status, 1) or an attempt (124).
+    assert!(matches!(status.code(), Some(1 | 124)), "{status:?}");
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
