@@ -106,6 +106,10 @@ pub(super) fn one_string(program: &std::ffi::OsStr) -> Option<OneString> {
     let bytes = program.as_encoded_bytes();
     let shell = bytes.iter().any(|b| b"|&;<>()$`\\\"'*?[]".contains(b));
     let spaced = bytes.iter().any(u8::is_ascii_whitespace);
+    // Spaces alone (`retry ' '`) are no command in one argument: there are no words to give.
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
     let how = match (shell, spaced) {
         (true, _) => OneString::ShellLine,
         (false, true) => OneString::Words,

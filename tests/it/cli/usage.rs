@@ -564,6 +564,12 @@ retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; co
 
 "#]],
     );
+    // Spaces alone are no command in one argument: there are no words to give apart.
+    let r = run(&["-n", "3", "--", " "]);
+    r.assert().code(127);
+    let said = r.stderr();
+    assert!(said.contains("retry: cannot run ' ': command not found"), "{said}");
+    assert!(!said.contains("one argument"), "{said}");
 }
 
 #[test]
