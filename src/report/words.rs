@@ -384,6 +384,18 @@ pub fn warnings(p: &Policy) -> impl Iterator<Item = String> + use<> {
         .into_iter()
         .chain(breaker_cap_warning(p))
         .chain(header_dump_warning(p))
+        .chain(seeded_splay_warning(p))
+}
+
+/// A `--seed` draws the same `--splay` in every run that has it: a fleet whose settings carry
+/// one starts all at once, which the splay was there to prevent.
+fn seeded_splay_warning(p: &Policy) -> Option<String> {
+    p.seed.filter(|_| !p.splay.is_zero()).map(|seed| {
+        format!(
+            "--seed {seed} draws the same --splay wait in every run that has it: runs that share \
+             the seed start together; leave --seed out of a fleet's settings"
+        )
+    })
 }
 
 /// Every status that is fatal before `--retry-on` is consulted.

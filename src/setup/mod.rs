@@ -73,6 +73,8 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Mode, Error> {
              --explain --fleet N to simulate one, or leave --{flag} out"
         )));
     }
+    // --factor given here must shape the backoff: a config file's may stand unused.
+    let factor_given = matches.value_source("factor") == Some(ValueSource::CommandLine);
     let (cli, origins) = match config::resolve(args, &matches).map_err(Error::Config)? {
         None => {
             // Where each value came from matters only to --explain; taking the values out
@@ -95,7 +97,7 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Mode, Error> {
         }
     };
     drop(matches);
-    mode(cli, origins)
+    mode(cli, origins, factor_given)
 }
 
 /// What clap's refusal of the arguments means: the help or the version asked for, or a usage
@@ -126,7 +128,7 @@ fn refused(e: clap::Error, args: &[OsString]) -> Result<Mode, Error> {
 }
 
 /// What retry is to do with these flags: the policy they make, checked, and the mode.
-fn mode(cli: Cli, origins: Origins) -> Result<Mode, Error> {
+fn mode(cli: Cli, origins: Origins, factor_given: bool) -> Result<Mode, Error> {
     let (explain, reset_state) = (cli.explain, cli.shared.reset_state);
     let store_rate = cli.simulated.store_rate;
     let fleet = cli
@@ -142,6 +144,22 @@ fn mode(cli: Cli, origins: Origins) -> Result<Mode, Error> {
     };
     let (mut policy, listed) = validate::build(cli)?;
     policy.rules.sources = sources;
+    // A flag that would be ignored is refused: a factor for a backoff that has none.
+    if factor_given
+        && !matches!(
+            policy.backoff.shape,
+            crate::policy::backoff::Shape::Exponential { .. }
+        )
+    {
+        let delays = match &policy.backoff.shape {
+            crate::policy::backoff::Shape::List(_) => "delays are the --delays list".to_string(),
+            shape => format!("backoff is {shape}"),
+        };
+        return Err(usage(format!(
+            "--factor is for -b exponential, and this run's {delays}: leave --factor out, or \
+             give -b exponential"
+        )));
+    }
     // The rate of a shared store, for a fleet whose key is kept on each host: it would be
     // ignored. (Without --key, the table's row with --key --state uses it.)
     if let (Some(rate), Some(state)) = (store_rate, &policy.state)

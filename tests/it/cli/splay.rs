@@ -29,6 +29,11 @@ fn a_run_with_a_splay_waits_it_says_so_at_v_and_succeeds() {
     let log = r.stderr();
     let waited = drawn(&log);
     assert_eq!(waited, Duration::from_millis(157), "{log}");
+    // A seed makes every run draw the same wait: said, for a fleet's settings.
+    assert!(
+        log.contains("--seed 7 draws the same --splay wait in every run that has it"),
+        "{log}"
+    );
     assert!(r.took >= waited, "{:?} < {waited:?}", r.took);
     assert!(
         log.contains("before the first attempt (drawn at random from 0 to --splay 1s)"),

@@ -166,6 +166,27 @@ retry: error: not a backoff factor for --factor: 0.5; give a number of at least 
     );
 }
 
+/// A factor that would change nothing is refused, not ignored; a config file's may stand unused
+/// under a backoff given here.
+#[test]
+fn a_factor_for_a_backoff_that_has_none_is_a_usage_error_unless_it_comes_from_the_config() {
+    assert_usage_error(
+        &["-b", "linear", "--factor", "3"],
+        str![[r#"
+retry: error: --factor is for -b exponential, and this run's backoff is linear: leave --factor out, or give -b exponential
+
+"#]],
+    );
+    let dir = TempDir::new().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "factor = 3\n").expect("config");
+    let r = support::retry()
+        .env("RETRY_CONFIG", &config)
+        .args(["-b", "linear", "--", "true"])
+        .run();
+    r.assert().code(0);
+}
+
 #[test]
 fn a_non_numeric_factor_is_a_usage_error() {
     assert_usage_error(
@@ -568,7 +589,10 @@ retry: giving up after 1 attempt in [ELAPSED]: status 127: command not found; co
     let r = run(&["-n", "3", "--", " "]);
     r.assert().code(127);
     let said = r.stderr();
-    assert!(said.contains("retry: cannot run ' ': command not found"), "{said}");
+    assert!(
+        said.contains("retry: cannot run ' ': command not found"),
+        "{said}"
+    );
     assert!(!said.contains("one argument"), "{said}");
 }
 
