@@ -104,6 +104,23 @@ pub enum Change {
     Released,
 }
 
+/// When a probe's lease given at `now` ends: `lease` after it, and a part of a fifth of `lease`
+/// more, which the store's clock picks (its remainder). A store so busy that it answers a run
+/// after the run stopped waiting gives the lease to a run that never hears of it, and every
+/// other run is refused until the lease ends. Were leases as long as the period of the cron that
+/// starts the runs, each would end in the same busy moment of a later period and go to such a
+/// run again, and again; the part more moves the end out of step with any period.
+pub fn lease_until(now: u64, lease: Duration) -> u64 {
+    let spread = ms(lease) / 5;
+    let more = now.checked_rem(spread).unwrap_or(0);
+    now.saturating_add(ms(lease)).saturating_add(more)
+}
+
+/// The latest a lease given at `now` may end ([`lease_until`]).
+fn longest_lease_until(now: u64, lease: Duration) -> u64 {
+    now.saturating_add(ms(lease)).saturating_add(ms(lease) / 5)
+}
+
 impl Breaker {
     /// A run wants to start at `now`. `lease` is how long a probe may hold the lease.
     pub fn enter(&mut self, s: &BreakerSettings, now: u64, lease: Duration) -> Admission {
@@ -129,7 +146,7 @@ impl Breaker {
             } => {
                 let failures = std::mem::take(failures);
                 *self = Breaker::HalfOpen {
-                    lease_until: now.saturating_add(ms(lease)),
+                    lease_until: lease_until(now, lease),
                     open_for,
                     failures,
                 };
@@ -265,7 +282,7 @@ impl Breaker {
                 open_for,
                 ..
             } => {
-                *lease_until = (*lease_until).min(now.saturating_add(ms(lease)));
+                *lease_until = (*lease_until).min(longest_lease_until(now, lease));
                 *open_for = (*open_for).min(max);
             }
         }
@@ -401,6 +418,26 @@ mod tests {
         for now in [MIN, MIN + 1, lease_until - 1] {
             assert_eq!(b.enter(&s, now, LEASE), Admission::Probing { lease_until });
         }
+    }
+
+    #[test]
+    fn a_lease_ends_a_part_of_its_fifth_later_that_the_clock_picks() {
+        // A minute's lease given on the minute ends on the next; given 5 s past, 5 s more.
+        assert_eq!(lease_until(MIN, LEASE), 2 * MIN);
+        assert_eq!(lease_until(MIN + 5_000, LEASE), 2 * MIN + 10_000);
+        assert_eq!(lease_until(MIN + 11_999, LEASE), 2 * MIN + 2 * 11_999);
+        assert_eq!(lease_until(MIN + 12_000, LEASE), 2 * MIN + 12_000);
+        // A minute's cron whose burst keeps the store busy for 5 s: a lease given 700 ms into
+        // one, to a run that never heard of it, and each next one given at the end of the
+        // last, end further into the minute each time, out of the burst in a few minutes.
+        let mut given = MIN + 700;
+        let mut phases = Vec::new();
+        for _ in 0..4 {
+            given = lease_until(given, LEASE);
+            phases.push(given % MIN);
+        }
+        assert_eq!(phases, [1_400, 2_800, 5_600, 11_200]);
+        assert_eq!(lease_until(7, Duration::ZERO), 7);
     }
 
     #[test]
@@ -575,7 +612,15 @@ mod tests {
             failures: Vec::new(),
         };
         b.clamp(&s, 1000, LEASE);
-        assert_eq!(b.enter(&s, 1000 + 60_000, LEASE), Admission::Probe);
+        // The lease and its fifth at most ([`lease_until`]).
+        let longest = 1000 + 60_000 + 12_000;
+        assert_eq!(
+            b.enter(&s, longest - 1, LEASE),
+            Admission::Probing {
+                lease_until: longest
+            }
+        );
+        assert_eq!(b.enter(&s, longest, LEASE), Admission::Probe);
         let mut b = Breaker::Closed {
             failures: vec![5000, 9000],
         };

@@ -81,10 +81,11 @@ fn the_probe_that_succeeds_closes_the_breaker_and_its_run_goes_on() {
     };
     let probe = run(k.admit(&s, 100));
     assert!(probe.probe);
+    // The 10 s lease, and the clock's remainder of its fifth: 100 ms more.
     assert_eq!(
         k.admit(&s, 101),
         Admit::Refused(Refusal::Probing {
-            lease_until: 10_100
+            lease_until: 10_200
         })
     );
     let a = k.after_attempt(&s, 150, probe, Attempt::Success, false, 0.0);

@@ -37,6 +37,9 @@ local WINDOW = tonumber(ARGV[4])
 local FIRST_OPEN = tonumber(ARGV[5])
 local OPEN_MAX = tonumber(ARGV[6])
 local LEASE = tonumber(ARGV[7])
+-- breaker.rs's lease_until: a lease ends a part of a fifth more after LEASE, the clock's
+-- remainder, out of step with any cron.
+local SPREAD = math.floor(LEASE / 5)
 local BURST = tonumber(ARGV[8])
 local RATIO = tonumber(ARGV[9])
 local REFILL = tonumber(ARGV[10])
@@ -152,7 +155,7 @@ local function clamp(st)
     st.u = math.min(st.u, now + OPEN_MAX)
     st.o = math.min(st.o, OPEN_MAX)
   else
-    st.l = math.min(st.l, now + LEASE)
+    st.l = math.min(st.l, now + LEASE + SPREAD)
     st.o = math.min(st.o, OPEN_MAX)
   end
   st.a = math.min(st.a, now)
@@ -168,6 +171,7 @@ local function enter(st)
   if st.s == 'half-open' and now < st.l then return 'probing', st.l end
   st.s = 'half-open'
   st.l = now + LEASE
+  if SPREAD > 0 then st.l = st.l + now % SPREAD end
   return 'probe', 0
 end
 

@@ -388,7 +388,7 @@ fn expiry(s: &KeyRules) -> u64 {
     let b = &s.breaker;
     ms(EXPIRY)
         .max(ms(b.window))
-        .max(ms(b.open_max).saturating_add(ms(s.lease)))
+        .max(ms(b.open_max).saturating_add(ms(s.lease) + ms(s.lease) / 5))
 }
 
 /// The script's answer: the time, whether the hash was started afresh, the state, and the
