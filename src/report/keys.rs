@@ -90,32 +90,46 @@ pub fn text(listing: &Listing) -> String {
         .max()
         .unwrap_or(0)
         .max(3);
+    // The breaker's words, each key's, to size their column by.
+    let said: Vec<Option<String>> = listing
+        .keys
+        .iter()
+        .map(|k| {
+            let v = k.view.as_ref().ok()?;
+            let b = breaker(v, k.now);
+            Some(match (b.state, b.until, b.probing) {
+                ("open", Some(until), _) => format!("open until {}", time(until)),
+                ("open", None, _) => "open; its time is up: the next run probes".into(),
+                (_, Some(until), true) => format!("half-open, probing until {}", time(until)),
+                ("half-open", _, _) => "half-open: the next run probes".into(),
+                (state, _, _) => state.to_string(),
+            })
+        })
+        .collect();
+    let column = said
+        .iter()
+        .flatten()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("BREAKER".len());
     let _ = writeln!(
         out,
-        "  {:<width$}  {:<38}  {:>8}  {:>6}  LAST CHANGE",
+        "  {:<width$}  {:<column$}  {:>8}  {:>6}  LAST CHANGE",
         "KEY", "BREAKER", "FAILURES", "TOKENS"
     );
-    for (k, name) in listing.keys.iter().zip(&names) {
-        let row = match &k.view {
-            Ok(v) => {
-                let b = breaker(v, k.now);
-                let said = match (b.state, b.until, b.probing) {
-                    ("open", Some(until), _) => format!("open until {}", time(until)),
-                    ("open", None, _) => "open; its time is up: the next run probes".into(),
-                    (_, Some(until), true) => format!("half-open, probing until {}", time(until)),
-                    ("half-open", _, _) => "half-open: the next run probes".into(),
-                    (state, _, _) => state.to_string(),
-                };
-                format!(
-                    "{said:<38}  {:>8}  {:>6.1}  {}",
-                    failures(v),
-                    v.tokens,
-                    k.changed.map_or("-".into(), time)
-                )
-            }
-            Err(e) => format!("cannot be read: {}", quote::clean(e)),
+    for ((k, name), said) in listing.keys.iter().zip(&names).zip(&said) {
+        let row = match (&k.view, said) {
+            (Ok(v), Some(said)) => format!(
+                "{said:<column$}  {:>8}  {:>6.1}  {}",
+                failures(v),
+                v.tokens,
+                k.changed.map_or("-".into(), time)
+            ),
+            (Err(e), _) => format!("cannot be read: {}", quote::clean(e)),
+            (Ok(_), None) => String::new(),
         };
-        let _ = writeln!(out, "  {name:<width$}  {row}");
+        let _ = writeln!(out, "  {name:<width$}  {}", row.trim_end());
     }
     out
 }

@@ -824,6 +824,18 @@ pub fn list_keys_shows_every_key_and_changes_nothing(s: &Setup) {
         "{text}"
     );
     assert!(row("ok").contains("closed"), "{text}");
+    // Each column lines up under its heading, whatever the breaker's words are.
+    let heading = text.lines().nth(1).unwrap_or_default();
+    let failures_end = heading.find("FAILURES").map(|at| at + "FAILURES".len());
+    for key in ["api", "db/main", "ok"] {
+        // Less the last two fields, the last change and the tokens: up to the failures' end.
+        let mut row = row(key);
+        for _ in 0..2 {
+            let cut = row.trim_end().rfind(' ').unwrap_or(0);
+            row.truncate(cut);
+        }
+        assert_eq!(Some(row.trim_end().len()), failures_end, "{key}:\n{text}");
+    }
     let out = output(s.retry(&["--list-keys", "--log-format", "json"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Every key of the store, those of other scenarios on a shared store left out.
