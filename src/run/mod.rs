@@ -127,6 +127,10 @@ fn write_reports(policy: &Policy, summary: &Summary, log: &mut Log, start: Insta
             Cause::System(words) if e.kind() == std::io::ErrorKind::FileTooLarge => {
                 (words, "; retry runs under a file size limit (ulimit -f)")
             }
+            // Its folder is fine: there is no room (a full disk, /dev/full).
+            Cause::System(words) if e.raw_os_error() == Some(nix::libc::ENOSPC) => {
+                (words, "; the device it is on is full")
+            }
             Cause::System(words) if crate::platform::files::descriptor(path).is_some() => {
                 (words, "; check that it is open for writing")
             }

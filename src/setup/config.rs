@@ -125,7 +125,7 @@ fn no_such_profile(name: &str, profiles: &Profiles, file: Option<&Path>) -> Usag
         .into();
     }
     let place = file.map_or("there is no config file".into(), |f| {
-        format!("add [profiles.{name}] to {}", f.display())
+        format!("add [profiles.{name}] to {}", crate::quote::shown(f))
     });
     BadValue::new(
         "no such profile or preset",
@@ -250,11 +250,14 @@ type Contents = (Vec<Setting>, Profiles);
 /// A config file's profiles by name, each its settings or what is wrong with them.
 type Profiles = BTreeMap<String, Result<Vec<Setting>, UsageError>>;
 
+/// The most of a line of the file that an error quotes, in characters.
+const SHOWN_LINE: usize = 200;
+
 fn read(path: &Path) -> Result<Contents, UsageError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         BadValue::new(
             format!("cannot read the config file ({e})"),
-            path.display().to_string(),
+            crate::quote::shown(path),
             "make it readable, or name another with --config",
         )
     })?;
@@ -264,15 +267,23 @@ fn read(path: &Path) -> Result<Contents, UsageError> {
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
     let line_of = |span: std::ops::Range<usize>| starts.partition_point(|&s| s <= span.start);
-    let at = |line: usize| format!("{}:{line}", path.display());
+    let at = |line: usize| format!("{}:{line}", crate::quote::shown(path));
     let table = DeTable::parse(&text).map_err(|e| {
         let line = e.span().map(&line_of);
-        let place = line.map_or(path.display().to_string(), at);
+        let place = line.map_or(crate::quote::shown(path), at);
         let shown = line
             .and_then(|n| text.lines().nth(n - 1))
             .unwrap_or_default()
             .trim();
-        let why = e.message().trim().replace('\n', " ");
+        // A line of a few hundred characters at most, escaped: it may be megabytes of one
+        // array, or hold what could end the message's line.
+        let cut = shown
+            .char_indices()
+            .nth(SHOWN_LINE)
+            .map_or(shown, |(at, _)| &shown[..at]);
+        let more = if cut.len() < shown.len() { "…" } else { "" };
+        let shown = format!("{}{more}", crate::quote::clean(cut));
+        let why = crate::quote::clean(&e.message().trim().replace('\n', " ")).into_owned();
         UsageError(format!("{place}: not valid TOML: {shown}; {why}"))
     })?;
     // One parser for every setting: building clap's command costs far more than a parse,
@@ -346,7 +357,7 @@ fn exclusive(settings: &[Setting], path: &Path) -> Result<(), UsageError> {
         if let Some(earlier) = earlier {
             return Err(UsageError(format!(
                 "{}:{}: settings that exclude each other: {} and {} (line {}); keep one of them",
-                path.display(),
+                crate::quote::shown(path),
                 later.line,
                 later.key,
                 earlier.key,
@@ -366,7 +377,7 @@ fn setting(
     path: &Path,
     command: &mut clap::Command,
 ) -> Result<Setting, UsageError> {
-    let place = format!("{}:{line}", path.display());
+    let place = format!("{}:{line}", crate::quote::shown(path));
     let bad =
         |what: &str, fix: &str| UsageError(format!("{place}: {}", BadValue::new(what, key, fix)));
     // Keys are named as the file writes them, without dashes.

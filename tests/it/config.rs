@@ -1,6 +1,7 @@
 //! The config file and its profiles: where it is looked up, what wins over what, and how a bad
 //! file is reported (its name, the line, the key) without running anything.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use snapbox::str;
@@ -600,4 +601,29 @@ fn explain_warns_when_the_file_makes_fatal_a_status_the_profile_retries() {
         ),
         "{text}"
     );
+}
+
+/// A config error quotes a few hundred characters of its line at most, escaped, and names a
+/// file whose path is not UTF-8 escaped, not with a replacement character.
+#[test]
+fn a_config_error_quotes_its_line_short_and_escaped_and_its_path_escaped() {
+    let huge = format!(
+        "retry-if-output = [{},,]\n",
+        vec!["\"a\""; 200_000].join(",")
+    );
+    let (err, ran) = bad_config(&huge, &[]);
+    assert!(!ran);
+    assert!(err.len() < 1_000, "{} bytes: {}", err.len(), &err[..1_000]);
+    assert!(err.contains("not valid TOML: retry-if-output = [\"a\",") && err.contains('…'));
+    let (err, _) = bad_config("name = \"x\" \u{1b}[2J\n", &[]);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    let home = TempDir::new().expect("temp dir");
+    let odd = home.path().join(std::ffi::OsStr::from_bytes(b"x\xffcfg"));
+    std::fs::create_dir_all(odd.join("retry")).expect("config folder");
+    std::fs::write(odd.join("retry/config.toml"), "bogus =\n").expect("config");
+    let out = retry_in(&odd).args(["--", "true"]).run();
+    assert_eq!(out.code(), Some(125));
+    let err = out.stderr();
+    assert!(err.contains("x\\377cfg/retry/config.toml"), "{err}");
+    assert!(!err.contains('\u{fffd}'), "{err}");
 }

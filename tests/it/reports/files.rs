@@ -77,6 +77,9 @@ fn a_summary_to_a_device_is_written_in_place_and_its_failure_is_reported() {
     let stderr = out.stderr();
     assert_eq!(out.code(), Some(0), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
+    // No folder to check: the device is full.
+    assert!(stderr.contains("; the device it is on is full"), "{stderr}");
+    assert!(!stderr.contains("check that its folder"), "{stderr}");
     assert!(fs::symlink_metadata(&link).expect("link").is_symlink());
     // A device node of its own, where this process may make one (root): never replaced.
     let node = dir.path().join("null");
