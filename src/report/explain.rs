@@ -391,6 +391,7 @@ fn origin(row: &str, p: &Policy, origins: &Origins) -> String {
         return format!("  (${})", crate::env::STOP_WITH_PARENT);
     }
     let default = match row {
+        "name" if p.command.is_empty() => "no command given: retry's own",
         "name" => "the command's name",
         // Raised to the longest delay asked for, never below it (docs/policy.md, How long to wait).
         "max-delay" if p.backoff.max_delay != defaults::MAX_DELAY => {

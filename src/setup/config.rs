@@ -130,7 +130,7 @@ fn no_such_profile(name: &str, profiles: &Profiles, file: Option<&Path>) -> Usag
     BadValue::new(
         "no such profile or preset",
         name,
-        format!("{place}, or use a preset: {}", names.join(", ")),
+        format!("{place}, or use a preset: {}", presets::listed()),
     )
     .into()
 }

@@ -278,7 +278,7 @@ retry: error: [TMP]/bad.toml:1: not a table of profiles: profiles; write [profil
         "attempts = 2\n",
         &["-p", "nope"],
         str![[r#"
-retry: error: no such profile or preset: nope; add [profiles.nope] to [TMP]/bad.toml, or use a preset: curl, sysexits, ssh, git, apt
+retry: error: no such profile or preset: nope; add [profiles.nope] to [TMP]/bad.toml, or use a preset: curl, sysexits, ssh, git, apt (apt also as dpkg)
 
 "#]],
     );

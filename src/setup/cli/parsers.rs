@@ -64,11 +64,10 @@ pub(super) fn key(s: &str) -> Result<String, BadValue> {
 
 pub(super) fn preset(s: &str) -> Result<&'static Preset, BadValue> {
     presets::find(s).ok_or_else(|| {
-        let names = presets::names();
         BadValue::new(
             "no such preset",
             s,
-            format!("the presets are {}", names.join(", ")),
+            format!("the presets are {}", presets::listed()),
         )
     })
 }

@@ -85,6 +85,11 @@ pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|p| p.name).collect()
 }
 
+/// The presets as an error lists them: each name, and the other name apt answers to.
+pub fn listed() -> String {
+    format!("{} (apt also as dpkg)", names().join(", "))
+}
+
 /// The built-in preset of this name, if there is one.
 pub fn find(name: &str) -> Option<&'static Preset> {
     // dpkg's lock is apt's lock.

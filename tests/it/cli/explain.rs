@@ -69,7 +69,7 @@ Policy (where each value came from in brackets)
   retry-on         1,75  (flag)
   fatal-on         126,127,137  (flag)
 ...
-  name             retry  (the command's name)
+  name             retry  (no command given: retry's own)
 
 Schedule (the wait before each retry)
   retry         min         max
