@@ -8,7 +8,7 @@
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -444,23 +444,7 @@ pub fn why(e: &io::Error) -> String {
 
 /// Writes into a device or a FIFO as it is, without waiting for a FIFO's reader.
 pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ENXIO) => {
-                refusal(io::ErrorKind::Other, "it is a FIFO that no process reads")
-            }
-            _ => e,
-        })?;
-    if file.metadata()?.file_type().is_fifo() {
-        // The reader is there: wait for it to take it all.
-        nix::fcntl::fcntl(
-            &file,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
-        )?;
-    }
+    let mut file = open_without_waiting(fs::OpenOptions::new().write(true), path)?;
     file.write_all(bytes)
 }
 
@@ -468,9 +452,13 @@ pub fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// without waiting for the reader of a FIFO: one that no process reads is refused (a FIFO
 /// that is read is written as a file is).
 pub fn open_append(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
+    open_without_waiting(OpenOptions::new().create(true).append(true), path)
+}
+
+/// Opens `path` as `options` say, for writing, without waiting for a FIFO's reader: one that
+/// no process reads is refused in retry's words; the file's writes wait as any file's do.
+fn open_without_waiting(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {

@@ -231,18 +231,17 @@ fn state_fail_closed_exits_75_without_running_the_command() {
     );
 }
 
-#[test]
-fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
-    let Some(server) = Server::start() else {
-        return;
-    };
-    let s = Setup::redis(&server);
-    // The first attempt takes the server down; the run's later calls to it fail.
+/// A run of `-n 3` under the key `api`, its store lost mid-run (its first attempt kills the
+/// server, and exits 3), with `fail` as `--state-fail`: the setup, and the run's log.
+fn lost_mid_run<'a>(server: &'a Server, fail: &str) -> (Setup<'a>, String) {
+    let s = Setup::redis(server);
     let pid = server.pid();
     let out = s.run(
         &[
             "--key",
             "api",
+            "--state-fail",
+            fail,
             "-n",
             "3",
             "-d",
@@ -258,8 +257,16 @@ fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
         0,
     );
     out.assert().code(3);
-    assert_eq!(s.ran(), 3, "{}", stderr(&out));
-    let log = stderr(&out);
+    (s, stderr(&out))
+}
+
+#[test]
+fn a_store_lost_mid_run_never_changes_the_commands_outcome() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let (s, log) = lost_mid_run(&server, "open");
+    assert_eq!(s.ran(), 3, "{log}");
     assert_eq!(log.matches("warning").count(), 1, "{log}");
     // The store failed mid-run: the run goes on with this host's local state, as one whose
     // store failed at its start does (--state-fail open), and its budget allows the retries.
@@ -277,30 +284,7 @@ fn a_store_lost_mid_run_with_state_fail_closed_allows_no_retry_the_budget_would_
     let Some(server) = Server::start() else {
         return;
     };
-    let s = Setup::redis(&server);
-    let pid = server.pid();
-    let out = s.run(
-        &[
-            "--key",
-            "api",
-            "--state-fail",
-            "closed",
-            "-n",
-            "3",
-            "-d",
-            "1ms",
-            "--",
-            "sh",
-            "-c",
-            &format!(
-                "echo ran >> '{}'; kill -9 {pid} 2>/dev/null; exit 3",
-                s.marks().display()
-            ),
-        ],
-        0,
-    );
-    out.assert().code(3);
-    let log = stderr(&out);
+    let (s, log) = lost_mid_run(&server, "closed");
     assert_eq!(s.ran(), 1, "{log}");
     assert!(
         log.contains("this run makes no retry its breaker or budget would have had to allow"),
