@@ -9,8 +9,10 @@
 //! A group is stepped a window at a time ([`Group::advance`]), so that the fleet's groups can
 //! be stepped side by side and their calls counted per second in bounded memory.
 
+use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -25,9 +27,9 @@ use crate::policy::judgement::{Judgement, Retryable};
 use crate::policy::key::FailMode;
 use crate::policy::pacing::Pacing;
 use crate::policy::rules::Reason;
-use crate::policy::shared::{KeyRules, Refusal};
+use crate::policy::shared::{KeyRules, KeyState, Refusal};
 use crate::state::memory::{Line, MemoryStore};
-use crate::state::{Fallback, Shared};
+use crate::state::{Error, Fallback, Local, Reply, Shared, Store};
 
 /// A `--state` store that answers one key's calls at a rate, and what a run does when it
 /// cannot wait for it.
@@ -83,17 +85,59 @@ impl Plan<'_> {
         &self,
         rules: &KeyRules,
         store: &MemoryStore,
-        local: impl FnOnce() -> MemoryStore,
+        local: impl FnOnce() -> Box<dyn Store>,
     ) -> Shared {
         let mut handle = Shared::new(String::new(), rules.clone(), Box::new(store.clone()));
         if let Some(m) = self.store {
             handle.skip_moot_successes = true;
             handle.fallback = Some(Fallback {
                 fail: m.fail,
-                local: Box::new(local()),
+                local: local(),
             });
         }
         handle
+    }
+}
+
+/// A host's own state, for a run that falls back on it when it loses a shared store: looked
+/// up, and made on its first use, only then. Runs that never lose the store never touch it;
+/// looking up 100,000 hosts' states at every start made the largest fleet several times
+/// slower.
+struct HostState {
+    locals: Rc<RefCell<Vec<Option<MemoryStore>>>>,
+    host: usize,
+    /// The time of the call, as the group's clock says when it is made.
+    now: Rc<Cell<Nanos>>,
+}
+
+impl HostState {
+    /// The host's state, made if need be, on the clock of the call.
+    fn store(&self) -> MemoryStore {
+        let mut locals = self.locals.borrow_mut();
+        if locals.len() <= self.host {
+            locals.resize(self.host + 1, None);
+        }
+        let local = locals[self.host].get_or_insert_with(MemoryStore::default);
+        local.set_time(self.now.get());
+        local.clone()
+    }
+}
+
+impl Local for HostState {
+    fn update<T>(
+        &mut self,
+        s: &KeyRules,
+        op: impl Fn(&mut KeyState, u64) -> T,
+    ) -> Result<Reply<T>, Error> {
+        self.store().update(s, op)
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Local::reset(&mut self.store())
+    }
+
+    fn describe(&self) -> String {
+        "this host's state".into()
     }
 }
 
@@ -253,10 +297,11 @@ pub struct Group<'a> {
     free: Vec<usize>,
     /// The key's state: one store for the group, or one for each of its hosts.
     stores: Vec<MemoryStore>,
-    /// Each host's own state, made when a run on it first loses a shared store that answers
-    /// at a rate.
-    /// (A BTreeMap: it keeps a group small beside the blocks stepped apart.)
-    locals: BTreeMap<usize, MemoryStore>,
+    /// Each host's own state, by host, for a run that loses a shared store that answers at a
+    /// rate: made when a run on the host first falls back on it ([`HostState`]).
+    locals: Rc<RefCell<Vec<Option<MemoryStore>>>>,
+    /// The time of the run that calls a store now: a host's own state takes it when used.
+    local_now: Rc<Cell<Nanos>>,
     /// How a process finds its store: (process mod `hosts`) − `first_host`.
     hosts: usize,
     first_host: usize,
@@ -295,7 +340,8 @@ impl<'a> Group<'a> {
             runs: Vec::new(),
             free: Vec::new(),
             stores: (0..stores).map(|_| plan.new_store()).collect(),
-            locals: BTreeMap::new(),
+            locals: Rc::default(),
+            local_now: Rc::default(),
             hosts: hosts.max(1),
             first_host,
             refused_until: vec![0; stores],
@@ -455,7 +501,7 @@ impl<'a> Group<'a> {
         }
         let host = process % self.plan.hosts;
         let local = self.local(host, now);
-        let mut handle = self.plan.handle(s, &self.stores[store], || local);
+        let mut handle = self.plan.handle(s, &self.stores[store], || Box::new(local));
         let admitted = handle.admit();
         let (went_on, lost) = after_store(&self.stores[store], now);
         if lost {
@@ -491,23 +537,21 @@ impl<'a> Group<'a> {
         Some((handle, went_on, lost))
     }
 
-    /// Host `host`'s own state, on its clock at `now`, for a run that may lose a shared store
-    /// that answers at a rate; none is needed otherwise.
-    fn local(&mut self, host: usize, now: Nanos) -> MemoryStore {
-        if self.plan.store.is_none() {
-            return MemoryStore::default();
+    /// Host `host`'s own state at `now`, for a run that may lose a shared store that answers
+    /// at a rate: found only if the run falls back on it.
+    fn local(&mut self, host: usize, now: Nanos) -> HostState {
+        self.local_now.set(now);
+        HostState {
+            locals: Rc::clone(&self.locals),
+            host,
+            now: Rc::clone(&self.local_now),
         }
-        let local = self.locals.entry(host).or_default();
-        local.set_time(now);
-        local.clone()
     }
 
     /// Sets the clocks of the stores a run may call at `now`.
-    fn clocks(&mut self, store: usize, process: u32, now: Nanos) {
+    fn clocks(&mut self, store: usize, _process: u32, now: Nanos) {
         self.stores[store].set_time(now);
-        if let Some(local) = self.locals.get(&(process as usize % self.plan.hosts)) {
-            local.set_time(now);
-        }
+        self.local_now.set(now);
     }
 
     /// A run's attempt is due at `now`: after its key's check, it calls the service.
