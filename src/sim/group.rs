@@ -99,12 +99,20 @@ impl Plan<'_> {
     }
 }
 
+/// The hosts' own states, by host, and until when (milliseconds) each host's state refuses
+/// every run that starts, as its last refusal said; 0 once its state has moved since.
+#[derive(Default)]
+struct Hosts {
+    states: Vec<Option<MemoryStore>>,
+    refused_until: Vec<u64>,
+}
+
 /// A host's own state, for a run that falls back on it when it loses a shared store: looked
 /// up, and made on its first use, only then. Runs that never lose the store never touch it;
 /// looking up 100,000 hosts' states at every start made the largest fleet several times
 /// slower.
 struct HostState {
-    locals: Rc<RefCell<Vec<Option<MemoryStore>>>>,
+    locals: Rc<RefCell<Hosts>>,
     host: usize,
     /// The time of the call, as the group's clock says when it is made.
     now: Rc<Cell<Nanos>>,
@@ -113,11 +121,15 @@ struct HostState {
 impl HostState {
     /// The host's state, made if need be, on the clock of the call.
     fn store(&self) -> MemoryStore {
-        let mut locals = self.locals.borrow_mut();
-        if locals.len() <= self.host {
-            locals.resize(self.host + 1, None);
+        let mut hosts = self.locals.borrow_mut();
+        if hosts.states.len() <= self.host {
+            hosts.states.resize(self.host + 1, None);
         }
-        let local = locals[self.host].get_or_insert_with(MemoryStore::default);
+        // Its state may move: what a refusal said of it holds no longer.
+        if let Some(until) = hosts.refused_until.get_mut(self.host) {
+            *until = 0;
+        }
+        let local = hosts.states[self.host].get_or_insert_with(MemoryStore::default);
         local.set_time(self.now.get());
         local.clone()
     }
@@ -299,7 +311,7 @@ pub struct Group<'a> {
     stores: Vec<MemoryStore>,
     /// Each host's own state, by host, for a run that loses a shared store that answers at a
     /// rate: made when a run on the host first falls back on it ([`HostState`]).
-    locals: Rc<RefCell<Vec<Option<MemoryStore>>>>,
+    locals: Rc<RefCell<Hosts>>,
     /// The time of the run that calls a store now: a host's own state takes it when used.
     local_now: Rc<Cell<Nanos>>,
     /// How a process finds its store: (process mod `hosts`) − `first_host`.
@@ -500,6 +512,11 @@ impl<'a> Group<'a> {
             return None;
         }
         let host = process % self.plan.hosts;
+        if let (Some(model), Some(line)) = (self.plan.store, line)
+            && line.too_late()
+        {
+            return self.lost_at_once(now, host, store, s, model.fail, tally);
+        }
         let local = self.local(host, now);
         let mut handle = self.plan.handle(s, &self.stores[store], || Box::new(local));
         let admitted = handle.admit();
@@ -535,6 +552,65 @@ impl<'a> Group<'a> {
         }
         tally.report.probes += u64::from(handle.probing());
         Some((handle, went_on, lost))
+    }
+
+    /// A start whose call to the shared store waits past its `--state-timeout`, as the line
+    /// says before it is made: the call is made all the same (the store runs it in its turn),
+    /// and the run goes on with its host's own state as its handle would have (`--state-fail
+    /// open`), or does not start (`closed`). Stepped without a handle on the shared store, and
+    /// a host whose own state refused a run refuses the next without asking it until its state
+    /// moves: when a fleet starts all at once, most of its runs come here.
+    fn lost_at_once(
+        &mut self,
+        now: Nanos,
+        host: usize,
+        store: usize,
+        s: &KeyRules,
+        fail: FailMode,
+        tally: &mut Tally,
+    ) -> Option<(Shared, Nanos, bool)> {
+        let _ = Store::admit(&mut self.stores[store].clone(), s);
+        let (went_on, _) = after_store(&self.stores[store], now);
+        tally.report.lost_store += 1;
+        (self.refused_until[store], self.settled[store]) = (0, false);
+        if fail == FailMode::Closed {
+            return None;
+        }
+        let until = self
+            .locals
+            .borrow()
+            .refused_until
+            .get(host)
+            .copied()
+            .unwrap_or(0);
+        if ms(now) < until {
+            tally.report.refused += 1;
+            return None;
+        }
+        let local = self.local(host, now);
+        let mut handle = Shared::new(String::new(), s.clone(), Box::new(local));
+        handle.skip_moot_successes = true;
+        match handle.admit() {
+            Err(_) => None,
+            Ok(Some(refused)) => {
+                let until = match refused.refusal {
+                    Refusal::Open { until } => until,
+                    Refusal::Probing { lease_until } => lease_until,
+                    Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
+                };
+                let mut hosts = self.locals.borrow_mut();
+                if hosts.refused_until.len() <= host {
+                    hosts.refused_until.resize(host + 1, 0);
+                }
+                hosts.refused_until[host] = until;
+                tally.report.refused += 1;
+                None
+            }
+            Ok(None) => {
+                tally.report.probes += u64::from(handle.probing());
+                Some((handle, went_on, true))
+            }
+        }
     }
 
     /// Host `host`'s own state at `now`, for a run that may lose a shared store that answers

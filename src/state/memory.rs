@@ -110,6 +110,13 @@ impl Line {
         (served, in_time)
     }
 
+    /// Whether a call arriving now from a caller that has not waited yet would wait past its
+    /// timeout.
+    pub fn too_late(&self) -> bool {
+        let at = self.arrives.get();
+        at.max(self.free_at.get()) - at > self.timeout
+    }
+
     /// Whether a call arriving now would be served at once: the server is free.
     pub fn free(&self) -> bool {
         self.free_at.get() <= self.arrives.get()
