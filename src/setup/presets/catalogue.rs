@@ -724,10 +724,11 @@ pub const APT: Preset = Preset {
     seen: &[
         seen(
             true,
-            "apt 2.6, another process holding the dpkg frontend lock",
-            "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 31706 \
+            "apt 2.6, another process holding the dpkg frontend lock (its admin directory in \
+             /tmp/aptlab)",
+            "E: Could not get lock /tmp/aptlab/dpkg/lock-frontend. It is held by process 10466 \
              (python3)\nE: Unable to acquire the dpkg frontend lock \
-             (/var/lib/dpkg/lock-frontend), is another process using it?",
+             (/tmp/aptlab/dpkg/lock-frontend), is another process using it?",
         ),
         seen(
             true,
