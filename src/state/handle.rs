@@ -27,6 +27,14 @@ pub struct Fallback {
     pub local: Box<dyn Store>,
 }
 
+/// The fallback's warning `went_on`, and after it the one the local state's answer left.
+fn before(went_on: String, then: Option<String>) -> String {
+    match then {
+        Some(w) => format!("{went_on}; {w}"),
+        None => went_on,
+    }
+}
+
 /// A run's handle on its key: the store, and the run's ticket.
 pub struct Shared {
     pub key: String,
@@ -287,10 +295,7 @@ impl Shared {
             }
         };
         if let Some(went_on) = went_on {
-            reply.warning = Some(match reply.warning.take() {
-                Some(w) => format!("{went_on}; {w}"),
-                None => went_on,
-            });
+            reply.warning = Some(before(went_on, reply.warning.take()));
         }
         match self.heard(reply) {
             (Admit::Run(ticket), _) => {
@@ -331,10 +336,7 @@ impl Shared {
             }
         };
         let (admitted, now) = self.heard(reply);
-        self.warning = Some(match self.warning.take() {
-            Some(w) => format!("{went_on}; {w}"),
-            None => went_on,
-        });
+        self.warning = Some(before(went_on, self.warning.take()));
         match admitted {
             Admit::Run(ticket) => {
                 self.ticket = Some(ticket);
@@ -396,10 +398,7 @@ impl Shared {
         };
         let (after, now) = self.heard(reply);
         if let Some(went_on) = went_on {
-            self.warning = Some(match self.warning.take() {
-                Some(w) => format!("{went_on}; {w}"),
-                None => went_on,
-            });
+            self.warning = Some(before(went_on, self.warning.take()));
         }
         self.ticket = Some(after.ticket);
         Ok((after.change, after.refusal.map(|r| refused(r, now))))
