@@ -474,17 +474,45 @@ fn write(
         None => None,
     };
     let before = if locked.is_some() {
-        fs::read_to_string(&target).unwrap_or_default()
+        previous(&target)?
     } else {
         String::new()
     };
     replace(&target, contents(&before).as_bytes())
 }
 
+/// The most of a previous metrics file that is read: retry's series take a few kilobytes, even
+/// for hundreds of names.
+const PREVIOUS_MAX: u64 = 16 << 20;
+
+/// A metrics file's previous text, whose counters carry on; empty when there is none or it is
+/// not text. One larger than [`PREVIOUS_MAX`] is no file of retry's: it is neither read whole
+/// (its size would be retry's memory) nor replaced.
+fn previous(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let Ok(file) = fs::File::open(path) else {
+        return Ok(String::new());
+    };
+    let mut bytes = Vec::new();
+    // Its size says, unless it grows meanwhile: what is read stops past the bound all the same.
+    let large = file.metadata().is_ok_and(|m| m.len() > PREVIOUS_MAX);
+    if !large {
+        file.take(PREVIOUS_MAX + 1).read_to_end(&mut bytes)?;
+    }
+    if large || bytes.len() as u64 > PREVIOUS_MAX {
+        return Err(files::refusal(
+            io::ErrorKind::Other,
+            "it holds more than 16 MiB, which retry's metrics never do: neither read nor \
+             replaced",
+        ));
+    }
+    Ok(String::from_utf8(bytes).unwrap_or_default())
+}
+
 /// Takes the lock on `PATH.lock` beside `path`, waiting up to `wait` ([`lock_wait`]) for
-/// another run to let it go, and not once the run is cancelled; it is let go when the file is dropped. The sidecar stays:
-/// removing it would race with a run that opened it, and a textfile collector reads only
-/// `*.prom`.
+/// another run to let it go, and not once the run is cancelled; it is let go when the file is
+/// dropped. The sidecar stays: removing it would race with a run that opened it, and a
+/// textfile collector reads only `*.prom`.
 fn lock(path: &Path, wait: Duration) -> io::Result<fs::File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");

@@ -378,3 +378,22 @@ fn overlapping_runs_with_their_own_names_in_one_metrics_file_lose_no_name() {
     // Each family is declared once, its samples together.
     assert_eq!(text.matches("# TYPE retry_runs_total counter").count(), 1);
 }
+
+/// A previous metrics file of more than 16 MiB is no file of retry's: it is neither read whole
+/// (its size would be retry's memory) nor replaced, and the run's status stands.
+#[test]
+fn a_previous_metrics_file_past_16_mib_is_neither_read_nor_replaced() {
+    let (_dir, file) = metrics_dir();
+    let big = fs::File::create(&file).expect("the file");
+    big.set_len(17 << 20).expect("17 MiB");
+    let r = run_metrics(&file, "job", &["--", "true"]);
+    r.assert().code(0);
+    assert!(
+        r.stderr().contains(
+            "(it holds more than 16 MiB, which retry's metrics never do: neither read nor replaced)"
+        ),
+        "{}",
+        r.stderr()
+    );
+    assert_eq!(fs::metadata(&file).expect("still there").len(), 17 << 20);
+}
