@@ -23,9 +23,9 @@ const GRACE: Duration = Duration::from_secs(1);
 
 /// Runs `command` through `sh -c` with `vars` added to the environment, in a process group of
 /// its own, stdout to retry's stderr (stdout belongs to the command being retried). After
-/// the first of its `limits`, or as soon as a signal that cancels the run arrives (left pending for the loop),
-/// the group gets SIGTERM, and a second later SIGKILL if anything of it is left: the
-/// [`Escalation`] of an attempt, with a grace of its own.
+/// the first of its `limits`, or as soon as a signal that cancels the run arrives (left
+/// pending for the loop), the group gets SIGTERM, and a second later SIGKILL if anything of it
+/// is left: the [`Escalation`] of an attempt, with a grace of its own.
 pub fn run(
     command: &str,
     vars: &[(OsString, OsString)],

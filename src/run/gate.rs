@@ -50,7 +50,11 @@ impl Gate {
 
     /// The key's handle, told how long its next operation may wait at `now`.
     fn shared(&mut self, now: Duration) -> Option<&mut Shared> {
-        let left = self.max_time.map(|max| max.saturating_sub(now));
+        self.shared_for(self.max_time.map(|max| max.saturating_sub(now)))
+    }
+
+    /// The key's handle, told its next operation may wait at most `left`.
+    fn shared_for(&mut self, left: Option<Duration>) -> Option<&mut Shared> {
         let shared = self.shared.as_mut()?;
         shared.wait_at_most(left);
         Some(shared)
@@ -62,10 +66,9 @@ impl Gate {
         // Half of what --max-time leaves at most: the command keeps the rest, rather than start
         // at the deadline (and be stopped at once) behind a store that was slow to answer.
         let left = self.max_time.map(|max| max.saturating_sub(now) / 2);
-        let Some(shared) = self.shared.as_mut() else {
+        let Some(shared) = self.shared_for(left) else {
             return Admission::Run;
         };
-        shared.wait_at_most(left);
         let admitted = shared.admit();
         self.heard(now, rep);
         match admitted {

@@ -153,6 +153,16 @@ impl Local for HostState {
     }
 }
 
+/// Until when (milliseconds) a state that gave `refusal` refuses every run that starts, as long
+/// as it does not move; 0 when that is not known (a spent budget refills).
+fn refuses_until(refusal: Refusal) -> u64 {
+    match refusal {
+        Refusal::Open { until } => until,
+        Refusal::Probing { lease_until } => lease_until,
+        Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
+    }
+}
+
 /// Where a run is after calls to its key's store made from `now`: when it goes on, and
 /// whether the store's line made it wait past its `--state-timeout`.
 pub fn after_store(store: &MemoryStore, now: Nanos) -> (Nanos, bool) {
@@ -539,11 +549,7 @@ impl<'a> Group<'a> {
                 tally.report.refused += 1;
                 return None;
             }
-            self.refused_until[store] = match refused.refusal {
-                Refusal::Open { until } => until,
-                Refusal::Probing { lease_until } => lease_until,
-                Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
-            };
+            self.refused_until[store] = refuses_until(refused.refusal);
             tally.report.refused += 1;
             return None;
         }
@@ -593,11 +599,7 @@ impl<'a> Group<'a> {
         match handle.admit() {
             Err(_) => None,
             Ok(Some(refused)) => {
-                let until = match refused.refusal {
-                    Refusal::Open { until } => until,
-                    Refusal::Probing { lease_until } => lease_until,
-                    Refusal::Budget | Refusal::Unknown | Refusal::Remembered => 0,
-                };
+                let until = refuses_until(refused.refusal);
                 let mut hosts = self.locals.borrow_mut();
                 if hosts.refused_until.len() <= host {
                     hosts.refused_until.resize(host + 1, 0);

@@ -237,12 +237,12 @@ fn cancel() -> io::Error {
 /// A TCP connection to `addr`, made by the deadline, and given up at once on a cancel:
 /// `TcpStream::connect_timeout` goes on through a signal.
 fn tcp_connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, Failure> {
-    let since = cancels();
     use nix::errno::Errno;
     use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrStorage, socket, sockopt};
     use std::os::fd::AsFd;
+    let since = cancels();
     let io = |e: Errno| Failure::Io(e.into());
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::Inet,
